@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) into ./build-fuzz and runs each one for
+# PROCTOR_FUZZ_SECONDS seconds (default 20). A crash fails the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${PROCTOR_FUZZ_SECONDS:-20}
+if [[ ! -f fuzz/CMakeLists.txt ]]; then
+  echo "fuzz: no fuzz targets yet"
+  exit 0
+fi
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPROCTOR_FUZZ=ON -DPROCTOR_BENCH=OFF -DPROCTOR_WERROR=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_all
+for target in build-fuzz/fuzz/fuzz_*; do
+  [[ -x "$target" && ! -d "$target" ]] || continue
+  name=$(basename "$target")
+  corpus="build-fuzz/corpus/$name"
+  mkdir -p "$corpus"
+  seeds="fuzz/seeds/${name#fuzz_}"
+  echo "fuzz: $name for ${seconds}s"
+  dirs=("$corpus")
+  [[ -d "$seeds" ]] && dirs+=("$seeds")
+  log="build-fuzz/$name.log"
+  if ! "$target" -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 "${dirs[@]}" >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "fuzz: $name found a crash (log: $log)" >&2
+    exit 1
+  fi
+  grep -E "stat::number_of_executed_runs" "$log" | sed "s/^/fuzz: $name /" || true
+done

@@ -1,0 +1,52 @@
+// proctor: measures what quantization costs a large language model.
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace proctor::cli {
+namespace {
+GlobalOptions g_options;
+}  // namespace
+
+const GlobalOptions& Globals() { return g_options; }
+
+}  // namespace proctor::cli
+
+int main(int argc, char** argv) {
+  using namespace proctor;
+  CLI::App app{
+      "proctor: measures what quantization costs a large language model.\n"
+      "Dump a teacher's top-k logits once, then score compressed candidates against it\n"
+      "(KL divergence, top-1 agreement, captured mass, perplexity)."};
+  app.set_version_flag("--version", PROCTOR_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("-t,--threads", cli::g_options.threads,
+                 "Worker threads including the main one (0 = all cores). Results are "
+                 "bit-identical for the same inputs and thread count.")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("-q,--quiet", cli::g_options.quiet, "No progress output on stderr");
+  app.parse_complete_callback([] { ThreadPool::SetGlobalThreads(cli::g_options.threads); });
+
+  cli::RegisterVersionVerb(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "proctor: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "proctor: unexpected error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,20 @@
+// Every `proctor <verb>` registers itself here: one file per verb, flags declared once.
+//
+// A Register function adds a subcommand to the app and sets its callback. Callbacks throw
+// proctor::Error for user-facing problems; main() prints the message and exits with status 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace proctor::cli {
+
+// Options every verb can read (set by global flags before the verb runs).
+struct GlobalOptions {
+  int threads = 0;     // 0: all cores
+  bool quiet = false;  // no progress output
+};
+const GlobalOptions& Globals();
+
+void RegisterVersionVerb(CLI::App& app);
+
+}  // namespace proctor::cli

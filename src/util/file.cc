@@ -1,0 +1,185 @@
+#include "util/file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+int OpenForRead(const std::filesystem::path& path, uint64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) Fail("io", "cannot open '{}': {}", path.string(), Errno());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = Errno();
+    ::close(fd);
+    Fail("io", "cannot stat '{}': {}", path.string(), why);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    Fail("io", "'{}' is a directory, expected a file", path.string());
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+void WriteAll(int fd, const std::filesystem::path& path, const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      Fail("io", "cannot write '{}': {}", path.string(), Errno());
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+std::filesystem::path TempPathFor(const std::filesystem::path& path) {
+  return std::filesystem::path(path.string() + ".tmp." + std::to_string(::getpid()));
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+  uint64_t size = 0;
+  const int fd = OpenForRead(path, &size);
+  size_ = static_cast<size_t>(size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const std::string why = Errno();
+      ::close(fd);
+      Fail("io", "cannot map '{}' ({} bytes): {}", path.string(), size_, why);
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+ReadOnlyFile::ReadOnlyFile(const std::filesystem::path& path) : path_(path) {
+  fd_ = OpenForRead(path, &size_);
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(std::exchange(other.size_, 0)) {}
+
+ReadOnlyFile& ReadOnlyFile::operator=(ReadOnlyFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void ReadOnlyFile::ReadAt(uint64_t offset, std::span<uint8_t> out) const {
+  CHECK(fd_ >= 0);
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t r = ::pread(fd_, out.data() + done, out.size() - done,
+                              static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      Fail("io", "read of {} bytes at offset {} in '{}' failed: {}", out.size(), offset,
+           path_.string(), Errno());
+    }
+    if (r == 0) {
+      Fail("io", "short read in '{}': wanted {} bytes at offset {}, got {} (file is {} bytes)",
+           path_.string(), out.size(), offset, done, size_);
+    }
+    done += static_cast<size_t>(r);
+  }
+}
+
+std::string ReadFileToString(const std::filesystem::path& path) {
+  uint64_t size = 0;
+  const int fd = OpenForRead(path, &size);
+  std::string out;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t r = ::read(fd, buffer, sizeof(buffer));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = Errno();
+      ::close(fd);
+      Fail("io", "cannot read '{}': {}", path.string(), why);
+    }
+    if (r == 0) break;
+    out.append(buffer, static_cast<size_t>(r));
+  }
+  ::close(fd);
+  return out;
+}
+
+void WriteFileAtomic(const std::filesystem::path& path, std::string_view contents) {
+  AtomicFileWriter writer(path);
+  writer.Write(contents);
+  writer.Commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
+    : path_(std::move(path)), temp_path_(TempPathFor(path_)) {
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) Fail("io", "cannot create '{}': {}", temp_path_.string(), Errno());
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFileWriter::Write(std::span<const uint8_t> bytes) {
+  CHECK(!committed_);
+  WriteAll(fd_, temp_path_, bytes.data(), bytes.size());
+  written_ += bytes.size();
+}
+
+void AtomicFileWriter::Commit() {
+  CHECK(!committed_);
+  if (::fsync(fd_) != 0) Fail("io", "cannot sync '{}': {}", temp_path_.string(), Errno());
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    Fail("io", "cannot rename '{}' to '{}': {}", temp_path_.string(), path_.string(), Errno());
+  }
+  committed_ = true;
+}
+
+}  // namespace proctor
