@@ -1,0 +1,51 @@
+// Finding and loading a model: MODEL may be a directory (config.json + *.safetensors, single file
+// or shards with model.safetensors.index.json), a .gguf file, or a Hugging Face repo id
+// ("org/name") already in the local Hugging Face cache. Nothing is downloaded.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model_config.h"
+#include "model/weights.h"
+
+namespace proctor {
+
+class GgufFile;  // model/gguf.h
+
+enum class ModelFormat { kSafetensors, kGguf };
+
+struct LocatedModel {
+  ModelFormat format = ModelFormat::kSafetensors;
+  std::filesystem::path path;  // the directory (safetensors) or the .gguf file
+};
+
+// Resolves a model spec without loading it. Error when it is neither a path nor a cached HF id;
+// for an id the message lists every cache folder it looked in.
+LocatedModel LocateModel(std::string_view model_spec);
+
+// The Hugging Face hub cache folders searched, in order: $HF_HUB_CACHE, $HF_HOME/hub,
+// $XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub (unset variables skipped).
+std::vector<std::filesystem::path> HuggingFaceCacheDirs();
+
+struct LoadedModel {
+  std::string spec;                 // what the user passed
+  std::filesystem::path source;     // directory or .gguf file actually read
+  ModelFormat format = ModelFormat::kSafetensors;
+  ModelConfig config;
+  WeightStore weights;              // owns the mmaps
+  std::shared_ptr<const GgufFile> gguf;  // GGUF only: metadata (tokenizer.ggml.*), else null
+};
+
+// Locates, maps and validates a model: the config is parsed, every tensor the architecture needs
+// is present with the expected shape (quantized MLX weights, which have a .scales sibling, are
+// checked by the quantization code instead).
+LoadedModel LoadModel(std::string_view model_spec);
+
+// The checks LoadModel applies to the weights, for stores built another way (synthetic models).
+void ValidateWeights(const ModelConfig& config, const WeightStore& weights);
+
+}  // namespace proctor

@@ -1,0 +1,52 @@
+// Helpers shared by the model layer's tests: fixture paths and temporary folders.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+namespace proctor::testing {
+
+inline std::filesystem::path FixturesDir() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env != nullptr && *env != '\0' ? std::filesystem::path(env)
+                                        : std::filesystem::path(PROCTOR_FIXTURES_DEFAULT);
+}
+
+// A fresh directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("proctor-model-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace proctor::testing
+
+// Expects `statement` to throw proctor::Error whose message contains every listed substring.
+#define EXPECT_ERROR_CONTAINS(statement, ...)                                       \
+  do {                                                                              \
+    try {                                                                           \
+      statement;                                                                    \
+      ADD_FAILURE() << "expected an Error from " #statement;                        \
+    } catch (const ::proctor::Error& e) {                                           \
+      for (const char* part : {__VA_ARGS__}) {                                      \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)              \
+            << "message: " << e.what() << "\nmissing: " << part;                    \
+      }                                                                             \
+    }                                                                               \
+  } while (0)
