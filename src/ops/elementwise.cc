@@ -1,0 +1,54 @@
+// Elementwise ops and embedding lookup (simple loops the compiler vectorizes; memory-bound).
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <vector>
+
+#include "ops/convert.h"
+#include "util/error.h"
+
+namespace proctor::ops {
+
+void SiluMul(MutMatF32 gate, const MatView& up) {
+  CHECK(up.type == DType::kF32 && up.rows == gate.rows && up.cols == gate.cols);
+  for (int64_t t = 0; t < gate.rows; ++t) {
+    float* g = gate.Row(t);
+    const float* u = up.RowAs<float>(t);
+    for (int64_t i = 0; i < gate.cols; ++i) {
+      const float silu = g[i] / (1.0f + std::exp(-g[i]));
+      g[i] = silu * u[i];
+    }
+  }
+}
+
+void AddInPlace(MutMatF32 acc, const MatView& x) {
+  CHECK(x.type == DType::kF32 && x.rows == acc.rows && x.cols == acc.cols);
+  for (int64_t t = 0; t < acc.rows; ++t) {
+    float* a = acc.Row(t);
+    const float* b = x.RowAs<float>(t);
+    for (int64_t i = 0; i < acc.cols; ++i) a[i] += b[i];
+  }
+}
+
+void AddBias(MutMatF32 x, const MatView& bias) {
+  CHECK(bias.rows >= 1 && bias.cols == x.cols);
+  std::vector<float> b(static_cast<size_t>(x.cols));
+  DecodeRowSegment(bias, 0, 0, bias.cols, b.data());
+  for (int64_t t = 0; t < x.rows; ++t) {
+    float* row = x.Row(t);
+    for (int64_t i = 0; i < x.cols; ++i) row[i] += b[i];
+  }
+}
+
+void GatherRows(const MatView& table, std::span<const int32_t> ids, MutMatF32 out) {
+  CHECK(static_cast<int64_t>(ids.size()) == out.rows && out.cols == table.cols);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= table.rows) {
+      Fail("ops", "token id {} at position {} is outside the embedding table's {} rows", ids[t],
+           t, table.rows);
+    }
+    DecodeRowSegment(table, ids[t], 0, table.cols, out.Row(static_cast<int64_t>(t)));
+  }
+}
+
+}  // namespace proctor::ops

@@ -1,0 +1,21 @@
+// Elementwise activation ops and embedding lookup.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tensor/tensor.h"
+
+namespace proctor::ops {
+
+// gate = silu(gate) * up, elementwise; up: f32 [T, C] like gate.
+void SiluMul(MutMatF32 gate, const MatView& up);
+// acc += x; x: f32, same shape.
+void AddInPlace(MutMatF32 acc, const MatView& x);
+// x[t] += bias for every row; bias: 1 row of x.cols, any float type.
+void AddBias(MutMatF32 x, const MatView& bias);
+// Embedding lookup: out[t] = dequantized row ids[t] of table (any weight type MatMul accepts).
+// An id outside [0, table.rows) throws proctor::Error.
+void GatherRows(const MatView& table, std::span<const int32_t> ids, MutMatF32 out);
+
+}  // namespace proctor::ops

@@ -1,0 +1,36 @@
+// Matrix products of f32 activations with stored weights: the one entry point every linear layer
+// uses, for every weight type.
+//
+// out[T, N] = x[T, K] · w[N, K]^T. Compute modes:
+//  - kF32: activations and accumulation in f32; weights are converted exactly to f32 (no weight
+//    rounding), so the only error is f32 summation order.
+//  - kBF16: activations are rounded to bf16 (nearest even) before the product; products and
+//    accumulation are f32. With bf16 weights on a CPU with AVX-512 BF16 this runs on the
+//    vdpbf16ps dot instruction (which also flushes bf16 subnormals to zero); otherwise the same
+//    rounded activations go through the f32 kernels. The difference from kF32 is bounded by
+//    |x - bf16(x)| <= 2^-8 |x| per element: |out_bf16 - out_f32| <= 2^-8 * sum_k |x_k w_k| (+ f32
+//    summation error).
+// Threads split N statically (partitions aligned to the kernel's panel width), T == 1 uses a
+// matrix-vector path. Results are bit-identical for the same inputs, mode, and thread count.
+#pragma once
+
+#include "tensor/tensor.h"
+#include "util/thread_pool.h"
+
+namespace proctor::ops {
+
+enum class ComputeMode { kF32, kBF16 };
+
+// x: f32 rows (type kF32, any row stride). w: kF32, kF16, kBF16, kQ8_0 or kQ4_0 (blocks along
+// K). out: [T, N]. Never expands a whole weight matrix to f32.
+void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode, ThreadPool& pool);
+
+// Scalar reference: f32 accumulation in k order of x (rounded to bf16 first in kBF16 mode) times
+// exactly decoded weights. Single-threaded and slow; for tests.
+void MatMulRef(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode);
+
+// Which kernel family MatMul uses on this CPU for bf16 mode with bf16 weights ("avx512bf16" or
+// "f32-fallback"), for logs and benchmarks.
+const char* BF16KernelName();
+
+}  // namespace proctor::ops

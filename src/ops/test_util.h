@@ -1,0 +1,56 @@
+// Helpers shared by the ops tests: random matrices in every weight type.
+#pragma once
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/ggml_blocks.h"
+#include "tensor/tensor.h"
+#include "util/half.h"
+
+namespace proctor::ops::testing {
+
+// Random normal f32 values (scaled), deterministic per seed.
+inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// A [rows, cols] tensor of `type` holding (quantized / rounded) copies of random values.
+inline Tensor RandomMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed,
+                           float scale = 1.0f) {
+  const auto values = RandomFloats(static_cast<size_t>(rows * cols), seed, scale);
+  Tensor t(type, rows, cols);
+  const size_t row_bytes = BytesFor(type, static_cast<uint64_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = values.data() + r * cols;
+    uint8_t* dst = t.bytes() + r * row_bytes;
+    switch (type) {
+      case DType::kF32:
+        std::memcpy(dst, src, static_cast<size_t>(cols) * 4);
+        break;
+      case DType::kF16:
+      case DType::kBF16:
+        for (int64_t c = 0; c < cols; ++c) {
+          const uint16_t h = type == DType::kF16 ? F32ToF16(src[c]) : F32ToBF16(src[c]);
+          std::memcpy(dst + c * 2, &h, 2);
+        }
+        break;
+      case DType::kQ8_0:
+        quant::QuantizeQ8_0Ref(src, cols / 32, dst);
+        break;
+      case DType::kQ4_0:
+        quant::QuantizeQ4_0Ref(src, cols / 32, dst);
+        break;
+      default:
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace proctor::ops::testing
