@@ -1,0 +1,195 @@
+#include "model/load.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/safetensors.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool LooksLikeRepoId(std::string_view spec) {
+  const size_t slash = spec.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == spec.size()) return false;
+  if (spec.find('/', slash + 1) != std::string_view::npos) return false;
+  if (spec.starts_with('.') || spec.starts_with('~')) return false;
+  for (char ch : spec) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' ||
+                    ch == '.' || ch == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A snapshot folder holds either config.json (+ safetensors) or exactly one .gguf file.
+std::optional<LocatedModel> ModelInDirectory(const fs::path& dir) {
+  if (fs::exists(dir / "config.json")) return LocatedModel{ModelFormat::kSafetensors, dir};
+  std::vector<fs::path> ggufs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".gguf") ggufs.push_back(entry.path());
+  }
+  if (ggufs.size() == 1) return LocatedModel{ModelFormat::kGguf, ggufs.front()};
+  return std::nullopt;
+}
+
+std::string ReadTrimmed(const fs::path& path) {
+  std::string text = ReadFileToString(path);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+std::vector<fs::path> HuggingFaceCacheDirs() {
+  std::vector<fs::path> dirs;
+  auto add = [&](const fs::path& dir) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  };
+  auto env = [](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? value : nullptr;
+  };
+  if (const char* hub = env("HF_HUB_CACHE")) add(hub);
+  if (const char* home = env("HF_HOME")) add(fs::path(home) / "hub");
+  if (const char* xdg = env("XDG_CACHE_HOME")) add(fs::path(xdg) / "huggingface" / "hub");
+  if (const char* home = env("HOME")) add(fs::path(home) / ".cache" / "huggingface" / "hub");
+  return dirs;
+}
+
+LocatedModel LocateModel(std::string_view model_spec) {
+  const fs::path path{std::string(model_spec)};
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (!fs::exists(path / "config.json")) {
+      Fail("model", "{}: the directory has no config.json (a model directory holds config.json "
+           "and *.safetensors)",
+           path.string());
+    }
+    return LocatedModel{ModelFormat::kSafetensors, path};
+  }
+  if (fs::is_regular_file(path, ec)) {
+    if (path.extension() == ".gguf") return LocatedModel{ModelFormat::kGguf, path};
+    if (path.filename() == "config.json") {
+      return LocatedModel{ModelFormat::kSafetensors, path.parent_path()};
+    }
+    Fail("model", "{}: not a model (expected a .gguf file or a directory with config.json)",
+         path.string());
+  }
+  if (!LooksLikeRepoId(model_spec)) {
+    Fail("model", "{}: no such file or directory (MODEL is a directory with config.json, a .gguf "
+         "file, or a Hugging Face id org/name in the local cache)",
+         model_spec);
+  }
+  const std::string folder_name = "models--" + std::string(model_spec.substr(0, model_spec.find('/'))) + "--" +
+                std::string(model_spec.substr(model_spec.find('/') + 1));
+  std::vector<std::string> looked;
+  for (const fs::path& cache : HuggingFaceCacheDirs()) {
+    const fs::path repo = cache / folder_name;
+    looked.push_back(repo.string());
+    if (!fs::is_directory(repo / "snapshots", ec)) continue;
+    std::optional<fs::path> snapshot;
+    if (fs::exists(repo / "refs" / "main")) {
+      const std::string revision = ReadTrimmed(repo / "refs" / "main");
+      if (!revision.empty() && revision.find('/') == std::string::npos &&
+          fs::is_directory(repo / "snapshots" / revision, ec)) {
+        snapshot = repo / "snapshots" / revision;
+      }
+    }
+    if (!snapshot) {  // no usable refs/main: accept a single snapshot
+      std::vector<fs::path> snapshots;
+      for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
+        if (entry.is_directory()) snapshots.push_back(entry.path());
+      }
+      if (snapshots.size() == 1) snapshot = snapshots.front();
+    }
+    if (!snapshot) continue;
+    if (std::optional<LocatedModel> found = ModelInDirectory(*snapshot)) return *found;
+  }
+  Fail("model", "\"{}\" is not a local path and is not in the Hugging Face cache (nothing is "
+       "downloaded; fetch it first, e.g. `huggingface-cli download {}`); looked in: {}",
+       model_spec, model_spec, looked.empty() ? std::string("(no cache folder: HOME unset)")
+                                              : fmt::format("{}", fmt::join(looked, ", ")));
+}
+
+void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
+  const int64_t hidden = c.hidden_size;
+  const int64_t q_dim = static_cast<int64_t>(c.num_heads) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  const int64_t ff = c.intermediate_size;
+  const int64_t vocab = c.vocab_size;
+  // Quantized MLX weights ("<base>.scales" beside "<base>.weight") are checked by quant/.
+  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
+    const std::string base = name.substr(0, name.rfind('.'));
+    if (name.ends_with(".weight") && w.Has(base + ".scales")) {
+      w.Get(name);
+      return;
+    }
+    w.Expect(name, std::move(shape));
+  };
+  expect("model.embed_tokens.weight", {vocab, hidden});
+  expect("model.norm.weight", {hidden});
+  if (!c.tie_word_embeddings || w.Has("lm_head.weight")) expect("lm_head.weight", {vocab, hidden});
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const std::string p = fmt::format("model.layers.{}.", layer);
+    expect(p + "input_layernorm.weight", {hidden});
+    expect(p + "post_attention_layernorm.weight", {hidden});
+    expect(p + "self_attn.q_proj.weight", {q_dim, hidden});
+    expect(p + "self_attn.k_proj.weight", {kv_dim, hidden});
+    expect(p + "self_attn.v_proj.weight", {kv_dim, hidden});
+    expect(p + "self_attn.o_proj.weight", {hidden, q_dim});
+    if (c.attention_bias) {
+      expect(p + "self_attn.q_proj.bias", {q_dim});
+      expect(p + "self_attn.k_proj.bias", {kv_dim});
+      expect(p + "self_attn.v_proj.bias", {kv_dim});
+    }
+    if (w.Has(p + "self_attn.o_proj.bias")) expect(p + "self_attn.o_proj.bias", {hidden});
+    if (c.qk_norm) {
+      expect(p + "self_attn.q_norm.weight", {c.head_dim});
+      expect(p + "self_attn.k_norm.weight", {c.head_dim});
+    }
+    expect(p + "mlp.gate_proj.weight", {ff, hidden});
+    expect(p + "mlp.up_proj.weight", {ff, hidden});
+    expect(p + "mlp.down_proj.weight", {hidden, ff});
+  }
+}
+
+LoadedModel LoadModel(std::string_view model_spec) {
+  const LocatedModel located = LocateModel(model_spec);
+  LoadedModel model;
+  model.spec = std::string(model_spec);
+  model.source = located.path;
+  model.format = located.format;
+  model.weights.set_origin(located.path.string());
+  if (located.format == ModelFormat::kGguf) {
+    std::shared_ptr<const GgufFile> gguf = GgufFile::Open(located.path);
+    AddGgufTensors(gguf, model.weights);
+    model.config = ConfigFromGguf(*gguf, model.weights);
+    model.gguf = std::move(gguf);
+  } else {
+    const fs::path config_path = located.path / "config.json";
+    nlohmann::json config_json;
+    try {
+      config_json = nlohmann::json::parse(ReadFileToString(config_path));
+    } catch (const nlohmann::json::exception& e) {
+      Fail("model", "{}: not valid JSON: {}", config_path.string(), e.what());
+    }
+    model.config = ParseHfConfig(config_json, config_path.string());
+    LoadSafetensorsDirectory(located.path, model.weights);
+  }
+  ValidateWeights(model.config, model.weights);
+  return model;
+}
+
+}  // namespace proctor
