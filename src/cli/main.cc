@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([] { ThreadPool::SetGlobalThreads(cli::g_options.threads); });
 
   cli::RegisterVersionVerb(app);
+  cli::RegisterGenerateVerb(app);
+  cli::RegisterLogitsVerb(app);
+  cli::RegisterBenchVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -16,5 +16,8 @@ struct GlobalOptions {
 const GlobalOptions& Globals();
 
 void RegisterVersionVerb(CLI::App& app);
+void RegisterGenerateVerb(CLI::App& app);
+void RegisterLogitsVerb(CLI::App& app);
+void RegisterBenchVerb(CLI::App& app);
 
 }  // namespace proctor::cli

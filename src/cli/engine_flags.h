@@ -1,0 +1,27 @@
+// Flags shared by the verbs that run the engine (generate, logits, bench): --compute, --kv,
+// --chunk, and --prompt-ids parsing. Declared once here so every verb spells them the same.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/runtime_model.h"
+
+namespace proctor::cli {
+
+struct EngineFlags {
+  std::string compute = "f32";
+  std::string kv = "f32";
+  int64_t chunk = 512;
+
+  void Add(CLI::App& verb);
+  RuntimeOptions Options() const;  // Error for a bad --compute / --kv / --chunk value
+};
+
+// "1,2,3" -> {1, 2, 3}; spaces allowed; Error naming the bad item otherwise.
+std::vector<int32_t> ParseTokenIds(const std::string& text);
+
+}  // namespace proctor::cli

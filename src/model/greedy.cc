@@ -1,0 +1,79 @@
+// Chunked prefill, greedy decoding and teacher-forced chunks (see greedy.h).
+#include "model/greedy.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace proctor {
+
+int32_t ArgmaxLowestIndex(std::span<const float> values) {
+  CHECK(!values.empty());
+  int32_t best = -1;
+  float best_value = 0.0f;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    if (v != v) continue;  // NaN
+    if (best < 0 || v > best_value) {
+      best = static_cast<int32_t>(i);
+      best_value = v;
+    }
+  }
+  return best < 0 ? 0 : best;
+}
+
+Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens,
+                         int64_t chunk, ModelCache& cache) {
+  if (chunk <= 0) Fail("model", "chunk size must be positive (seen {})", chunk);
+  CHECK(!tokens.empty());
+  Tensor last = Tensor::F32(1, model.hidden_size());  // [1, hidden]
+  for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(chunk)) {
+    const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(chunk));
+    Tensor hidden = model.ForwardHidden(tokens.subspan(begin, end - begin), cache);
+    if (end == tokens.size()) {
+      std::copy_n(hidden.RowF32(hidden.rows() - 1), model.hidden_size(), last.RowF32(0));
+    }
+  }
+  return last;
+}
+
+std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const int32_t> prompt,
+                                    const GreedyOptions& options) {
+  if (prompt.empty()) Fail("model", "greedy decoding needs at least one prompt token");
+  std::vector<int32_t> out;
+  if (options.max_new_tokens <= 0) return out;
+  ModelCache cache = model.MakeCache(static_cast<int64_t>(prompt.size()) +
+                                     options.max_new_tokens);
+  Tensor hidden = PrefillLastHidden(model, prompt, options.chunk, cache);  // [1, hidden]
+  Tensor logits = Tensor::F32(1, model.vocab_size());                     // [1, vocab]
+  for (int step = 0; step < options.max_new_tokens; ++step) {
+    model.LogitsFromHidden(hidden.View(), logits.MutF32());
+    const std::span<const float> row(logits.RowF32(0), static_cast<size_t>(model.vocab_size()));
+    if (options.on_step) options.on_step(step, row);
+    const int32_t next = ArgmaxLowestIndex(row);
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
+        options.stop_ids.end()) {
+      break;
+    }
+    out.push_back(next);
+    if (step + 1 == options.max_new_tokens) break;
+    hidden = model.ForwardHidden(std::span<const int32_t>(&out.back(), 1), cache);
+  }
+  return out;
+}
+
+void RunTeacherForced(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
+                      const LogitsChunkCallback& on_chunk) {
+  if (chunk <= 0) Fail("model", "chunk size must be positive (seen {})", chunk);
+  ModelCache cache = model.MakeCache(static_cast<int64_t>(tokens.size()));
+  Tensor logits;
+  for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(chunk)) {
+    const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(chunk));
+    Tensor hidden = model.ForwardHidden(tokens.subspan(begin, end - begin), cache);
+    if (logits.rows() != hidden.rows()) logits = Tensor::F32(hidden.rows(), model.vocab_size());
+    model.LogitsFromHidden(hidden.View(), logits.MutF32());
+    on_chunk(static_cast<int64_t>(begin), logits.View());
+  }
+}
+
+}  // namespace proctor

@@ -1,0 +1,42 @@
+// Driving a RuntimeModel over sequences: chunked prefill, greedy decoding, and the engine side of
+// the teacher-forced logits seam (eval's TeacherForcedLogits wraps RunTeacherForced).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/runtime_model.h"
+
+namespace proctor {
+
+// Index of the largest value; the lowest index wins ties. NaN never wins.
+int32_t ArgmaxLowestIndex(std::span<const float> values);
+
+// Runs `tokens` through the model in chunks of `chunk` positions (the cache advances by
+// tokens.size()). Returns the final-normed hidden state of the last token [1, hidden].
+Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens,
+                         int64_t chunk, ModelCache& cache);
+
+struct GreedyOptions {
+  int max_new_tokens = 16;
+  int64_t chunk = 512;           // prefill chunk size (positions per ForwardHidden call)
+  std::vector<int32_t> stop_ids;  // generation ends at the first of these (not emitted)
+  // Called with the logits [vocab] that chose each new token (step 0 = after the prompt).
+  std::function<void(int step, std::span<const float> logits)> on_step;
+};
+
+// Greedy decoding (argmax, lowest index on ties) after the prompt; returns the new tokens
+// (a stop id ends generation and is not included). The prompt must not be empty.
+std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const int32_t> prompt,
+                                    const GreedyOptions& options);
+
+// Teacher-forced logits of one sequence: runs it in chunks of `chunk` with one cache and calls
+// on_chunk(start_position, logits [C, vocab]) for each chunk, in order. The logits view is valid
+// only during the call.
+using LogitsChunkCallback = std::function<void(int64_t start, const MatView& logits)>;
+void RunTeacherForced(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
+                      const LogitsChunkCallback& on_chunk);
+
+}  // namespace proctor

@@ -1,0 +1,198 @@
+// The Llama-family forward pass (see runtime_model.h). Reads like the math:
+//   x = embed(ids)
+//   per layer:  x += o_proj(attention(rope(q_norm?(q_proj(n))), rope(k_norm?(k_proj(n))),
+//                                      v_proj(n)))            with n = rmsnorm(x)
+//               x += down_proj(silu(gate_proj(n)) * up_proj(n))  with n = rmsnorm(x)
+//   h = rmsnorm(x)                      (returned; LogitsFromHidden applies lm_head)
+#include <cmath>
+#include <fmt/format.h>
+
+#include "model/runtime_model.h"
+#include "ops/ops.h"
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+MatView Absent() { return MatView{}; }
+
+MutMatF32 Rows(Tensor& t) { return t.MutF32(); }
+
+// Views an f32 [T, heads*D] buffer as [T*heads, D] (one row per head).
+MutMatF32 PerHead(MutMatF32 m, int head_dim) {
+  CHECK(m.stride == m.cols && m.cols % head_dim == 0);
+  return MutMatF32{m.rows * (m.cols / head_dim), head_dim, head_dim, m.data};
+}
+
+}  // namespace
+
+ops::ComputeMode ParseComputeMode(std::string_view name) {
+  if (name == "f32") return ops::ComputeMode::kF32;
+  if (name == "bf16") return ops::ComputeMode::kBF16;
+  Fail("model", "unknown compute mode '{}' (expected f32 or bf16)", name);
+}
+
+std::string_view ComputeModeName(ops::ComputeMode mode) {
+  return mode == ops::ComputeMode::kF32 ? "f32" : "bf16";
+}
+
+RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights,
+                           RuntimeOptions options)
+    : config_(config),
+      options_(options),
+      pool_(options.pool ? *options.pool : ThreadPool::Global()) {
+  const int d = config.head_dim;
+  if (config.rotary_dim > 0 && config.rotary_dim != d) {
+    Fail("model", "{}: partial rotary embeddings (rotary_dim {} of head_dim {}) are not "
+         "implemented", weights.origin(), config.rotary_dim, d);
+  }
+  rope_ = ComputeRopeFrequencies(config.rope, d,
+                                 config.max_position_embeddings > 0
+                                     ? config.max_position_embeddings
+                                     : 4096);
+  rope_style_ = config.rope_adjacent_pairs ? ops::RopeStyle::kAdjacentPairs
+                                           : ops::RopeStyle::kHalfRotation;
+  attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+
+  auto optional = [&](const std::string& name) {
+    return weights.Has(name) ? weights.Matrix(name) : Absent();
+  };
+  embed_tokens_ = weights.Matrix("model.embed_tokens.weight");
+  final_norm_ = weights.Matrix("model.norm.weight");
+  if (config.tie_word_embeddings && !weights.Has("lm_head.weight")) {
+    lm_head_ = embed_tokens_;
+  } else {
+    lm_head_ = weights.Matrix("lm_head.weight");
+  }
+  for (int i = 0; i < config.num_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    LayerWeights l;
+    l.input_norm = weights.Matrix(p + "input_layernorm.weight");
+    l.post_attention_norm = weights.Matrix(p + "post_attention_layernorm.weight");
+    l.q = weights.Matrix(p + "self_attn.q_proj.weight");
+    l.k = weights.Matrix(p + "self_attn.k_proj.weight");
+    l.v = weights.Matrix(p + "self_attn.v_proj.weight");
+    l.o = weights.Matrix(p + "self_attn.o_proj.weight");
+    l.q_bias = optional(p + "self_attn.q_proj.bias");
+    l.k_bias = optional(p + "self_attn.k_proj.bias");
+    l.v_bias = optional(p + "self_attn.v_proj.bias");
+    l.o_bias = optional(p + "self_attn.o_proj.bias");
+    if (config.qk_norm) {
+      l.q_norm = weights.Matrix(p + "self_attn.q_norm.weight");
+      l.k_norm = weights.Matrix(p + "self_attn.k_norm.weight");
+    }
+    l.gate = weights.Matrix(p + "mlp.gate_proj.weight");
+    l.up = weights.Matrix(p + "mlp.up_proj.weight");
+    l.down = weights.Matrix(p + "mlp.down_proj.weight");
+    layers_.push_back(l);
+  }
+}
+
+ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
+  ModelCache cache;
+  const int64_t kv_dim = static_cast<int64_t>(config_.num_kv_heads) * config_.head_dim;
+  for (int i = 0; i < config_.num_layers; ++i) {
+    cache.AddLayer(
+        std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions));
+  }
+  return cache;
+}
+
+void RuntimeModel::AttentionBlock(int layer, MutMatF32 x, std::span<const int32_t> positions,
+                                  ModelCache& cache) const {
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int64_t t = x.rows;
+  const int hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
+  const ops::ComputeMode mode = options_.compute;
+
+  Tensor normed = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  ops::RmsNorm(x.View(), w.input_norm, config_.rms_norm_eps, false, Rows(normed));
+
+  Tensor q = Tensor::F32(t, int64_t{hq} * d);   // [T, Hq*D]
+  Tensor k = Tensor::F32(t, int64_t{hkv} * d);  // [T, Hkv*D]
+  Tensor v = Tensor::F32(t, int64_t{hkv} * d);  // [T, Hkv*D]
+  ops::MatMul(normed.View(), w.q, Rows(q), mode, pool_);
+  ops::MatMul(normed.View(), w.k, Rows(k), mode, pool_);
+  ops::MatMul(normed.View(), w.v, Rows(v), mode, pool_);
+  if (w.q_bias.rows) ops::AddBias(Rows(q), w.q_bias);
+  if (w.k_bias.rows) ops::AddBias(Rows(k), w.k_bias);
+  if (w.v_bias.rows) ops::AddBias(Rows(v), w.v_bias);
+  if (config_.qk_norm) {  // qwen3: RMSNorm over each head, before the rotation
+    const MutMatF32 qh = PerHead(Rows(q), d), kh = PerHead(Rows(k), d);
+    ops::RmsNorm(qh.View(), w.q_norm, config_.rms_norm_eps, false, qh);
+    ops::RmsNorm(kh.View(), w.k_norm, config_.rms_norm_eps, false, kh);
+  }
+  ops::ApplyRope(Rows(q), hq, d, positions, rope_.inv_freq, rope_.attention_scaling,
+                 rope_style_);
+  ops::ApplyRope(Rows(k), hkv, d, positions, rope_.inv_freq, rope_.attention_scaling,
+                 rope_style_);
+
+  FullAttentionKvCache& kv = cache.Attention(layer);
+  CHECK(kv.length() == positions.front());
+  kv.Append(k.View(), v.View());
+
+  Tensor attended = Tensor::F32(t, int64_t{hq} * d);  // [T, Hq*D]
+  ops::Attention(q.View(), kv.Keys(), kv.Values(), positions.front(), hq, hkv, d,
+                 attention_scale_, config_.SlidingWindowForLayer(layer), Rows(attended), pool_);
+
+  Tensor projected = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  ops::MatMul(attended.View(), w.o, Rows(projected), mode, pool_);
+  if (w.o_bias.rows) ops::AddBias(Rows(projected), w.o_bias);
+  ops::AddInPlace(x, projected.View());
+}
+
+void RuntimeModel::MlpBlock(int layer, MutMatF32 x) const {
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const int64_t t = x.rows;
+  const ops::ComputeMode mode = options_.compute;
+
+  Tensor normed = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  ops::RmsNorm(x.View(), w.post_attention_norm, config_.rms_norm_eps, false, Rows(normed));
+  Tensor gate = Tensor::F32(t, config_.intermediate_size);  // [T, ff]
+  Tensor up = Tensor::F32(t, config_.intermediate_size);    // [T, ff]
+  ops::MatMul(normed.View(), w.gate, Rows(gate), mode, pool_);
+  ops::MatMul(normed.View(), w.up, Rows(up), mode, pool_);
+  ops::SiluMul(Rows(gate), up.View());
+  Tensor down = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  ops::MatMul(gate.View(), w.down, Rows(down), mode, pool_);
+  ops::AddInPlace(x, down.View());
+}
+
+Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cache) const {
+  CHECK(cache.num_layers() == config_.num_layers);
+  const int64_t t = static_cast<int64_t>(ids.size());
+  Tensor x = Tensor::F32(t, config_.hidden_size);  // [T, hidden] residual stream
+  if (t == 0) return x;
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= config_.vocab_size) {
+      Fail("model", "token id {} is outside the vocabulary [0, {})", id, config_.vocab_size);
+    }
+  }
+  ops::GatherRows(embed_tokens_, ids, Rows(x));
+
+  std::vector<int32_t> positions(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) {
+    positions[static_cast<size_t>(i)] = static_cast<int32_t>(cache.position() + i);
+  }
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    AttentionBlock(layer, Rows(x), positions, cache);
+    MlpBlock(layer, Rows(x));
+  }
+  cache.Advance(t);
+  ops::RmsNorm(x.View(), final_norm_, config_.rms_norm_eps, false, Rows(x));
+  return x;
+}
+
+void RuntimeModel::LogitsFromHidden(const MatView& hidden, MutMatF32 logits) const {
+  CHECK(hidden.cols == config_.hidden_size && logits.rows == hidden.rows &&
+        logits.cols == config_.vocab_size);
+  ops::MatMul(hidden, lm_head_, logits, options_.compute, pool_);
+}
+
+Tensor RuntimeModel::LogitsFromHidden(const MatView& hidden) const {
+  Tensor logits = Tensor::F32(hidden.rows, config_.vocab_size);  // [rows, vocab]
+  LogitsFromHidden(hidden, logits.MutF32());
+  return logits;
+}
+
+}  // namespace proctor

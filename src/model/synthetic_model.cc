@@ -1,0 +1,193 @@
+// Random-weight models with real shapes (see synthetic_model.h).
+#include "model/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/half.h"
+#include "util/thread_pool.h"
+
+namespace proctor {
+namespace {
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [-1, 1).
+float Uniform(uint64_t& state) {
+  return static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+uint64_t HashName(std::string_view name, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+// rows x cols of `type`; values center + uniform(-amplitude, amplitude).
+Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t cols, float center,
+                    float amplitude, uint64_t seed) {
+  Tensor t(type, rows, cols);
+  const size_t row_bytes = BytesFor(type, static_cast<uint64_t>(cols));
+  const uint64_t base = HashName(name, seed);
+  ThreadPool::Global().ParallelFor(static_cast<size_t>(rows), [&](size_t begin, size_t end, int) {
+    for (size_t r = begin; r < end; ++r) {
+      uint64_t state = base + r * 0x632BE59BD9B4E019ull;
+      uint8_t* row = t.bytes() + r * row_bytes;
+      switch (type) {
+        case DType::kF32: {
+          auto* out = reinterpret_cast<float*>(row);
+          for (int64_t i = 0; i < cols; ++i) out[i] = center + amplitude * Uniform(state);
+          break;
+        }
+        case DType::kBF16:
+        case DType::kF16: {
+          auto* out = reinterpret_cast<uint16_t*>(row);
+          for (int64_t i = 0; i < cols; ++i) {
+            const float v = center + amplitude * Uniform(state);
+            out[i] = type == DType::kBF16 ? F32ToBF16(v) : F32ToF16(v);
+          }
+          break;
+        }
+        case DType::kQ8_0:
+        case DType::kQ4_0: {
+          // Each block: an fp16 scale, then random quants.
+          const DTypeInfo& info = Info(type);
+          const float levels = type == DType::kQ8_0 ? 127.0f : 8.0f;
+          for (size_t b = 0; b < row_bytes; b += info.block_bytes) {
+            const uint16_t scale = F32ToF16(amplitude / levels);
+            std::memcpy(row + b, &scale, 2);
+            for (size_t i = 2; i < info.block_bytes; ++i) {
+              row[b + i] = static_cast<uint8_t>(SplitMix64(state));
+            }
+          }
+          break;
+        }
+        default:
+          CHECK(false);
+      }
+    }
+  });
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> SyntheticModelNames() {
+  return {"qwen3-0.6b", "llama-3.2-1b", "tinyllama-1.1b", "qwen2.5-0.5b", "tiny"};
+}
+
+ModelConfig SyntheticConfig(std::string_view name) {
+  ModelConfig c;
+  c.rms_norm_eps = 1e-5f;
+  if (name == "qwen3-0.6b") {
+    c.arch = ModelArch::kQwen3;
+    c.model_type = "qwen3";
+    c.hidden_size = 1024, c.num_layers = 28, c.num_heads = 16, c.num_kv_heads = 8;
+    c.head_dim = 128, c.intermediate_size = 3072, c.vocab_size = 151936;
+    c.max_position_embeddings = 40960, c.rms_norm_eps = 1e-6f;
+    c.tie_word_embeddings = true, c.qk_norm = true;
+    c.rope.theta = 1000000.0;
+    c.eos_token_ids = {151645, 151643};
+  } else if (name == "llama-3.2-1b") {
+    c.arch = ModelArch::kLlama;
+    c.model_type = "llama";
+    c.hidden_size = 2048, c.num_layers = 16, c.num_heads = 32, c.num_kv_heads = 8;
+    c.head_dim = 64, c.intermediate_size = 8192, c.vocab_size = 128256;
+    c.max_position_embeddings = 131072, c.tie_word_embeddings = true;
+    c.rope.theta = 500000.0;
+    c.rope.type = RopeType::kLlama3;
+    c.rope.factor = 32.0, c.rope.low_freq_factor = 1.0, c.rope.high_freq_factor = 4.0;
+    c.rope.original_max_position_embeddings = 8192;
+    c.bos_token_id = 128000, c.eos_token_ids = {128001, 128008, 128009};
+  } else if (name == "tinyllama-1.1b") {
+    c.arch = ModelArch::kLlama;
+    c.model_type = "llama";
+    c.hidden_size = 2048, c.num_layers = 22, c.num_heads = 32, c.num_kv_heads = 4;
+    c.head_dim = 64, c.intermediate_size = 5632, c.vocab_size = 32000;
+    c.max_position_embeddings = 2048;
+    c.bos_token_id = 1, c.eos_token_ids = {2};
+  } else if (name == "qwen2.5-0.5b") {
+    c.arch = ModelArch::kQwen2;
+    c.model_type = "qwen2";
+    c.hidden_size = 896, c.num_layers = 24, c.num_heads = 14, c.num_kv_heads = 2;
+    c.head_dim = 64, c.intermediate_size = 4864, c.vocab_size = 151936;
+    c.max_position_embeddings = 32768, c.rms_norm_eps = 1e-6f;
+    c.tie_word_embeddings = true, c.attention_bias = true;
+    c.rope.theta = 1000000.0;
+    c.eos_token_ids = {151645, 151643};
+  } else if (name == "tiny") {
+    c.arch = ModelArch::kQwen3;
+    c.model_type = "qwen3";
+    c.hidden_size = 64, c.num_layers = 4, c.num_heads = 4, c.num_kv_heads = 2;
+    c.head_dim = 32, c.intermediate_size = 128, c.vocab_size = 512;
+    c.max_position_embeddings = 4096, c.qk_norm = true;
+  } else {
+    Fail("model", "unknown synthetic model '{}' (known: {})", name,
+         fmt::join(SyntheticModelNames(), ", "));
+  }
+  c.rotary_dim = c.head_dim;
+  c.stored_dtype = "synthetic";
+  return c;
+}
+
+SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint64_t seed) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 &&
+      dtype != DType::kQ8_0 && dtype != DType::kQ4_0) {
+    Fail("model", "synthetic weights can be f32, f16, bf16, q8_0 or q4_0 (asked for {})",
+         Name(dtype));
+  }
+  SyntheticModel m;
+  m.config = config;
+  m.config.stored_dtype = std::string(Name(dtype));
+  m.weights.set_origin(fmt::format("synthetic:{}", config.model_type));
+  const bool quantized = !Info(dtype).is_float;
+  const DType norm_type = quantized ? DType::kF32 : dtype;
+  // Block types need rows that are whole blocks; otherwise fall back to f16 for that matrix.
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in, float amplitude) {
+    const DType type = FitsBlocks(dtype, static_cast<uint64_t>(in)) ? dtype : DType::kF16;
+    m.weights.AddOwned(name, RandomTensor(name, type, out, in, 0.0f, amplitude, seed));
+  };
+  auto vector = [&](const std::string& name, int64_t n, float center, float amplitude) {
+    m.weights.AddOwned(name, RandomTensor(name, norm_type, 1, n, center, amplitude, seed), {n});
+  };
+  const int64_t h = config.hidden_size, d = config.head_dim;
+  const int64_t q_dim = int64_t{config.num_heads} * d, kv_dim = int64_t{config.num_kv_heads} * d;
+  const float sqrt3 = std::sqrt(3.0f);
+  auto amp = [&](int64_t fan_in) { return sqrt3 / std::sqrt(static_cast<float>(fan_in)); };
+
+  matrix("model.embed_tokens.weight", config.vocab_size, h, sqrt3);
+  if (!config.tie_word_embeddings) matrix("lm_head.weight", config.vocab_size, h, amp(h));
+  vector("model.norm.weight", h, 1.0f, 0.1f);
+  for (int i = 0; i < config.num_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    vector(p + "input_layernorm.weight", h, 1.0f, 0.1f);
+    vector(p + "post_attention_layernorm.weight", h, 1.0f, 0.1f);
+    matrix(p + "self_attn.q_proj.weight", q_dim, h, amp(h));
+    matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
+    matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
+    matrix(p + "self_attn.o_proj.weight", h, q_dim, amp(q_dim));
+    if (config.attention_bias) {
+      vector(p + "self_attn.q_proj.bias", q_dim, 0.0f, 0.1f);
+      vector(p + "self_attn.k_proj.bias", kv_dim, 0.0f, 0.1f);
+      vector(p + "self_attn.v_proj.bias", kv_dim, 0.0f, 0.1f);
+    }
+    if (config.qk_norm) {
+      vector(p + "self_attn.q_norm.weight", d, 1.0f, 0.1f);
+      vector(p + "self_attn.k_norm.weight", d, 1.0f, 0.1f);
+    }
+    matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
+    matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
+    matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
+           amp(config.intermediate_size));
+  }
+  return m;
+}
+
+}  // namespace proctor

@@ -1,0 +1,36 @@
+// Random-weight models with the exact shapes of real ones, so speed can be measured (and the
+// forward pass exercised) without downloading anything.
+//
+// Values are seeded and reproducible: matrices uniform with variance 1/fan_in, norms 1 + small
+// noise, embeddings std 0.02 ... 1. Float types (f32, f16, bf16) store the values rounded; block
+// types (q8_0, q4_0) get random quants with a scale of the same magnitude (norms stay f32, as in
+// GGUF files).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "tensor/dtype.h"
+
+namespace proctor {
+
+struct SyntheticModel {
+  ModelConfig config;
+  WeightStore weights;
+};
+
+// Names BuildSyntheticModel accepts: "qwen3-0.6b", "llama-3.2-1b", "tinyllama-1.1b",
+// "qwen2.5-0.5b", and "tiny" (a 4-layer toy model for tests).
+std::vector<std::string> SyntheticModelNames();
+
+// The config of a named shape; Error listing the names for an unknown one.
+ModelConfig SyntheticConfig(std::string_view name);
+
+// Builds the weights for `config` in `dtype` (f32, f16, bf16, q8_0, q4_0); Error otherwise.
+SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint64_t seed = 1);
+
+}  // namespace proctor
