@@ -1,0 +1,210 @@
+#include "eval/kl_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "eval/candidate_forward.h"
+#include "ops/logits_stats.h"
+#include "util/error.h"
+#include "util/progress.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "kl";
+// Q (the candidate's probability outside the teacher's top-k) is floored here when rounding
+// makes it 0 or negative while the teacher's P is still positive.
+constexpr double kMinTailProbability = 1e-30;
+
+PositionScore ScoreOne(const ReferenceRecords& records, int64_t r, const float* c, int64_t vocab,
+                       const std::string& where) {
+  const int64_t k = records.top_k;
+  const int32_t* idx = records.Indices(r);
+  const int64_t position = records.first + r;
+  for (int64_t j = 0; j < k; ++j) {
+    if (idx[j] < 0 || idx[j] >= vocab) {
+      Fail(kComponent,
+           "{} position {}: teacher index {} is outside the candidate's vocabulary of {}: the "
+           "dump was made with a different tokenizer",
+           where, position, idx[j], vocab);
+    }
+  }
+  const float T = records.logsumexp[r];
+  if (!std::isfinite(T)) {
+    Fail(kComponent, "{} position {}: the record's logsumexp is {} (must be finite)", where,
+         position, T);
+  }
+  const ops::RowStats stats = ops::ComputeRowStats(c, vocab);
+  if (stats.has_nan || !std::isfinite(stats.max)) {
+    Fail(kComponent, "{} position {}: the candidate's logits have {}", where, position,
+         stats.has_nan ? std::string("a NaN") : fmt::format("maximum {}", stats.max));
+  }
+  const ops::TopKTerms terms = ops::ComputeTopKTerms(records.Logits(r), idx, k, T, c, stats);
+  PositionScore score;
+  score.kl = terms.kl;
+  score.mass = terms.teacher_mass;
+  const double P = 1.0 - terms.teacher_mass;
+  const double Q = std::max(1.0 - terms.candidate_mass, kMinTailProbability);
+  score.tail_kl = terms.kl + (P > 0 ? P * (std::log(P) - std::log(Q)) : 0.0);
+  score.top1 = stats.argmax == idx[0];
+  return score;
+}
+
+std::string FormatSci(double v) { return fmt::format("{:.3e}", v); }
+
+}  // namespace
+
+void ScoreChunk(const ReferenceRecords& records, const MatView& logits, int64_t count,
+                const std::string& where, ThreadPool& pool, PositionScore* out) {
+  CHECK(count <= records.count && count <= logits.rows);
+  CHECK(logits.type == DType::kF32);
+  pool.ParallelFor(static_cast<size_t>(count), [&](size_t begin, size_t end, int) {
+    for (size_t r = begin; r < end; ++r) {
+      out[r] = ScoreOne(records, static_cast<int64_t>(r), logits.RowAs<float>(static_cast<int64_t>(r)),
+                        logits.cols, where);
+    }
+  });
+}
+
+KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
+  const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(options.reference_dir);
+  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
+  const TeacherForcedLogits forward =
+      options.forward ? options.forward : MakeCandidateForward(options.candidate);
+
+  KlEvalResult result;
+  result.label = dump.Label();
+  result.candidate = options.candidate;
+  result.manifest = dump.manifest();
+  result.positions_per_seq = dump.positions();
+  result.chunk_size = options.chunk_size;
+  result.threads = pool.num_threads();
+  result.warnings = dump.warnings();
+  const int64_t n_seqs =
+      options.max_seqs > 0 ? std::min(options.max_seqs, dump.n_seqs()) : dump.n_seqs();
+  const int64_t positions = dump.positions();
+
+  Progress progress({.label = "kl",
+                     .unit = "positions",
+                     .total = static_cast<uint64_t>(n_seqs * positions),
+                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+  std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
+  ReferenceRecords records;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    const std::vector<int32_t> tokens = dump.Tokens(s);
+    const std::string where = fmt::format("'{}'", dump.SequencePath(s).string());
+    auto& seq_scores = scores[s];
+    seq_scores.resize(static_cast<size_t>(positions));
+    int64_t next = 0;  // the first position not yet covered by a chunk
+    const LogitsChunkFn on_chunk = [&](int64_t start_pos, const MatView& logits) {
+      if (logits.type != DType::kF32) {
+        Fail(kComponent, "sequence {}: the forward gave {} logits; the scorer takes float32", s,
+             Name(logits.type));
+      }
+      if (start_pos != next || logits.rows < 1 || start_pos + logits.rows > dump.ctx_len()) {
+        Fail(kComponent,
+             "sequence {}: the forward gave a chunk of {} rows at position {}, but the next "
+             "uncovered position is {} (chunks must cover positions 0..{} in order, each once)",
+             s, logits.rows, start_pos, next, dump.ctx_len() - 1);
+      }
+      if (result.candidate_vocab == 0) result.candidate_vocab = logits.cols;
+      if (logits.cols != result.candidate_vocab) {
+        Fail(kComponent, "sequence {}: a chunk has vocabulary {}, an earlier one {}", s,
+             logits.cols, result.candidate_vocab);
+      }
+      next = start_pos + logits.rows;
+      // The sequence's last position predicts no corpus token and has no record: drop it.
+      const int64_t scored_end = std::min(next, positions);
+      if (start_pos >= scored_end) return;
+      const int64_t count = scored_end - start_pos;
+      dump.ReadRecords(s, start_pos, scored_end, &records);
+      ScoreChunk(records, logits, count, where, pool, seq_scores.data() + start_pos);
+      progress.Advance(static_cast<uint64_t>(count));
+    };
+    forward(std::span<const int32_t>(tokens), options.chunk_size, on_chunk);
+    if (next < positions) {
+      Fail(kComponent,
+           "sequence {}: the forward's chunks covered positions [0, {}) but the dump has "
+           "records for [0, {})",
+           s, next, positions);
+    }
+  }
+  progress.Finish();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.stats = AggregateKlRun(scores, elapsed);
+  for (const auto& seq : scores) {
+    if (seq.empty()) continue;
+    double sum = 0;
+    for (const auto& p : seq) sum += p.kl;
+    result.sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
+  }
+  return result;
+}
+
+nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
+  const auto summary = [](const DistributionSummary& d) {
+    nlohmann::ordered_json j;
+    j["mean"] = d.mean;
+    j["standard_error"] = d.standard_error;
+    j["median"] = d.median;
+    j["p95"] = d.p95;
+    j["p99"] = d.p99;
+    j["max"] = d.max;
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["label"] = r.label;
+  j["candidate"] = r.candidate;
+  j["reference"] = {{"model", r.manifest.model},
+                    {"corpus_sha256", r.manifest.corpus_sha256},
+                    {"top_k", r.manifest.top_k},
+                    {"ctx_len", r.manifest.ctx_len},
+                    {"n_seqs", r.manifest.n_seqs},
+                    {"positions_per_seq", r.positions_per_seq}};
+  j["kl"] = summary(r.stats.kl);
+  j["tail_kl"] = summary(r.stats.tail_kl);
+  j["standard_error_over"] = "per-sequence means";
+  j["top1_agreement"] = r.stats.top1_agreement;
+  j["mean_captured_mass"] = r.stats.mean_mass;
+  j["min_captured_mass"] = r.stats.min_mass;
+  j["positions"] = r.stats.positions;
+  j["sequences"] = r.stats.sequences;
+  j["sequence_mean_kl"] = r.sequence_mean_kl;
+  j["candidate_vocab"] = r.candidate_vocab;
+  j["chunk_size"] = r.chunk_size;
+  j["elapsed_seconds"] = r.stats.elapsed_seconds;
+  j["positions_per_second"] = r.stats.positions_per_second;
+  j["threads"] = r.threads;
+  j["proctor_version"] = PROCTOR_VERSION;
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string FormatKlTable(const std::vector<KlEvalResult>& results) {
+  std::string out;
+  if (results.empty()) return out;
+  out += fmt::format("reference: {}\n", results.front().label);
+  size_t width = 9;
+  for (const auto& r : results) width = std::max(width, r.candidate.size());
+  out += fmt::format("{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
+                     "candidate", width, "KL mean +- SE", "median", "p95", "p99", "max",
+                     "tail KL", "top-1", "mass", "min m.", "positions", "pos/s");
+  for (const auto& r : results) {
+    const KlRunStats& s = r.stats;
+    out += fmt::format(
+        "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7.4f}  {:>6.4f}  {:>6.4f}  {:>9}  "
+        "{:>8.0f}\n",
+        r.candidate, width, FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
+        FormatSci(s.kl.median), FormatSci(s.kl.p95), FormatSci(s.kl.p99), FormatSci(s.kl.max),
+        FormatSci(s.tail_kl.mean), s.top1_agreement, s.mean_mass, s.min_mass, s.positions,
+        s.positions_per_second);
+  }
+  return out;
+}
+
+}  // namespace proctor

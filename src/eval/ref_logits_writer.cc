@@ -1,0 +1,212 @@
+#include "eval/ref_logits_writer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/logits_stats.h"
+#include "util/error.h"
+#include "util/half.h"
+#include "util/sha256.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "ref-logits";
+constexpr const char* kInProgressName = ".in-progress.json";
+
+std::string UtcNow() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string InProgressJson(const ReferenceLogitsWriterOptions& o, const std::string& tokens_sha) {
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["corpus_sha256"] = o.corpus_sha256;
+  j["ctx_len"] = o.ctx_len;
+  j["n_seqs"] = o.n_seqs;
+  j["top_k"] = o.top_k;
+  j["notes"] = o.notes ? nlohmann::json(*o.notes) : nlohmann::json(nullptr);
+  j["tokens_sha256"] = tokens_sha;
+  j["created"] = o.created;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions options,
+                                             std::span<const int32_t> tokens)
+    : options_(std::move(options)) {
+  const auto& o = options_;
+  if (o.ctx_len < 2 || o.n_seqs < 1 || o.top_k < 1) {
+    Fail(kComponent, "cannot write a dump with ctx_len {} (>= 2), n_seqs {} (>= 1), top_k {} (>= 1)",
+         o.ctx_len, o.n_seqs, o.top_k);
+  }
+  if (tokens.size() != static_cast<size_t>(o.n_seqs * o.ctx_len)) {
+    Fail(kComponent, "got {} tokens for a dump of n_seqs {} x ctx_len {}", tokens.size(), o.n_seqs,
+         o.ctx_len);
+  }
+  const auto token_bytes = std::span<const uint8_t>(
+      reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size() * sizeof(int32_t));
+  const std::string tokens_sha = Sha256Hex(token_bytes);
+  std::filesystem::create_directories(o.dir);
+  const auto marker = o.dir / kInProgressName;
+  if (std::filesystem::exists(o.dir / "manifest.json")) {
+    Fail(kComponent, "'{}' already holds a complete dump (manifest.json exists); choose another "
+         "directory", o.dir.string());
+  }
+  if (std::filesystem::exists(marker)) {
+    // Resume: the parameters must be the ones the interrupted run used.
+    const auto earlier = nlohmann::json::parse(ReadFileToString(marker), nullptr, false);
+    if (earlier.is_discarded() || !earlier.contains("created")) {
+      Fail(kComponent, "'{}' is damaged; delete the directory and dump again", marker.string());
+    }
+    options_.created = earlier["created"].get<std::string>();
+    const std::string wanted = InProgressJson(options_, tokens_sha);
+    if (nlohmann::json::parse(wanted) != earlier) {
+      Fail(kComponent,
+           "'{}' holds an interrupted dump with other parameters or tokens:\n{}this run asks "
+           "for:\n{}use another directory, or delete it",
+           o.dir.string(), earlier.dump(2) + "\n", wanted);
+    }
+  } else {
+    if (!std::filesystem::is_empty(o.dir)) {
+      Fail(kComponent, "'{}' is not empty and holds no interrupted dump; choose an empty directory",
+           o.dir.string());
+    }
+    if (options_.created.empty()) options_.created = UtcNow();
+    WriteFileAtomic(marker, InProgressJson(options_, tokens_sha));
+  }
+  // Leftover temporary files of a killed run.
+  for (const auto& entry : std::filesystem::directory_iterator(o.dir)) {
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) {
+      std::filesystem::remove(entry.path());
+    }
+  }
+  WriteFileAtomic(o.dir / "tokens.bin",
+                  std::string_view(reinterpret_cast<const char*>(token_bytes.data()),
+                                   token_bytes.size()));
+  const uint64_t complete_size = static_cast<uint64_t>(positions()) * ReferenceRecordBytes(o.top_k);
+  done_.assign(static_cast<size_t>(o.n_seqs), false);
+  for (int64_t s = 0; s < o.n_seqs; ++s) {
+    const auto path = ReferenceSequencePath(o.dir, s);
+    std::error_code ec;
+    done_[s] = std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) == complete_size;
+  }
+  record_.resize(ReferenceRecordBytes(o.top_k));
+}
+
+ReferenceLogitsWriter::~ReferenceLogitsWriter() = default;
+
+int64_t ReferenceLogitsWriter::SequencesDone() const {
+  return std::count(done_.begin(), done_.end(), true);
+}
+
+void ReferenceLogitsWriter::BeginSequence(int64_t seq) {
+  CHECK_MSG(current_seq_ < 0, "sequence {} still open", current_seq_);
+  CHECK_MSG(0 <= seq && seq < options_.n_seqs, "seq={}", seq);
+  current_seq_ = seq;
+  current_records_ = 0;
+  current_file_ = std::make_unique<AtomicFileWriter>(ReferenceSequencePath(options_.dir, seq));
+}
+
+void ReferenceLogitsWriter::AppendLogitsRow(std::span<const float> row) {
+  const int64_t vocab = static_cast<int64_t>(row.size());
+  if (vocab < options_.top_k) {
+    Fail(kComponent, "a logits row of vocabulary {} cannot give top_k {}", vocab, options_.top_k);
+  }
+  const ops::RowStats stats = ops::ComputeRowStats(row.data(), vocab);
+  if (stats.has_nan || !std::isfinite(stats.max)) {
+    Fail(kComponent, "sequence {} position {}: the logits row has {}", current_seq_,
+         current_records_, stats.has_nan ? "a NaN" : fmt::format("maximum {}", stats.max));
+  }
+  topk_scratch_.resize(static_cast<size_t>(options_.top_k));
+  ops::SelectTopK(row.data(), vocab, options_.top_k, topk_scratch_.data());
+  logits_scratch_.resize(topk_scratch_.size());
+  for (size_t j = 0; j < topk_scratch_.size(); ++j) logits_scratch_[j] = row[topk_scratch_[j]];
+  WriteRecord(topk_scratch_.data(), logits_scratch_.data(), stats.max, stats.log_sum_exp_shifted);
+}
+
+void ReferenceLogitsWriter::AppendTopK(std::span<const int32_t> indices,
+                                       std::span<const float> logits, float logsumexp) {
+  const size_t k = static_cast<size_t>(options_.top_k);
+  if (indices.size() != k || logits.size() != k) {
+    Fail(kComponent, "got {} indices and {} logits for top_k {}", indices.size(), logits.size(), k);
+  }
+  topk_scratch_.assign(indices.begin(), indices.end());
+  std::sort(topk_scratch_.begin(), topk_scratch_.end());
+  if (topk_scratch_.front() < 0 ||
+      std::adjacent_find(topk_scratch_.begin(), topk_scratch_.end()) != topk_scratch_.end()) {
+    Fail(kComponent, "sequence {} position {}: top-k indices must be distinct and >= 0",
+         current_seq_, current_records_);
+  }
+  for (size_t j = 1; j < k; ++j) {
+    if (!(logits[j] <= logits[j - 1])) {
+      Fail(kComponent, "sequence {} position {}: top-k logits must be non-increasing ({} then {})",
+           current_seq_, current_records_, logits[j - 1], logits[j]);
+    }
+  }
+  if (!std::isfinite(logits[0]) || !std::isfinite(logsumexp) || logsumexp < logits[0]) {
+    Fail(kComponent, "sequence {} position {}: logsumexp {} must be finite and >= the top logit {}",
+         current_seq_, current_records_, logsumexp, logits[0]);
+  }
+  WriteRecord(indices.data(), logits.data(), logits[0], logsumexp - logits[0]);
+}
+
+void ReferenceLogitsWriter::WriteRecord(const int32_t* indices, const float* logits, float max,
+                                        float shifted_lse) {
+  CHECK_MSG(current_seq_ >= 0, "no sequence open");
+  CHECK_MSG(current_records_ < positions(), "sequence {} already has {} records", current_seq_,
+            current_records_);
+  const int64_t k = options_.top_k;
+  uint8_t* rec = record_.data();
+  std::memcpy(rec, indices, static_cast<size_t>(k) * 4);
+  for (int64_t j = 0; j < k; ++j) {
+    const uint16_t h = F32ToF16(logits[j] - max);
+    std::memcpy(rec + 4 * k + 2 * j, &h, 2);
+  }
+  std::memcpy(rec + 6 * k, &shifted_lse, 4);
+  current_file_->Write(std::span<const uint8_t>(record_));
+  ++current_records_;
+}
+
+void ReferenceLogitsWriter::EndSequence() {
+  CHECK_MSG(current_seq_ >= 0, "no sequence open");
+  if (current_records_ != positions()) {
+    Fail(kComponent, "sequence {} got {} records; a dump of ctx_len {} needs {}", current_seq_,
+         current_records_, options_.ctx_len, positions());
+  }
+  current_file_->Commit();
+  current_file_.reset();
+  done_[current_seq_] = true;
+  current_seq_ = -1;
+}
+
+void ReferenceLogitsWriter::Finish() {
+  CHECK_MSG(current_seq_ < 0, "sequence {} still open", current_seq_);
+  for (int64_t s = 0; s < options_.n_seqs; ++s) {
+    if (!done_[s]) Fail(kComponent, "cannot finish the dump: sequence {} is not written", s);
+  }
+  ReferenceLogitsManifest m;
+  m.model = options_.model;
+  m.corpus_sha256 = options_.corpus_sha256;
+  m.ctx_len = options_.ctx_len;
+  m.n_seqs = options_.n_seqs;
+  m.top_k = options_.top_k;
+  m.positions_per_seq = positions();
+  m.created = options_.created;
+  m.notes = options_.notes;
+  WriteFileAtomic(options_.dir / "manifest.json", m.ToJson());
+  std::filesystem::remove(options_.dir / kInProgressName);
+}
+
+}  // namespace proctor

@@ -1,0 +1,79 @@
+// Writes a reference-logits dump (format_version 1) atomically and resumably.
+//
+// Each seq-<i>.bin is written under a temporary name and renamed when its last record is in;
+// manifest.json is written last, so a reader never takes a half-written dump for a complete
+// one. While a dump is in progress the directory holds `.in-progress.json` (its parameters);
+// constructing a writer on such a directory resumes it: finished sequences are kept, a
+// sequence that was interrupted is written again from its first record, and the result is
+// byte-identical to an uninterrupted dump.
+//
+// Every record is stored shifted by its largest logit (the top logit is stored as 0), which
+// cuts the fp16 rounding of the stored logits ~60x (FORMATS.md section 1).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "eval/ref_logits.h"
+#include "util/file.h"
+
+namespace proctor {
+
+struct ReferenceLogitsWriterOptions {
+  std::filesystem::path dir{};
+  std::string model{};
+  std::string corpus_sha256{};
+  int64_t ctx_len = 0;
+  int64_t n_seqs = 0;
+  int64_t top_k = 0;
+  std::optional<std::string> notes{};
+  std::string created{};  // empty: the current UTC time (kept from the first run on resume)
+};
+
+class ReferenceLogitsWriter {
+ public:
+  // Starts a dump in options.dir (created if missing; must be empty unless it holds an
+  // interrupted dump with the same parameters, which is resumed). tokens: [n_seqs, ctx_len].
+  ReferenceLogitsWriter(ReferenceLogitsWriterOptions options, std::span<const int32_t> tokens);
+  ~ReferenceLogitsWriter();
+
+  // Records per sequence: ctx_len - 1 (the last position predicts nothing in the corpus).
+  int64_t positions() const { return options_.ctx_len - 1; }
+  // True for sequences already complete on disk (from an earlier, interrupted run).
+  bool SequenceDone(int64_t seq) const { return done_.at(static_cast<size_t>(seq)); }
+  int64_t SequencesDone() const;
+
+  // Writes sequence `seq`: BeginSequence, then exactly positions() Append* calls (position
+  // order), then EndSequence, which commits seq-<seq>.bin.
+  void BeginSequence(int64_t seq);
+  // One position from its full-vocabulary logits row [vocab]: keeps the top_k (ties: lower
+  // index first) and the logsumexp over the whole row.
+  void AppendLogitsRow(std::span<const float> row);
+  // One position from a precomputed top-k (indices distinct and >= 0, logits non-increasing,
+  // not shifted) and the full-vocabulary logsumexp.
+  void AppendTopK(std::span<const int32_t> indices, std::span<const float> logits,
+                  float logsumexp);
+  void EndSequence();
+
+  // After every sequence is done: writes manifest.json and removes .in-progress.json.
+  void Finish();
+
+ private:
+  void WriteRecord(const int32_t* indices, const float* logits, float max, float shifted_lse);
+
+  ReferenceLogitsWriterOptions options_;
+  std::vector<bool> done_;
+  int64_t current_seq_ = -1;
+  int64_t current_records_ = 0;
+  std::unique_ptr<AtomicFileWriter> current_file_;
+  std::vector<uint8_t> record_;
+  std::vector<int32_t> topk_scratch_;
+  std::vector<float> logits_scratch_;
+};
+
+}  // namespace proctor
