@@ -1,54 +1,87 @@
-// MatMul dispatch: validates shapes, rounds activations for bf16 mode, splits N across threads.
+// MatMul dispatch: validates shapes, prepares activations for the compute mode, picks the kernel
+// family (AVX-512 BF16 dot, or Highway f32) and the path (T == 1: matrix-vector, else blocked),
+// and splits output columns N statically across the pool.
 #include "ops/matmul.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "ops/convert.h"
+#include "ops/matmul_kernels.h"
 #include "util/error.h"
 
 namespace proctor::ops {
 namespace {
 
-float DotF32(const float* a, const float* b, int64_t n) {
-  constexpr int kLanes = 16;
-  float partial[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) partial[l] += a[i + l] * b[i + l];
+constexpr int64_t kMatVecGrain = 64;  // rows per partition unit for T == 1
+
+// Rounds x to bf16 bits into a zero-padded [T, stride] buffer (stride: multiple of 32).
+void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
+  const int64_t K = x.cols;
+  *stride = (K + internal::kBF16RowAlign - 1) / internal::kBF16RowAlign * internal::kBF16RowAlign;
+  buf.assign(static_cast<size_t>(x.rows * *stride), 0);
+  for (int64_t t = 0; t < x.rows; ++t) {
+    RoundToBF16Bits(x.RowAs<float>(t), K, buf.data() + t * *stride);
   }
-  for (; i < n; ++i) partial[i % kLanes] += a[i] * b[i];
-  float sum = 0.0f;
-  for (int l = 0; l < kLanes; ++l) sum += partial[l];
-  return sum;
 }
 
 }  // namespace
 
-const char* BF16KernelName() { return "f32-fallback"; }
+const char* BF16KernelName() {
+  return internal::HaveAvx512Bf16() ? "avx512bf16" : "f32-fallback";
+}
 
 void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
-  CHECK(x.type == DType::kF32);
+  CHECK(x.type == DType::kF32 && x.row_stride % sizeof(float) == 0);
   CHECK_MSG(IsSupportedWeightType(w.type), "unsupported weight type {}", Name(w.type));
   CHECK_MSG(x.cols == w.cols && out.rows == x.rows && out.cols == w.rows,
             "x [{}, {}] w [{}, {}] out [{}, {}]", x.rows, x.cols, w.rows, w.cols, out.rows,
             out.cols);
   const int64_t T = x.rows, K = x.cols, N = w.rows;
   if (T == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t t = 0; t < T; ++t) std::fill(out.Row(t), out.Row(t) + N, 0.0f);
+    return;
+  }
+  if (mode == ComputeMode::kBF16 && w.type == DType::kBF16 && internal::HaveAvx512Bf16()) {
+    std::vector<uint16_t> x_bf16;  // [T, stride]
+    int64_t stride = 0;
+    ToBF16Rows(x, x_bf16, &stride);
+    if (T == 1) {
+      pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
+                            [&](size_t begin, size_t end, int) {
+        internal::MatVecBF16Dot(x_bf16.data(), w, out.Row(0), static_cast<int64_t>(begin),
+                                static_cast<int64_t>(end));
+      });
+    } else {
+      pool.ParallelForGrain(static_cast<size_t>(N), internal::kBF16PanelWidth,
+                            [&](size_t begin, size_t end, int) {
+        internal::MatMulBlockedBF16Dot(x_bf16.data(), T, stride, w, out,
+                                       static_cast<int64_t>(begin), static_cast<int64_t>(end));
+      });
+    }
+    return;
+  }
   MatView xs = x;
-  std::vector<float> rounded;  // [T, K] when activations are rounded to bf16
+  std::vector<float> rounded;  // [T, K]: activations rounded to bf16 (bf16 mode fallback)
   if (mode == ComputeMode::kBF16) {
     rounded.resize(static_cast<size_t>(T * K));
     for (int64_t t = 0; t < T; ++t) RoundToBF16Floats(x.RowAs<float>(t), K, &rounded[t * K]);
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
   }
-  pool.ParallelForGrain(static_cast<size_t>(N), 16, [&](size_t begin, size_t end, int) {
-    std::vector<float> w_row(static_cast<size_t>(K));  // [K]
-    for (size_t n = begin; n < end; ++n) {
-      DecodeRowSegment(w, static_cast<int64_t>(n), 0, K, w_row.data());
-      for (int64_t t = 0; t < T; ++t) out.Row(t)[n] = DotF32(xs.RowAs<float>(t), w_row.data(), K);
-    }
+  if (T == 1) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
+                          [&](size_t begin, size_t end, int) {
+      internal::MatVecF32(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
+                          static_cast<int64_t>(end));
+    });
+    return;
+  }
+  pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(internal::BlockedPanelWidth()),
+                        [&](size_t begin, size_t end, int) {
+    internal::MatMulBlockedF32(xs, w, out, static_cast<int64_t>(begin), static_cast<int64_t>(end));
   });
 }
 

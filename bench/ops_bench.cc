@@ -1,0 +1,157 @@
+// Kernel benchmarks: MatMul for TinyLlama-1.1B shapes (prefill T=512 and decode T=1, f32 and bf16
+// compute modes, 1 and 2 threads) next to the machine's measured per-core peaks, so results can be
+// stated as a fraction of peak:
+//  - PeakF32Fma: 24 independent 512-bit FMA chains (vfmadd231ps), 32 FLOP per instruction.
+//  - PeakBF16Dot: 24 independent vdpbf16ps chains, 64 FLOP per instruction (32 multiply-adds).
+//  - StreamRead: sums a 1 GiB buffer with 512-bit loads (one thread per pool thread).
+// Counters: FLOPS (per second) for compute, bytes_per_second for streaming; MatMul decode also
+// reports weight bytes per second.
+//   build/bench/ops_bench --benchmark_filter=Peak|Stream|MatMul
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/test_util.h"
+
+namespace proctor::ops {
+namespace {
+
+#define PROCTOR_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+bool HaveAvx512Bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
+
+PROCTOR_AVX512_TARGET __attribute__((noinline)) float FmaLoop(int64_t iters) {
+  __m512 acc[24];
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
+  }
+  __m512 sum = acc[0];
+#pragma GCC unroll 24
+  for (int i = 1; i < 24; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  return _mm512_cvtss_f32(sum);
+}
+
+PROCTOR_AVX512_TARGET __attribute__((noinline)) float Bf16DotLoop(int64_t iters) {
+  __m512 acc[24];
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512i a = _mm512_set1_epi16(0x3F80), b = _mm512_set1_epi16(0x3A83);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)a, (__m512bh)b);
+    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
+  }
+  __m512 sum = acc[0];
+#pragma GCC unroll 24
+  for (int i = 1; i < 24; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  return _mm512_cvtss_f32(sum);
+}
+
+void BM_PeakF32Fma(benchmark::State& state) {
+  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512");
+  constexpr int64_t kIters = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(FmaLoop(kIters));
+  state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 32,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PeakF32Fma)->Unit(benchmark::kMillisecond);
+
+void BM_PeakBF16Dot(benchmark::State& state) {
+  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512 BF16");
+  constexpr int64_t kIters = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(Bf16DotLoop(kIters));
+  state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 64,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PeakBF16Dot)->Unit(benchmark::kMillisecond);
+
+PROCTOR_AVX512_TARGET __attribute__((noinline)) float SumFloats(const float* p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+  }
+  return _mm512_cvtss_f32(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+void BM_StreamRead(benchmark::State& state) {
+  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512");
+  const int threads = static_cast<int>(state.range(0));
+  constexpr size_t kBytes = size_t{1} << 30;
+  Tensor buf(DType::kF32, 1, static_cast<int64_t>(kBytes / 4));
+  std::memset(buf.bytes(), 1, kBytes);
+  ThreadPool pool(threads);
+  const size_t n = kBytes / 4;
+  for (auto _ : state) {
+    pool.ParallelForGrain(n, 4096, [&](size_t begin, size_t end, int) {
+      benchmark::DoNotOptimize(SumFloats(buf.f32() + begin, end - begin));
+    });
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBytes));
+}
+BENCHMARK(BM_StreamRead)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One TinyLlama-1.1B layer's projections: q, k, v, o (2048 in), gate, up (2048 -> 5632), down
+// (5632 -> 2048); or the vocabulary head (2048 -> 32000). Weights bf16.
+struct Projection {
+  int64_t in, out;
+};
+constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
+                                 {2048, 5632}, {2048, 5632}, {5632, 2048}};
+
+void BM_MatMulLayer(benchmark::State& state) {
+  const auto mode = state.range(0) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
+  const int64_t T = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const auto type = static_cast<DType>(state.range(3));
+  ThreadPool pool(threads);
+  std::vector<Tensor> weights, outs;
+  double flops = 0.0, weight_bytes = 0.0;
+  for (const Projection& p : kLayer) {
+    weights.push_back(testing::RandomMatrix(type, p.out, p.in, static_cast<uint32_t>(p.out)));
+    outs.push_back(Tensor::F32(T, p.out));
+    flops += 2.0 * static_cast<double>(T * p.in * p.out);
+    weight_bytes += static_cast<double>(weights.back().size_bytes());
+  }
+  const Tensor x = testing::RandomMatrix(DType::kF32, T, 5632, 1);
+  for (auto _ : state) {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const MatView xv{DType::kF32, T, kLayer[i].in, 5632 * 4, x.bytes()};
+      MatMul(xv, weights[i].View(), outs[i].MutF32(), mode, pool);
+    }
+  }
+  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes_per_second"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens_per_second_22_layers"] =
+      benchmark::Counter(static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(fmt::format("{} {} T={} threads={} bf16-kernel={}", Name(type),
+                             mode == ComputeMode::kF32 ? "f32" : "bf16", T, threads,
+                             BF16KernelName()));
+}
+BENCHMARK(BM_MatMulLayer)
+    ->ArgNames({"mode", "T", "threads", "type"})
+    ->ArgsProduct({{0, 1}, {512, 1}, {1, 2}, {static_cast<int64_t>(DType::kBF16)}})
+    ->Args({0, 512, 1, static_cast<int64_t>(DType::kQ8_0)})
+    ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ8_0)})
+    ->Args({0, 512, 1, static_cast<int64_t>(DType::kQ4_0)})
+    ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ4_0)})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace proctor::ops
+
+BENCHMARK_MAIN();

@@ -1,0 +1,232 @@
+// Highway f32 MatMul kernels: a packed, register-tiled matrix-matrix kernel (prefill) and a
+// streaming matrix-vector kernel (decode). Every output lane is one sequential FMA chain over k
+// (blocked kernel), so results do not depend on T, panel or thread boundaries.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/convert.h"
+#include "ops/matmul_kernels.h"
+#include "quant/ggml_blocks.h"
+#include "util/error.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/matmul_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace proctor::ops::internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+// Rows of x per micro-tile: as many accumulators as the register file holds (2 per row).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr int kMaxRows = 12;
+#elif HWY_TARGET == HWY_AVX2
+constexpr int kMaxRows = 6;
+#else
+constexpr int kMaxRows = 4;
+#endif
+constexpr int64_t kKChunk = 256;  // k values per packed panel (NR * 256 floats stay in L1)
+constexpr int kPanelsPerBlock = 8;
+
+inline int64_t PanelWidth() { return 2 * static_cast<int64_t>(hn::Lanes(DF())); }
+
+int64_t BlockedPanelWidthImpl() { return PanelWidth(); }
+
+// out[m][0..nr) (+)= sum_k x[m][k] * panel[k][0..NR) for m < MR.
+template <int MR>
+HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* panel, int64_t kc,
+                              float* out, int64_t out_stride, int64_t nr, bool accumulate) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<DF> acc0[MR], acc1[MR];
+  const bool full = nr == 2 * N;
+  for (int m = 0; m < MR; ++m) {
+    if (!accumulate) {
+      acc0[m] = hn::Zero(df);
+      acc1[m] = hn::Zero(df);
+    } else if (full) {
+      acc0[m] = hn::LoadU(df, out + m * out_stride);
+      acc1[m] = hn::LoadU(df, out + m * out_stride + N);
+    } else {
+      const float* o = out + m * out_stride;
+      acc0[m] = hn::MaskedLoad(hn::FirstN(df, static_cast<size_t>(std::min(nr, N))), df, o);
+      acc1[m] = nr > N ? hn::MaskedLoad(hn::FirstN(df, static_cast<size_t>(nr - N)), df, o + N)
+                       : hn::Zero(df);
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const auto w0 = hn::LoadU(df, panel + k * 2 * N);
+    const auto w1 = hn::LoadU(df, panel + k * 2 * N + N);
+    for (int m = 0; m < MR; ++m) {
+      const auto xv = hn::Set(df, x[m * x_stride + k]);
+      acc0[m] = hn::MulAdd(xv, w0, acc0[m]);
+      acc1[m] = hn::MulAdd(xv, w1, acc1[m]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    float* o = out + m * out_stride;
+    if (full) {
+      hn::StoreU(acc0[m], df, o);
+      hn::StoreU(acc1[m], df, o + N);
+    } else {
+      hn::BlendedStore(acc0[m], hn::FirstN(df, static_cast<size_t>(std::min(nr, N))), df, o);
+      if (nr > N) hn::BlendedStore(acc1[m], hn::FirstN(df, static_cast<size_t>(nr - N)), df, o + N);
+    }
+  }
+}
+
+template <int MR>
+void RunTile(int rows, const float* x, int64_t x_stride, const float* panel, int64_t kc,
+             float* out, int64_t out_stride, int64_t nr, bool accumulate) {
+  if constexpr (MR > 0) {
+    if (rows == MR) {
+      MicroKernel<MR>(x, x_stride, panel, kc, out, out_stride, nr, accumulate);
+    } else {
+      RunTile<MR - 1>(rows, x, x_stride, panel, kc, out, out_stride, nr, accumulate);
+    }
+  }
+}
+
+// Packs rows [n0, n0 + nr) x columns [k0, k0 + kc) of w as panel[k][NR] f32 (zero rows past nr).
+void PackPanel(const MatView& w, int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* row_buf,
+               float* panel) {
+  const int64_t NR = PanelWidth();
+  for (int64_t r = 0; r < NR; ++r) {
+    if (r < nr) {
+      DecodeRowSegment(w, n0 + r, k0, kc, row_buf);
+      for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = row_buf[k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = 0.0f;
+    }
+  }
+}
+
+void MatMulBlockedF32Impl(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
+                          int64_t n_end) {
+  const int64_t NR = PanelWidth();
+  const int64_t T = x.rows, K = x.cols;
+  const int64_t x_stride = static_cast<int64_t>(x.row_stride / sizeof(float));
+  // A block size of kKChunk must keep quantized blocks whole.
+  static_assert(kKChunk % 32 == 0);
+  thread_local std::vector<float> panels, row_buf;
+  panels.resize(static_cast<size_t>(kPanelsPerBlock * NR * kKChunk));  // [panel][k][NR]
+  row_buf.resize(static_cast<size_t>(kKChunk));                          // [kc]
+  const float* x0 = x.RowAs<float>(0);
+  for (int64_t nb = n_begin; nb < n_end; nb += kPanelsPerBlock * NR) {
+    const int64_t nb_end = std::min(n_end, nb + kPanelsPerBlock * NR);
+    const int64_t n_panels = (nb_end - nb + NR - 1) / NR;
+    for (int64_t k0 = 0; k0 < K; k0 += kKChunk) {
+      const int64_t kc = std::min(kKChunk, K - k0);
+      for (int64_t p = 0; p < n_panels; ++p) {
+        PackPanel(w, nb + p * NR, std::min(NR, nb_end - nb - p * NR), k0, kc, row_buf.data(),
+                  panels.data() + p * NR * kKChunk);
+      }
+      for (int64_t t0 = 0; t0 < T; t0 += kMaxRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, T - t0));
+        for (int64_t p = 0; p < n_panels; ++p) {
+          const int64_t n0 = nb + p * NR;
+          RunTile<kMaxRows>(rows, x0 + t0 * x_stride + k0, x_stride,
+                            panels.data() + p * NR * kKChunk, kc, out.Row(t0) + n0, out.stride,
+                            std::min(NR, nb_end - n0), k0 > 0);
+        }
+      }
+    }
+  }
+}
+
+// Dot products of x with 4 weight rows decoded by `load(row, k)` (a vector of f32 weights).
+template <class LoadW>
+void Dot4Rows(const float* x, int64_t K, int64_t rows, LoadW load, float* out) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  int64_t k = 0;
+  for (; k + N <= K; k += N) {
+    const auto xv = hn::LoadU(df, x + k);
+    a0 = hn::MulAdd(xv, load(0, k), a0);
+    if (rows > 1) a1 = hn::MulAdd(xv, load(1, k), a1);
+    if (rows > 2) a2 = hn::MulAdd(xv, load(2, k), a2);
+    if (rows > 3) a3 = hn::MulAdd(xv, load(3, k), a3);
+  }
+  float sums[4] = {hn::GetLane(hn::SumOfLanes(df, a0)), hn::GetLane(hn::SumOfLanes(df, a1)),
+                   hn::GetLane(hn::SumOfLanes(df, a2)), hn::GetLane(hn::SumOfLanes(df, a3))};
+  for (int64_t r = 0; r < rows; ++r) out[r] = sums[r];
+  (void)k;
+}
+
+void MatVecF32Impl(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
+  const DF df;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::Rebind<uint32_t, DF> du32;
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t K = w.cols;
+  const int64_t k_main = K / N * N;
+  thread_local std::vector<float> tail_buf;
+  tail_buf.resize(static_cast<size_t>(K));
+  for (int64_t n = n_begin; n < n_end; n += 4) {
+    const int64_t rows = std::min<int64_t>(4, n_end - n);
+    switch (w.type) {
+      case DType::kF32:
+        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
+          return hn::LoadU(df, w.RowAs<float>(n + r) + k);
+        }, out + n);
+        break;
+      case DType::kBF16:
+        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
+          const auto h = hn::LoadU(du16, w.RowAs<uint16_t>(n + r) + k);
+          return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, h)));
+        }, out + n);
+        break;
+      case DType::kF16:
+        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
+          return hn::PromoteTo(df, hn::LoadU(df16, w.RowAs<hwy::float16_t>(n + r) + k));
+        }, out + n);
+        break;
+      case DType::kQ8_0:
+        for (int64_t r = 0; r < rows; ++r) out[n + r] = quant::DotQ8_0(w.Row(n + r), K / 32, x);
+        continue;
+      case DType::kQ4_0:
+        for (int64_t r = 0; r < rows; ++r) out[n + r] = quant::DotQ4_0(w.Row(n + r), K / 32, x);
+        continue;
+      default:
+        CHECK_MSG(false, "matvec: unsupported weight type {}", Name(w.type));
+    }
+    if (k_main < K) {  // float-type tail: decode the remaining columns and finish each dot
+      for (int64_t r = 0; r < rows; ++r) {
+        DecodeRowSegment(w, n + r, k_main, K - k_main, tail_buf.data());
+        float sum = out[n + r];
+        for (int64_t k = k_main; k < K; ++k) sum += x[k] * tail_buf[k - k_main];
+        out[n + r] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace proctor::ops::internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace proctor::ops::internal {
+
+HWY_EXPORT(MatMulBlockedF32Impl);
+HWY_EXPORT(MatVecF32Impl);
+HWY_EXPORT(BlockedPanelWidthImpl);
+
+void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
+                      int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulBlockedF32Impl)(x, w, out, n_begin, n_end);
+}
+void MatVecF32(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatVecF32Impl)(x, w, out, n_begin, n_end);
+}
+int64_t BlockedPanelWidth() { return HWY_DYNAMIC_DISPATCH(BlockedPanelWidthImpl)(); }
+
+}  // namespace proctor::ops::internal
+#endif  // HWY_ONCE

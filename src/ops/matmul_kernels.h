@@ -1,0 +1,31 @@
+// Internal: the MatMul kernel families behind ops/matmul.h, each working on output columns
+// [n_begin, n_end) of one thread's static partition.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace proctor::ops::internal {
+
+// Highway f32 kernels (any weight type; x already rounded for bf16 mode).
+// Blocked matrix-matrix product: weights packed per panel, register-tiled FMA micro-kernel.
+void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
+                      int64_t n_end);
+// Matrix-vector product for T == 1 (dot products along K, weights streamed once).
+void MatVecF32(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
+// Column alignment of the blocked kernel's partitions (its panel width).
+int64_t BlockedPanelWidth();
+
+// AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
+bool HaveAvx512Bf16();
+// x_bf16: [T, x_stride] bf16 bits of the activations, x_stride = K rounded up to a multiple of
+// kBF16RowAlign, zero-padded past K.
+void MatMulBlockedBF16Dot(const uint16_t* x_bf16, int64_t T, int64_t x_stride, const MatView& w,
+                          MutMatF32 out, int64_t n_begin, int64_t n_end);
+void MatVecBF16Dot(const uint16_t* x_bf16, const MatView& w, float* out, int64_t n_begin,
+                   int64_t n_end);
+inline constexpr int64_t kBF16RowAlign = 32;
+inline constexpr int64_t kBF16PanelWidth = 32;
+
+}  // namespace proctor::ops::internal
