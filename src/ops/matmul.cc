@@ -25,11 +25,31 @@ void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
   }
 }
 
+BF16Kernel g_bf16_kernel = BF16Kernel::kAuto;
+
+BF16Kernel ChooseBF16Kernel(int64_t T) {
+  const bool amx = (g_bf16_kernel == BF16Kernel::kAuto || g_bf16_kernel == BF16Kernel::kAmx) &&
+                   T >= 2 && internal::HaveAmxBf16();
+  if (amx) return BF16Kernel::kAmx;
+  const bool dot = (g_bf16_kernel == BF16Kernel::kAuto ||
+                    g_bf16_kernel == BF16Kernel::kAvx512Bf16) && internal::HaveAvx512Bf16();
+  return dot ? BF16Kernel::kAvx512Bf16 : BF16Kernel::kF32Fallback;
+}
+
 }  // namespace
 
-const char* BF16KernelName() {
-  return internal::HaveAvx512Bf16() ? "avx512bf16" : "f32-fallback";
+const char* BF16KernelName(int64_t T) {
+  switch (ChooseBF16Kernel(T)) {
+    case BF16Kernel::kAmx:
+      return "amx-bf16";
+    case BF16Kernel::kAvx512Bf16:
+      return "avx512bf16";
+    default:
+      return "f32-fallback";
+  }
 }
+
+void SetBF16KernelForTesting(BF16Kernel kernel) { g_bf16_kernel = kernel; }
 
 void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
@@ -44,7 +64,21 @@ void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
     for (int64_t t = 0; t < T; ++t) std::fill(out.Row(t), out.Row(t) + N, 0.0f);
     return;
   }
-  if (mode == ComputeMode::kBF16 && w.type == DType::kBF16 && internal::HaveAvx512Bf16()) {
+  const BF16Kernel bf16_kernel =
+      mode == ComputeMode::kBF16 && w.type == DType::kBF16 ? ChooseBF16Kernel(T)
+                                                            : BF16Kernel::kF32Fallback;
+  if (bf16_kernel == BF16Kernel::kAmx) {
+    const int64_t k_padded = (K + 31) / 32 * 32;
+    std::vector<uint32_t> x_packed;  // [T/16][k_padded/2][16]
+    internal::PackTokensVnni(x, k_padded, (T + 15) / 16 * 16, x_packed);
+    pool.ParallelForGrain(static_cast<size_t>(N), internal::kAmxPanelWidth,
+                          [&](size_t begin, size_t end, int) {
+      internal::MatMulAmxBF16(x_packed.data(), T, k_padded, w, out, static_cast<int64_t>(begin),
+                              static_cast<int64_t>(end));
+    });
+    return;
+  }
+  if (bf16_kernel == BF16Kernel::kAvx512Bf16) {
     std::vector<uint16_t> x_bf16;  // [T, stride]
     int64_t stride = 0;
     ToBF16Rows(x, x_bf16, &stride);

@@ -29,8 +29,16 @@ void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
 // exactly decoded weights. Single-threaded and slow; for tests.
 void MatMulRef(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode);
 
-// Which kernel family MatMul uses on this CPU for bf16 mode with bf16 weights ("avx512bf16" or
-// "f32-fallback"), for logs and benchmarks.
-const char* BF16KernelName();
+// Kernel families for bf16 mode with bf16 weights. kAuto picks the fastest available: AMX-BF16
+// tiles for T >= 2 and vdpbf16ps for T == 1 when the CPU has them, else the f32 kernels on the
+// rounded activations. All compute the same products (bf16 x bf16, exact in f32) with f32
+// accumulation; they differ in summation order and in flushing subnormal products (AMX, dpbf16).
+enum class BF16Kernel { kAuto, kAmx, kAvx512Bf16, kF32Fallback };
+// Which family bf16-mode MatMul uses for bf16 weights and a T-row input on this CPU, by name:
+// "amx-bf16", "avx512bf16" or "f32-fallback" (for logs and benchmarks).
+const char* BF16KernelName(int64_t T = 2);
+// Restricts bf16 mode to one family (falling back when the CPU lacks it); for tests and
+// benchmarks. Not thread-safe with concurrent MatMul calls.
+void SetBF16KernelForTesting(BF16Kernel kernel);
 
 }  // namespace proctor::ops

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -27,5 +28,16 @@ void MatVecBF16Dot(const uint16_t* x_bf16, const MatView& w, float* out, int64_t
                    int64_t n_end);
 inline constexpr int64_t kBF16RowAlign = 32;
 inline constexpr int64_t kBF16PanelWidth = 32;
+
+// AMX-BF16 kernels (bf16 weights, bf16 mode, T >= 2). HaveAmxBf16() also requests the Linux
+// permission for tile data once per process; false means callers must use another kernel.
+bool HaveAmxBf16();
+// Rounds x [T, K] to bf16 and packs it as [ceil(T/16) tiles][k_padded/2 pairs][16 tokens] u32
+// pairs (k_padded: K rounded up to 32, zero-padded; t_padded: T rounded up to 16).
+void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded,
+                    std::vector<uint32_t>& packed);
+void MatMulAmxBF16(const uint32_t* x_packed, int64_t T, int64_t k_padded, const MatView& w,
+                   MutMatF32 out, int64_t n_begin, int64_t n_end);
+inline constexpr int64_t kAmxPanelWidth = 32;
 
 }  // namespace proctor::ops::internal
