@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/test_util.h"
 
@@ -149,6 +150,32 @@ BENCHMARK(BM_MatMulLayer)
     ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ8_0)})
     ->Args({0, 512, 1, static_cast<int64_t>(DType::kQ4_0)})
     ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ4_0)})
+    ->Unit(benchmark::kMillisecond);
+
+// One TinyLlama layer's attention (32 query heads, 4 KV heads, head_dim 64, bf16 KV cache):
+// T new tokens after pos0 cached ones. FLOPS counts q·k and p·v over visible (causal) keys.
+void BM_Attention(benchmark::State& state) {
+  const int64_t T = state.range(0), pos0 = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  ThreadPool pool(threads);
+  const Tensor q = testing::RandomMatrix(DType::kF32, T, 32 * 64, 1);
+  const Tensor k = testing::RandomMatrix(DType::kBF16, pos0 + T, 4 * 64, 2);
+  const Tensor v = testing::RandomMatrix(DType::kBF16, pos0 + T, 4 * 64, 3);
+  Tensor out = Tensor::F32(T, 32 * 64);
+  double visible = 0.0;
+  for (int64_t t = 0; t < T; ++t) visible += static_cast<double>(pos0 + t + 1);
+  for (auto _ : state) {
+    Attention(q.View(), k.View(), v.View(), pos0, 32, 4, 64, 0.125f, 0, out.MutF32(), pool);
+  }
+  state.counters["FLOPS"] = benchmark::Counter(visible * 32 * 64 * 4,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Attention)
+    ->ArgNames({"T", "pos0", "threads"})
+    ->Args({512, 0, 1})
+    ->Args({512, 0, 2})
+    ->Args({1, 511, 1})
+    ->Args({1, 2047, 1})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

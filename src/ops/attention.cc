@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/convert.h"
+#include "ops/matmul_kernels.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -36,19 +38,6 @@ const float* KVHead(const MatView& m, int64_t s, int kv, int head_dim, float* bu
   return buf;
 }
 
-float Dot(const float* a, const float* b, int n) {
-  constexpr int kLanes = 8;
-  float partial[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) partial[l] += a[i + l] * b[i + l];
-  }
-  for (; i < n; ++i) partial[i % kLanes] += a[i] * b[i];
-  float sum = 0.0f;
-  for (int l = 0; l < kLanes; ++l) sum += partial[l];
-  return sum;
-}
-
 }  // namespace
 
 void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
@@ -57,36 +46,59 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
   CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
   const int group = n_heads / n_kv_heads;
   const int64_t T = q.rows;
-  pool.ParallelFor(static_cast<size_t>(T * n_heads), [&](size_t begin, size_t end, int) {
-    std::vector<float> scores(static_cast<size_t>(pos0 + T));  // [S]
-    std::vector<float> buf(static_cast<size_t>(head_dim));     // [D]
-    std::vector<float> acc(static_cast<size_t>(head_dim));     // [D]
+  const int64_t D = head_dim;
+  const int64_t d_padded = (D + internal::BlockedPanelWidth() - 1) / internal::BlockedPanelWidth() *
+                           internal::BlockedPanelWidth();
+  // Query block: bound the scores buffer (rows x visible keys) to ~1M floats per thread.
+  const int64_t keys_max = pos0 + T;
+  const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / (group * keys_max), 1, 32);
+  const int64_t n_blocks = (T + block - 1) / block;
+  const size_t elem = k.type == DType::kF32 ? 4 : 2;
+  pool.ParallelFor(static_cast<size_t>(n_kv_heads * n_blocks), [&](size_t begin, size_t end, int) {
+    thread_local std::vector<float> q_rows, scores, v_rows, out_rows;
     for (size_t item = begin; item < end; ++item) {
-      const int64_t t = static_cast<int64_t>(item) / n_heads;
-      const int h = static_cast<int>(static_cast<int64_t>(item) % n_heads);
-      const int kv = h / group;
-      const int64_t p = pos0 + t;
-      const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
-      const float* qh = q.RowAs<float>(t) + static_cast<int64_t>(h) * head_dim;
-      float max_score = -INFINITY;
-      for (int64_t s = first; s <= p; ++s) {
-        const float score = Dot(qh, KVHead(k, s, kv, head_dim, buf.data()), head_dim) * scale;
-        scores[s] = score;
-        max_score = std::max(max_score, score);
+      const int kv = static_cast<int>(static_cast<int64_t>(item) / n_blocks);
+      const int64_t t0 = static_cast<int64_t>(item) % n_blocks * block;
+      const int64_t t1 = std::min(T, t0 + block);
+      const int64_t rows = (t1 - t0) * group;  // row (t - t0) * group + g: query head kv*group+g
+      // Keys any query of the block sees: [s_lo, s_hi].
+      const int64_t s_hi = pos0 + t1 - 1;
+      const int64_t s_lo = sliding_window > 0 ? std::max<int64_t>(0, pos0 + t0 - sliding_window + 1)
+                                              : 0;
+      const int64_t S = s_hi - s_lo + 1;
+      q_rows.resize(static_cast<size_t>(rows * D));       // [rows, D]
+      scores.resize(static_cast<size_t>(rows * S));       // [rows, S]
+      v_rows.resize(static_cast<size_t>(S * d_padded));   // [S, D padded]
+      out_rows.resize(static_cast<size_t>(rows * d_padded));  // [rows, D padded]
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int g = 0; g < group; ++g) {
+          const float* src = q.RowAs<float>(t) + (static_cast<int64_t>(kv) * group + g) * D;
+          std::copy(src, src + D, q_rows.data() + ((t - t0) * group + g) * D);
+        }
       }
-      float sum = 0.0f;
-      for (int64_t s = first; s <= p; ++s) {
-        scores[s] = std::exp(scores[s] - max_score);
-        sum += scores[s];
+      // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel, K in its stored type).
+      const MatView k_head{k.type, S, D, k.row_stride, k.Row(s_lo) + kv * D * elem};
+      const MatView q_view{DType::kF32, rows, D, static_cast<size_t>(D) * 4,
+                           reinterpret_cast<const uint8_t*>(q_rows.data())};
+      internal::MatMulBlockedF32(q_view, k_head, MutMatF32{rows, S, S, scores.data()}, 0, S);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t p = pos0 + t0 + r / group;
+        const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
+        internal::MaskedSoftmaxRow(scores.data() + r * S, S, first - s_lo, p - s_lo + 1, scale);
       }
-      const float inv_sum = 1.0f / sum;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t s = first; s <= p; ++s) {
-        const float weight = scores[s] * inv_sum;
-        const float* vh = KVHead(v, s, kv, head_dim, buf.data());
-        for (int d = 0; d < head_dim; ++d) acc[d] += weight * vh[d];
+      for (int64_t s = 0; s < S; ++s) {  // V rows as f32, zero-padded to d_padded
+        float* dst = v_rows.data() + s * d_padded;
+        DecodeRowSegment(v, s_lo + s, static_cast<int64_t>(kv) * D, D, dst);
+        std::fill(dst + D, dst + d_padded, 0.0f);
       }
-      std::copy(acc.begin(), acc.end(), out.Row(t) + static_cast<int64_t>(h) * head_dim);
+      internal::GemmF32(scores.data(), S, rows, S, v_rows.data(), d_padded, D, out_rows.data(),
+                        d_padded);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t t = t0 + r / group;
+        const int h = kv * group + static_cast<int>(r % group);
+        std::copy(out_rows.data() + r * d_padded, out_rows.data() + r * d_padded + D,
+                  out.Row(t) + static_cast<int64_t>(h) * D);
+      }
     }
   });
 }

@@ -38,9 +38,11 @@ inline int64_t PanelWidth() { return 2 * static_cast<int64_t>(hn::Lanes(DF())); 
 int64_t BlockedPanelWidthImpl() { return PanelWidth(); }
 
 // out[m][0..nr) (+)= sum_k x[m][k] * panel[k][0..NR) for m < MR.
+// panel_stride: floats between consecutive k rows of the panel (NR for packed panels).
 template <int MR>
-HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* panel, int64_t kc,
-                              float* out, int64_t out_stride, int64_t nr, bool accumulate) {
+HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* panel,
+                              int64_t panel_stride, int64_t kc, float* out, int64_t out_stride,
+                              int64_t nr, bool accumulate) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   hn::Vec<DF> acc0[MR], acc1[MR];
@@ -60,8 +62,8 @@ HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* pan
     }
   }
   for (int64_t k = 0; k < kc; ++k) {
-    const auto w0 = hn::LoadU(df, panel + k * 2 * N);
-    const auto w1 = hn::LoadU(df, panel + k * 2 * N + N);
+    const auto w0 = hn::LoadU(df, panel + k * panel_stride);
+    const auto w1 = hn::LoadU(df, panel + k * panel_stride + N);
     for (int m = 0; m < MR; ++m) {
       const auto xv = hn::Set(df, x[m * x_stride + k]);
       acc0[m] = hn::MulAdd(xv, w0, acc0[m]);
@@ -81,13 +83,27 @@ HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* pan
 }
 
 template <int MR>
-void RunTile(int rows, const float* x, int64_t x_stride, const float* panel, int64_t kc,
-             float* out, int64_t out_stride, int64_t nr, bool accumulate) {
+void RunTile(int rows, const float* x, int64_t x_stride, const float* panel,
+             int64_t panel_stride, int64_t kc, float* out, int64_t out_stride, int64_t nr,
+             bool accumulate) {
   if constexpr (MR > 0) {
     if (rows == MR) {
-      MicroKernel<MR>(x, x_stride, panel, kc, out, out_stride, nr, accumulate);
+      MicroKernel<MR>(x, x_stride, panel, panel_stride, kc, out, out_stride, nr, accumulate);
     } else {
-      RunTile<MR - 1>(rows, x, x_stride, panel, kc, out, out_stride, nr, accumulate);
+      RunTile<MR - 1>(rows, x, x_stride, panel, panel_stride, kc, out, out_stride, nr,
+                      accumulate);
+    }
+  }
+}
+
+void GemmF32Impl(const float* a, int64_t a_stride, int64_t M, int64_t K, const float* b,
+                 int64_t b_stride, int64_t N, float* c, int64_t c_stride) {
+  const int64_t NR = PanelWidth();
+  for (int64_t n0 = 0; n0 < N; n0 += NR) {
+    for (int64_t m0 = 0; m0 < M; m0 += kMaxRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, M - m0));
+      RunTile<kMaxRows>(rows, a + m0 * a_stride, a_stride, b + n0, b_stride, K,
+                        c + m0 * c_stride + n0, c_stride, std::min(NR, N - n0), false);
     }
   }
 }
@@ -131,8 +147,8 @@ void MatMulBlockedF32Impl(const MatView& x, const MatView& w, MutMatF32 out, int
         for (int64_t p = 0; p < n_panels; ++p) {
           const int64_t n0 = nb + p * NR;
           RunTile<kMaxRows>(rows, x0 + t0 * x_stride + k0, x_stride,
-                            panels.data() + p * NR * kKChunk, kc, out.Row(t0) + n0, out.stride,
-                            std::min(NR, nb_end - n0), k0 > 0);
+                            panels.data() + p * NR * kKChunk, NR, kc, out.Row(t0) + n0,
+                            out.stride, std::min(NR, nb_end - n0), k0 > 0);
         }
       }
     }
@@ -218,6 +234,12 @@ namespace proctor::ops::internal {
 HWY_EXPORT(MatMulBlockedF32Impl);
 HWY_EXPORT(MatVecF32Impl);
 HWY_EXPORT(BlockedPanelWidthImpl);
+HWY_EXPORT(GemmF32Impl);
+
+void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float* b,
+             int64_t b_stride, int64_t N, float* c, int64_t c_stride) {
+  HWY_DYNAMIC_DISPATCH(GemmF32Impl)(a, a_stride, M, K, b, b_stride, N, c, c_stride);
+}
 
 void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
                       int64_t n_end) {

@@ -17,6 +17,14 @@ void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t
 void MatVecF32(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
 // Column alignment of the blocked kernel's partitions (its panel width).
 int64_t BlockedPanelWidth();
+// c[M, N] = a[M, K] · b[K, N], all f32 row-major (strides in floats). b rows must be readable up
+// to N rounded up to BlockedPanelWidth() (pad with anything finite); c is written only [M, N).
+void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float* b,
+             int64_t b_stride, int64_t N, float* c, int64_t c_stride);
+
+// row[0, n): entries outside [begin, end) become 0; inside, softmax(row * scale) in f32 with max
+// subtraction (Highway Exp, <= 1 ulp), normalised.
+void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale);
 
 // AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
 bool HaveAvx512Bf16();

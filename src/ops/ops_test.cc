@@ -166,8 +166,21 @@ TEST(Attention, MatchesNaiveGqaWindowsAndOffsets) {
     CheckAttention({1, 40, 4, 1, 64, 0, kv_type}, pool);  // decode, MQA
     CheckAttention({9, 5, 4, 4, 32, 4, kv_type}, pool);   // sliding window
     CheckAttention({2, 30, 8, 2, 17, 7, kv_type}, pool);  // odd head_dim, window, pos0
+    CheckAttention({70, 3, 4, 2, 32, 20, kv_type}, pool);  // several query blocks
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+TEST(Attention, SameBitsForAnyThreadCount) {
+  const int64_t T = 40, S = 45;
+  const auto q = RandomFloats(static_cast<size_t>(T * 8 * 64), 1);
+  const Tensor k = RandomMatrix(DType::kBF16, S, 2 * 64, 2);
+  const Tensor v = RandomMatrix(DType::kBF16, S, 2 * 64, 3);
+  Tensor a = Tensor::F32(T, 8 * 64), b = Tensor::F32(T, 8 * 64);
+  ThreadPool one(1), three(3);
+  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, a.MutF32(), one);
+  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, b.MutF32(), three);
+  EXPECT_EQ(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()), 0);
 }
 
 TEST(Elementwise, SiluMulAddBiasAddInPlace) {

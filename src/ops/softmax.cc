@@ -1,0 +1,71 @@
+// Masked softmax of one score row (Highway), used by Attention.
+#include <cmath>
+
+#include "ops/matmul_kernels.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/softmax.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace proctor::ops::internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void MaskedSoftmaxRowImpl(float* row, int64_t n, int64_t begin, int64_t end, float scale) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t i = 0; i < begin; ++i) row[i] = 0.0f;
+  for (int64_t i = end; i < n; ++i) row[i] = 0.0f;
+  float* x = row + begin;
+  const int64_t len = end - begin;
+  const auto vscale = hn::Set(df, scale);
+  // Pass 1: scale and max (lane-wise, then reduced: fixed order).
+  auto vmax = hn::Set(df, -INFINITY);
+  int64_t i = 0;
+  for (; i + N <= len; i += N) {
+    const auto v = hn::Mul(hn::LoadU(df, x + i), vscale);
+    hn::StoreU(v, df, x + i);
+    vmax = hn::Max(vmax, v);
+  }
+  float max = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < len; ++i) {
+    x[i] *= scale;
+    max = std::max(max, x[i]);
+  }
+  // Pass 2: exp(x - max) and the sum.
+  const auto vmax_all = hn::Set(df, max);
+  auto vsum = hn::Zero(df);
+  i = 0;
+  for (; i + N <= len; i += N) {
+    const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vmax_all));
+    hn::StoreU(e, df, x + i);
+    vsum = hn::Add(vsum, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; i < len; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  // Pass 3: normalise (probabilities, as Hugging Face computes them before P · V).
+  const float inv = 1.0f / sum;
+  const auto vinv = hn::Set(df, inv);
+  i = 0;
+  for (; i + N <= len; i += N) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), vinv), df, x + i);
+  for (; i < len; ++i) x[i] *= inv;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace proctor::ops::internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace proctor::ops::internal {
+HWY_EXPORT(MaskedSoftmaxRowImpl);
+void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale) {
+  HWY_DYNAMIC_DISPATCH(MaskedSoftmaxRowImpl)(row, n, begin, end, scale);
+}
+}  // namespace proctor::ops::internal
+#endif  // HWY_ONCE
