@@ -98,10 +98,17 @@ void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
 }
 
 const BlockTraits* FindBlockTraits(DType type) {
+#define PROCTOR_TRAITS(T, kElems)                                                        \
+  {DType::k##T, kElems, sizeof(Block##T), Dequantize##T##Ref, Dequantize##T, Dot##T##Ref, \
+   Dot##T}
   static const BlockTraits kTraits[] = {
-      {DType::kQ8_0, kQ8_0BlockElems, sizeof(BlockQ8_0), DequantizeQ8_0Ref, DequantizeQ8_0},
-      {DType::kQ4_0, kQ4_0BlockElems, sizeof(BlockQ4_0), DequantizeQ4_0Ref, DequantizeQ4_0},
+      PROCTOR_TRAITS(Q8_0, kQ8_0BlockElems), PROCTOR_TRAITS(Q4_0, kQ4_0BlockElems),
+      PROCTOR_TRAITS(Q4_1, kQK),             PROCTOR_TRAITS(Q5_0, kQK),
+      PROCTOR_TRAITS(Q5_1, kQK),             PROCTOR_TRAITS(Q2_K, kQK_K),
+      PROCTOR_TRAITS(Q3_K, kQK_K),           PROCTOR_TRAITS(Q4_K, kQK_K),
+      PROCTOR_TRAITS(Q5_K, kQK_K),           PROCTOR_TRAITS(Q6_K, kQK_K),
   };
+#undef PROCTOR_TRAITS
   for (const BlockTraits& traits : kTraits) {
     if (traits.type == type) return &traits;
   }

@@ -1,10 +1,13 @@
-// GGUF block-quantized weight formats (ggml's Q8_0 and Q4_0): block structs with size checks, a
-// traits table, and scalar reference dequantization.
+// GGUF block-quantized weight formats (ggml's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K): block structs with size checks, a traits table, scalar reference dequantizers and
+// dot products, and their Highway versions.
 //
-// A quantized row of K values is K/32 consecutive blocks. Q8_0: value = d * q (q int8).
+// A quantized row of K values is K/block_elems consecutive blocks. Q8_0: value = d * q (q int8).
 // Q4_0: value = (q - 8) * d with q a 4-bit code; byte j holds value j in its low nibble and
-// value j+16 in its high nibble. d is IEEE fp16. Later block types (Q4_1, Q5_x, K-quants) add a
-// struct, a reference dequantizer and a traits entry; kernels dispatch on the traits.
+// value j+16 in its high nibble. d is IEEE fp16. The other formats are spelled out beside their
+// structs below and in docs/quantization.md; every formula is evaluated in f32 in the order
+// ggml's own dequantize_row_* uses (no fused multiply-add), so results are bit-identical to ggml.
+// Kernels dispatch on the traits.
 #pragma once
 
 #include <cstddef>
@@ -30,15 +33,105 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "GGUF Q4_0 blocks are 18 bytes");
 
-// Dequantizes `n_blocks` consecutive blocks starting at `blocks` into out[n_blocks * 32].
+inline constexpr int kQK = 32;    // elements per block of the 32-wide formats
+inline constexpr int kQK_K = 256;  // elements per K-quant super-block
+
+// Q4_1: value = q * d + m, q a 4-bit code laid out as in Q4_0.
+struct BlockQ4_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 minimum
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "GGUF Q4_1 blocks are 20 bytes");
+
+// Q5_0: value = (q - 16) * d, q = nibble | (bit j of qh) << 4 for value j (nibbles as in Q4_0).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // little-endian u32: bit j is the fifth bit of value j
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "GGUF Q5_0 blocks are 22 bytes");
+
+// Q5_1: value = q * d + m, q as in Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "GGUF Q5_1 blocks are 24 bytes");
+
+// Q2_K: 16 sub-blocks of 16. scales[s] low nibble = scale, high nibble = min of sub-block s.
+// In each 128-value half h, value 32*j' + 16*p + l (j' = 0..3 shift index, p = 0..1, l = 0..15)
+// has code (qs[32h + 16p + l] >> 2j') & 3 and sub-block s = 8h + 2j' + p.
+// value = (d * (scales[s] & 15)) * q - (dmin * (scales[s] >> 4)).
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84, "GGUF Q2_K blocks are 84 bytes");
+
+// Q3_K: like Q2_K's 2-bit layout plus a high bit: q = low2 - (hmask[16p + l] bit (4h + j') ? 0 : 4)
+// (l, p, j', h as in Q2_K); 16 signed 6-bit scales packed in 12 bytes (minus 32);
+// value = (d * (scale[s] - 32)) * q.
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110, "GGUF Q3_K blocks are 110 bytes");
+
+// Q4_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes. In each 64-value chunk
+// c, values 64c + l have code qs[32c + l] & 15 (sub-block 2c), values 64c + 32 + l have
+// qs[32c + l] >> 4 (sub-block 2c + 1). value = (d * sc) * q - (dmin * m).
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "GGUF Q4_K blocks are 144 bytes");
+
+// Q5_K: Q4_K plus a fifth bit: value 64c + l adds 16 when qh[l] bit 2c is set, value 64c + 32 + l
+// when qh[l] bit 2c + 1 is set.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "GGUF Q5_K blocks are 176 bytes");
+
+// Q6_K: 16 sub-blocks of 16 with int8 scales. In each 128-value half h (ql += 64h, qh += 32h,
+// scales += 8h), for l = 0..31: value 128h + l + 32i (i = 0..3) has code
+// (ql[l + 32 (i & 1)] >> 4 (i >> 1)) & 15 | ((qh[l] >> 2i) & 3) << 4, minus 32, and
+// value = (d * scales[l / 16 + 2i]) * q.
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210, "GGUF Q6_K blocks are 210 bytes");
+
+// Dequantizes `n_blocks` consecutive blocks starting at `blocks` into
+// out[n_blocks * block_elems].
 using DequantizeBlocksFn = void (*)(const uint8_t* blocks, int64_t n_blocks, float* out);
+// Dot product of n_blocks blocks with x[n_blocks * block_elems].
+using DotBlocksFn = float (*)(const uint8_t* blocks, int64_t n_blocks, const float* x);
 
 struct BlockTraits {
   DType type;
   int block_elems;
   int block_bytes;
   DequantizeBlocksFn dequantize_ref;   // scalar reference
-  DequantizeBlocksFn dequantize_fast;  // SIMD (runtime-dispatched) version
+  DequantizeBlocksFn dequantize_fast;  // SIMD (runtime-dispatched) version, bit-identical
+  DotBlocksFn dot_ref;                 // scalar reference: f32 sum in element order
+  DotBlocksFn dot_fast;                // SIMD: lane-order sums (agrees to f32 rounding)
 };
 
 // Traits of a block-quantized type, or nullptr when `type` is not one this build supports.
@@ -65,5 +158,36 @@ float DotQ4_0(const uint8_t* blocks, int64_t n_blocks, const float* x);
 // max-magnitude / -8, rounded to nearest); used to build test matrices.
 void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+
+// The other formats (ggml_blocks_more.cc, ggml_blocks_more_simd.cc). Ref = scalar reference,
+// bit-identical to ggml's dequantize_row_*; the SIMD versions are bit-identical to the
+// references; the dot products are sum_i value_i * x_i (reference: f32 in element order).
+#define PROCTOR_DECLARE_BLOCK_KERNELS(T)                                           \
+  void Dequantize##T##Ref(const uint8_t* blocks, int64_t n_blocks, float* out);  \
+  void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out);       \
+  float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);    \
+  float Dot##T(const uint8_t* blocks, int64_t n_blocks, const float* x);
+PROCTOR_DECLARE_BLOCK_KERNELS(Q4_1)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q5_0)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q5_1)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q2_K)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q3_K)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q4_K)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q5_K)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q6_K)
+#undef PROCTOR_DECLARE_BLOCK_KERNELS
+
+// Reference quantizers with ggml's rules for the 32-wide formats with a minimum or a fifth bit:
+// Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), m = min, q = min(2^bits - 1, trunc((x - m) / d +
+// 0.5)); Q5_0: d = (signed value of largest magnitude) / -16, q = min(31, trunc(x / d + 16.5)).
+// Byte-identical to ggml's quantize_row_*_ref (tested against libggml).
+void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ5_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ5_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 packed bytes.
+void UnpackScaleMinK4(const uint8_t* packed, int j, uint8_t* scale, uint8_t* min);
+// The 16 scales of a Q3_K block (6-bit codes minus 32).
+void UnpackQ3_KScales(const uint8_t* packed, int8_t* scales);
 
 }  // namespace proctor::quant

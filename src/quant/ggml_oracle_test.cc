@@ -1,0 +1,168 @@
+// GGUF block types against ggml itself: the scalar dequantizers must be bit-identical to ggml's
+// own to_float (libggml-base.so from the npm package @node-llama-cpp/linux-x64 3.21.1, driven by
+// tools/ggml_oracle.cc) on blocks made by ggml's quantizer and on random blocks, and the Q4_0 /
+// Q8_0 / Q4_1 / Q5_0 / Q5_1 reference quantizers byte-identical to ggml's. Skips when npm or the
+// package cannot be installed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quant/ggml_blocks.h"
+#include "quant/test_blocks.h"
+
+namespace proctor::quant {
+namespace {
+
+// Path of the oracle binary, or empty with the reason in `why`.
+const std::string& OraclePath(std::string* why) {
+  static std::string path, reason;
+  static bool done = false;
+  if (!done) {
+    done = true;
+    const std::string cmd = fmt::format("{}/tools/ggml_oracle_setup.sh {} {} 2>&1",
+                                        PROCTOR_SOURCE_DIR, PROCTOR_SOURCE_DIR, PROCTOR_BINARY_DIR);
+    std::string output;
+    if (FILE* pipe = popen(cmd.c_str(), "r")) {
+      char buffer[512];
+      while (std::fgets(buffer, sizeof(buffer), pipe)) output += buffer;
+      const int status = pclose(pipe);
+      while (!output.empty() && output.back() == '\n') output.pop_back();
+      if (status == 0) {
+        path = output.substr(output.rfind('\n') + 1);
+      } else {
+        reason = output;
+      }
+    } else {
+      reason = "cannot run tools/ggml_oracle_setup.sh";
+    }
+  }
+  *why = reason;
+  return path;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          fmt::format("proctor_ggml_{}_{}", getpid(), name))
+      .string();
+}
+
+template <typename T>
+void WriteVector(const std::string& path, const std::vector<T>& v) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+}
+
+template <typename T>
+std::vector<T> ReadVector(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<T> v(bytes.size() / sizeof(T));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+int RunCommand(const std::string& cmd) { return std::system((cmd + " >&2").c_str()); }
+
+struct Case {
+  DType type;
+  const char* ggml_name;
+  void (*quantize_ref)(const float*, int64_t, uint8_t*);  // nullptr: no proctor quantizer
+};
+
+const Case kCases[] = {
+    {DType::kQ8_0, "q8_0", QuantizeQ8_0Ref}, {DType::kQ4_0, "q4_0", QuantizeQ4_0Ref},
+    {DType::kQ4_1, "q4_1", QuantizeQ4_1Ref}, {DType::kQ5_0, "q5_0", QuantizeQ5_0Ref},
+    {DType::kQ5_1, "q5_1", QuantizeQ5_1Ref}, {DType::kQ2_K, "q2_K", nullptr},
+    {DType::kQ3_K, "q3_K", nullptr},         {DType::kQ4_K, "q4_K", nullptr},
+    {DType::kQ5_K, "q5_K", nullptr},         {DType::kQ6_K, "q6_K", nullptr},
+};
+
+void ExpectBitIdentical(const std::vector<float>& ours, const std::vector<float>& ggml,
+                        const char* what) {
+  ASSERT_EQ(ours.size(), ggml.size()) << what;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &ours[i], 4);
+    std::memcpy(&b, &ggml[i], 4);
+    ASSERT_EQ(a, b) << what << " value " << i << ": ours " << ours[i] << ", ggml " << ggml[i];
+  }
+}
+
+class GgmlOracle : public ::testing::TestWithParam<Case> {};
+
+// ggml quantizes a random matrix (rows 512 wide: two K-quant super-blocks, 16 small blocks);
+// proctor's reference and SIMD dequantizers reproduce ggml's dequantization bit for bit, and
+// proctor's quantizer (where it has one) produces ggml's bytes.
+TEST_P(GgmlOracle, QuantizedByGgmlDequantizesIdentically) {
+  std::string why;
+  const std::string oracle = OraclePath(&why);
+  if (oracle.empty()) GTEST_SKIP() << "ggml oracle unavailable: " << why;
+  const Case& c = GetParam();
+  const BlockTraits* traits = FindBlockTraits(c.type);
+  ASSERT_NE(traits, nullptr);
+  const int64_t rows = 5, cols = 512;
+  std::vector<float> input = testing::RandomWeights(rows * cols, 11 + static_cast<int>(c.type));
+  const std::string in = TempPath("in.f32"), blocks_path = TempPath("q.bin"),
+                    values_path = TempPath("q.f32");
+  WriteVector(in, input);
+  ASSERT_EQ(RunCommand(fmt::format("{} quantize {} {} {} {} {} {}", oracle, c.ggml_name, rows, cols, in,
+                            blocks_path, values_path)),
+            0);
+  const auto blocks = ReadVector<uint8_t>(blocks_path);
+  const auto ggml_values = ReadVector<float>(values_path);
+  const int64_t n_blocks = rows * cols / traits->block_elems;
+  ASSERT_EQ(blocks.size(), static_cast<size_t>(n_blocks * traits->block_bytes));
+  std::vector<float> ref(ggml_values.size()), fast(ggml_values.size());
+  traits->dequantize_ref(blocks.data(), n_blocks, ref.data());
+  traits->dequantize_fast(blocks.data(), n_blocks, fast.data());
+  ExpectBitIdentical(ref, ggml_values, "reference");
+  ExpectBitIdentical(fast, ggml_values, "SIMD");
+  if (c.quantize_ref != nullptr) {
+    std::vector<uint8_t> ours(blocks.size());
+    c.quantize_ref(input.data(), n_blocks, ours.data());
+    EXPECT_EQ(ours, blocks) << "proctor's quantizer differs from ggml's";
+  }
+  for (const auto& p : {in, blocks_path, values_path}) std::filesystem::remove(p);
+}
+
+// Random block bytes (every code pattern, subnormal / negative / zero scales): the same.
+TEST_P(GgmlOracle, RandomBlocksDequantizeIdentically) {
+  std::string why;
+  const std::string oracle = OraclePath(&why);
+  if (oracle.empty()) GTEST_SKIP() << "ggml oracle unavailable: " << why;
+  const Case& c = GetParam();
+  const BlockTraits* traits = FindBlockTraits(c.type);
+  const int n_blocks = 23;
+  const auto blocks = testing::RandomBlocks(c.type, n_blocks, 97 + static_cast<int>(c.type));
+  const std::string in = TempPath("rand.bin"), out = TempPath("rand.f32");
+  WriteVector(in, blocks);
+  ASSERT_EQ(RunCommand(fmt::format("{} dequantize {} {} {} {}", oracle, c.ggml_name,
+                            n_blocks * traits->block_elems, in, out)),
+            0);
+  const auto ggml_values = ReadVector<float>(out);
+  std::vector<float> ref(ggml_values.size()), fast(ggml_values.size());
+  traits->dequantize_ref(blocks.data(), n_blocks, ref.data());
+  traits->dequantize_fast(blocks.data(), n_blocks, fast.data());
+  ExpectBitIdentical(ref, ggml_values, "reference");
+  ExpectBitIdentical(fast, ggml_values, "SIMD");
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GgmlOracle, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& param) {
+                           return std::string(Name(param.param.type));
+                         });
+
+}  // namespace
+}  // namespace proctor::quant

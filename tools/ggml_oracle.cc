@@ -1,0 +1,95 @@
+// Test oracle for src/quant: ggml's own quantizer and reference dequantizer, called through
+// libggml-base.so from the npm package @node-llama-cpp/linux-x64 (built by
+// tools/ggml_oracle_setup.sh against that build's ggml.h; never part of proctor itself).
+//
+//   ggml_oracle quantize TYPE ROWS N_PER_ROW IN.f32 OUT.q OUT.f32
+//     quantizes ROWS x N_PER_ROW f32 values with ggml_quantize_chunk (no importance matrix) and
+//     writes the blocks and ggml's dequantization of them (type_traits->to_float).
+//   ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32
+//     dequantizes raw blocks with ggml's to_float.
+// TYPE is ggml's type name: q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "ggml.h"
+
+namespace {
+
+bool FindType(const char* name, ggml_type* type) {
+  for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+    const char* type_name = ggml_type_name(static_cast<ggml_type>(t));
+    if (type_name != nullptr && std::strcmp(type_name, name) == 0) {
+      *type = static_cast<ggml_type>(t);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<char> ReadAll(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+bool WriteAll(const char* path, const void* data, size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  return static_cast<bool>(out);
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: ggml_oracle quantize TYPE ROWS N_PER_ROW IN.f32 OUT.q OUT.f32\n"
+               "       ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return Usage();
+  const std::string verb = argv[1];
+  ggml_type type;
+  if (!FindType(argv[2], &type)) {
+    std::fprintf(stderr, "unknown ggml type %s\n", argv[2]);
+    return 2;
+  }
+  const ggml_type_traits* traits = ggml_get_type_traits(type);
+  if (verb == "quantize" && argc == 8) {
+    const long rows = std::atol(argv[3]), n_per_row = std::atol(argv[4]);
+    const std::vector<char> in = ReadAll(argv[5]);
+    if (in.size() != static_cast<size_t>(rows * n_per_row) * sizeof(float)) {
+      std::fprintf(stderr, "%s holds %zu bytes, expected %ld floats\n", argv[5], in.size(),
+                   rows * n_per_row);
+      return 1;
+    }
+    std::vector<char> blocks(ggml_row_size(type, n_per_row) * rows);
+    const size_t written = ggml_quantize_chunk(type, reinterpret_cast<const float*>(in.data()),
+                                               blocks.data(), 0, rows, n_per_row, nullptr);
+    if (written != blocks.size()) return 1;
+    std::vector<float> values(static_cast<size_t>(rows * n_per_row));
+    traits->to_float(blocks.data(), values.data(), rows * n_per_row);
+    return WriteAll(argv[6], blocks.data(), blocks.size()) &&
+                   WriteAll(argv[7], values.data(), values.size() * sizeof(float))
+               ? 0
+               : 1;
+  }
+  if (verb == "dequantize" && argc == 6) {
+    const long n = std::atol(argv[3]);
+    const std::vector<char> in = ReadAll(argv[4]);
+    if (in.size() != ggml_row_size(type, n)) {
+      std::fprintf(stderr, "%s holds %zu bytes, expected %zu\n", argv[4], in.size(),
+                   ggml_row_size(type, n));
+      return 1;
+    }
+    std::vector<float> values(static_cast<size_t>(n));
+    traits->to_float(in.data(), values.data(), n);
+    return WriteAll(argv[5], values.data(), values.size() * sizeof(float)) ? 0 : 1;
+  }
+  return Usage();
+}
