@@ -261,12 +261,80 @@ def gguf_cases(out, manifest):
             "tensors": [gguf_tensor_record(n, k, d, r, name) for n, k, d, r in tensors]}
 
 
+def tiny_model(out, manifest, file_name, arch, spec):
+    """A small, complete GGUF model of `arch`; the manifest holds the config a reader must derive."""
+    hidden, layers, heads, kv, ff, head_dim, vocab = (spec[k] for k in (
+        "hidden", "layers", "heads", "kv_heads", "ff", "head_dim", "vocab"))
+    p = arch + "."
+    meta = [("general.architecture", "string", arch), ("general.name", "string", file_name),
+            (p + "block_count", "uint32", layers), (p + "embedding_length", "uint32", hidden),
+            (p + "feed_forward_length", "uint32", ff), (p + "attention.head_count", "uint32", heads),
+            (p + "attention.head_count_kv", "uint32", kv),
+            (p + "attention.layer_norm_rms_epsilon", "float32", spec["eps"]),
+            (p + "rope.freq_base", "float32", spec["theta"]),
+            (p + "context_length", "uint32", spec["context"]),
+            ("tokenizer.ggml.bos_token_id", "uint32", spec["bos"]),
+            ("tokenizer.ggml.eos_token_id", "uint32", spec["eos"])]
+    if spec.get("key_length"):
+        meta += [(p + "attention.key_length", "uint32", head_dim),
+                 (p + "attention.value_length", "uint32", head_dim)]
+    meta.append((p + "rope.dimension_count", "uint32", head_dim))
+    if spec.get("scaling"):
+        kind, factor, original = spec["scaling"]
+        meta += [(p + "rope.scaling.type", "string", kind),
+                 (p + "rope.scaling.factor", "float32", factor)]
+        if original:
+            meta.append((p + "rope.scaling.original_context_length", "uint32", original))
+    if spec.get("tokens"):
+        meta.append(("tokenizer.ggml.tokens", ("array", "string"),
+                     ["<t%d>" % i for i in range(vocab)]))
+
+    def f32(*hf_shape):  # GGUF dims are the HF shape reversed
+        return ("F32", list(reversed(hf_shape)),
+                RNG.standard_normal(int(np.prod(hf_shape))).astype("<f4").tobytes())
+
+    tensors = [("token_embd.weight",) + f32(vocab, hidden), ("output_norm.weight",) + f32(hidden)]
+    if not spec["tied"]:
+        tensors.append(("output.weight",) + f32(vocab, hidden))
+    for i in range(layers):
+        b = "blk.%d." % i
+        tensors += [(b + "attn_norm.weight",) + f32(hidden), (b + "ffn_norm.weight",) + f32(hidden),
+                    (b + "attn_q.weight",) + f32(heads * head_dim, hidden),
+                    (b + "attn_k.weight",) + f32(kv * head_dim, hidden),
+                    (b + "attn_v.weight",) + f32(kv * head_dim, hidden),
+                    (b + "attn_output.weight",) + f32(hidden, heads * head_dim),
+                    (b + "ffn_gate.weight",) + f32(ff, hidden), (b + "ffn_up.weight",) + f32(ff, hidden),
+                    (b + "ffn_down.weight",) + f32(hidden, ff)]
+        if spec.get("bias"):
+            tensors += [(b + "attn_q.bias",) + f32(heads * head_dim),
+                        (b + "attn_k.bias",) + f32(kv * head_dim), (b + "attn_v.bias",) + f32(kv * head_dim)]
+        if spec.get("qk_norm"):
+            tensors += [(b + "attn_q_norm.weight",) + f32(head_dim),
+                        (b + "attn_k_norm.weight",) + f32(head_dim)]
+    write_gguf(os.path.join(out, file_name), 3, 32, meta, tensors)
+    manifest["models"][file_name] = dict(spec, arch=arch, tensor_count=len(tensors))
+
+
+def model_cases(out, manifest):
+    base = dict(hidden=16, layers=2, heads=4, kv_heads=2, ff=24, vocab=40, eps=1e-5,
+                context=128, bos=1, eos=2)
+    tiny_model(out, manifest, "tiny_llama.gguf", "llama",
+               dict(base, head_dim=4, theta=500000.0, tied=False, tokens=True))
+    tiny_model(out, manifest, "tiny_qwen2.gguf", "qwen2",
+               dict(base, head_dim=4, theta=1000000.0, tied=True, bias=True, tokens=True,
+                    scaling=["yarn", 4.0, 32768]))
+    tiny_model(out, manifest, "tiny_qwen3.gguf", "qwen3",
+               dict(base, head_dim=8, key_length=True, theta=10000.0, tied=True, qk_norm=True,
+                    eps=1e-6, scaling=["linear", 2.0, 0]))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    manifest = {"safetensors": {}, "gguf": {}}
+    manifest = {"safetensors": {}, "gguf": {}, "models": {}}
     safetensors_cases(out, manifest)
     gguf_cases(out, manifest)
+    model_cases(out, manifest)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

@@ -8,6 +8,7 @@
 
 #include "model/gguf.h"
 #include "model/gguf_model.h"
+#include "model/load.h"
 #include "model/safetensors.h"
 #include "model/test_util.h"
 #include "util/file.h"
@@ -244,6 +245,61 @@ TEST_F(ReadersOracle, GgufTensorsUnderHfNamesWithReversedDims) {
   EXPECT_EQ(store.Get("lm_head.weight").type, DType::kQ4_K);
   EXPECT_EQ(store.Get("extra.i32").shape, (std::vector<int64_t>{2, 3, 2}));
   EXPECT_ERROR_CONTAINS(store.Matrix("extra.i32"), "extra.i32", "[2, 3, 2]");
+}
+
+TEST_F(ReadersOracle, GgufModelsGiveTheirConfig) {
+  ASSERT_EQ(manifest_["models"].size(), 3u);
+  for (const auto& [file_name, spec] : manifest_["models"].items()) {
+    SCOPED_TRACE(file_name);
+    const LoadedModel m = LoadModel(Path(file_name).string());  // also validates every shape
+    const ModelConfig& c = m.config;
+    const std::string arch = spec["arch"];
+    EXPECT_EQ(c.model_type, arch);
+    EXPECT_EQ(c.hidden_size, spec["hidden"].get<int>());
+    EXPECT_EQ(c.num_layers, spec["layers"].get<int>());
+    EXPECT_EQ(c.num_heads, spec["heads"].get<int>());
+    EXPECT_EQ(c.num_kv_heads, spec["kv_heads"].get<int>());
+    EXPECT_EQ(c.head_dim, spec["head_dim"].get<int>());
+    EXPECT_EQ(c.intermediate_size, spec["ff"].get<int>());
+    EXPECT_EQ(c.vocab_size, spec["vocab"].get<int>());
+    EXPECT_EQ(c.max_position_embeddings, spec["context"].get<int>());
+    EXPECT_EQ(c.rms_norm_eps, static_cast<float>(spec["eps"].get<double>()));
+    EXPECT_EQ(c.rope.theta, spec["theta"].get<double>());
+    EXPECT_EQ(c.tie_word_embeddings, spec["tied"].get<bool>());
+    EXPECT_EQ(c.attention_bias, spec.value("bias", false));
+    EXPECT_EQ(c.qk_norm, spec.value("qk_norm", false));
+    EXPECT_EQ(c.rope_adjacent_pairs, arch == "llama");  // llama.cpp permutes llama Q/K only
+    EXPECT_EQ(c.bos_token_id, spec["bos"].get<int>());
+    EXPECT_EQ(c.eos_token_ids, std::vector<int>{spec["eos"].get<int>()});
+    EXPECT_EQ(m.weights.size(), spec["tensor_count"].get<size_t>());
+    if (spec.contains("scaling")) {
+      const std::string kind = spec["scaling"][0];
+      EXPECT_EQ(RopeTypeName(c.rope.type), kind);
+      EXPECT_EQ(c.rope.factor.value(), spec["scaling"][1].get<double>());
+      if (spec["scaling"][2].get<int>() > 0) {
+        EXPECT_EQ(c.rope.original_max_position_embeddings.value(), spec["scaling"][2].get<int>());
+      }
+    } else {
+      EXPECT_EQ(c.rope.type, RopeType::kDefault);
+    }
+  }
+}
+
+TEST_F(ReadersOracle, GgufModelWithWrongShapeIsRefused) {
+  // Rewrite tiny_llama's ffn_down dims (24, 16) -> (16, 24) in place: same bytes, wrong shape.
+  std::string bytes = ReadFileToString(Path("tiny_llama.gguf"));
+  const std::string name = "blk.1.ffn_down.weight";
+  const size_t at = bytes.find(name);
+  ASSERT_NE(at, std::string::npos);
+  const size_t dims = at + name.size() + 4;  // past the name and n_dims
+  const uint64_t d0 = 16, d1 = 24;
+  std::memcpy(bytes.data() + dims, &d0, 8);
+  std::memcpy(bytes.data() + dims + 8, &d1, 8);
+  const fs::path bad = Path("bad_shape.gguf");
+  WriteFileAtomic(bad, bytes);
+  const std::string bad_text = bad.string();
+  EXPECT_ERROR_CONTAINS(LoadModel(bad_text), bad_text.c_str(),
+                        "model.layers.1.mlp.down_proj.weight", "[24, 16]", "[16, 24]");
 }
 
 }  // namespace
