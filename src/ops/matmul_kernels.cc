@@ -210,8 +210,14 @@ void MatVecF32Impl(const float* x, const MatView& w, float* out, int64_t n_begin
       case DType::kQ4_0:
         for (int64_t r = 0; r < rows; ++r) out[n + r] = quant::DotQ4_0(w.Row(n + r), K / 32, x);
         continue;
-      default:
-        CHECK_MSG(false, "matvec: unsupported weight type {}", Name(w.type));
+      default: {  // the other GGUF block types: their dot kernels from the traits table
+        const quant::BlockTraits* traits = quant::FindBlockTraits(w.type);
+        CHECK_MSG(traits != nullptr, "matvec: unsupported weight type {}", Name(w.type));
+        for (int64_t r = 0; r < rows; ++r) {
+          out[n + r] = traits->dot_fast(w.Row(n + r), K / traits->block_elems, x);
+        }
+        continue;
+      }
     }
     if (k_main < K) {  // float-type tail: decode the remaining columns and finish each dot
       for (int64_t r = 0; r < rows; ++r) {
