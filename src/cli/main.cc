@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   cli::RegisterGenerateVerb(app);
   cli::RegisterLogitsVerb(app);
   cli::RegisterBenchVerb(app);
+  cli::RegisterInspectVerb(app);
+  cli::RegisterKlVerb(app);
+  cli::RegisterDemoVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -19,5 +19,8 @@ void RegisterVersionVerb(CLI::App& app);
 void RegisterGenerateVerb(CLI::App& app);
 void RegisterLogitsVerb(CLI::App& app);
 void RegisterBenchVerb(CLI::App& app);
+void RegisterInspectVerb(CLI::App& app);
+void RegisterKlVerb(CLI::App& app);
+void RegisterDemoVerb(CLI::App& app);
 
 }  // namespace proctor::cli

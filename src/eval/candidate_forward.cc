@@ -1,16 +1,20 @@
 #include "eval/candidate_forward.h"
 
-#include "util/error.h"
+#include <memory>
+
+#include "model/greedy.h"
+#include "model/load.h"
 
 namespace proctor {
 
-TeacherForcedLogits MakeCandidateForward(const std::string& model_path) {
-  // The engine plugs in here: load the model (model::LoadModel), and return a forward that,
-  // per sequence, makes a cache and calls ForwardHidden + LogitsFromHidden chunk by chunk.
-  Fail("kl",
-       "model loading is not available yet: cannot run candidate '{}' (the inference engine is "
-       "being built; `proctor demo` scores synthetic candidates through the same scorer)",
-       model_path);
+TeacherForcedLogits MakeCandidateForward(const std::string& model_spec,
+                                         const RuntimeOptions& options) {
+  auto loaded = std::make_shared<LoadedModel>(LoadModel(model_spec));
+  auto model = std::make_shared<RuntimeModel>(loaded->config, loaded->weights, options);
+  return [loaded, model](std::span<const int32_t> tokens, int64_t chunk,
+                         const LogitsChunkFn& on_chunk) {
+    RunTeacherForced(*model, tokens, chunk, on_chunk);
+  };
 }
 
 }  // namespace proctor

@@ -1,15 +1,17 @@
-// Where the real engine plugs into scoring: the teacher-forced forward of a candidate model.
+// Where the engine plugs into scoring: the teacher-forced forward of a candidate model.
 #pragma once
 
 #include <string>
 
 #include "eval/teacher_forced.h"
+#include "model/runtime_model.h"
 
 namespace proctor {
 
-// The teacher-forced forward of the model at `model_path` (chunked, one cache per sequence).
-// Until the engine can load models this throws Error("[kl] model loading is not available
-// yet ...").
-TeacherForcedLogits MakeCandidateForward(const std::string& model_path);
+// Loads the model at `model_spec` (directory, .gguf or cached HF id; model/load.h) and returns
+// its teacher-forced forward: per sequence one cache, RunTeacherForced in chunks. The returned
+// function owns the loaded weights.
+TeacherForcedLogits MakeCandidateForward(const std::string& model_spec,
+                                         const RuntimeOptions& options = {});
 
 }  // namespace proctor

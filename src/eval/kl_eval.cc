@@ -74,7 +74,7 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(options.reference_dir);
   ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   const TeacherForcedLogits forward =
-      options.forward ? options.forward : MakeCandidateForward(options.candidate);
+      options.forward ? options.forward : MakeCandidateForward(options.candidate, options.runtime);
 
   KlEvalResult result;
   result.label = dump.Label();

@@ -15,6 +15,7 @@
 #include "eval/kl_stats.h"
 #include "eval/ref_logits.h"
 #include "eval/teacher_forced.h"
+#include "model/runtime_model.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
@@ -24,7 +25,8 @@ struct KlEvalOptions {
   std::string candidate{};        // model path (or a display name with an injected forward)
   int64_t max_seqs = 0;           // score the first N sequences; 0 = all
   int64_t chunk_size = 512;       // positions per forward chunk
-  TeacherForcedLogits forward{};  // empty: MakeCandidateForward(candidate)
+  TeacherForcedLogits forward{};  // empty: MakeCandidateForward(candidate, runtime)
+  RuntimeOptions runtime{};       // engine options for a loaded candidate
   ThreadPool* pool = nullptr;     // rows of a chunk are scored across it; null = Global()
   bool quiet = false;             // no progress on stderr
 };
