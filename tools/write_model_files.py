@@ -311,8 +311,28 @@ def tiny_model(out, manifest, file_name, arch, spec):
         if spec.get("qk_norm"):
             tensors += [(b + "attn_q_norm.weight",) + f32(head_dim),
                         (b + "attn_k_norm.weight",) + f32(head_dim)]
+    if spec.get("rope_freqs"):
+        tensors.append(("rope_freqs.weight", "F32", [head_dim // 2],
+                        llama3_rope_factors(spec["theta"], head_dim, spec["rope_freqs"])))
     write_gguf(os.path.join(out, file_name), 3, 32, meta, tensors)
     manifest["models"][file_name] = dict(spec, arch=arch, tensor_count=len(tensors))
+
+
+def llama3_rope_factors(base, dim, factor, low=1.0, high=4.0, old_context=8192):
+    """The per-frequency divisors llama.cpp's converter stores for Llama-3 RoPE scaling."""
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    low_wavelen, high_wavelen = old_context / low, old_context / high
+    out = []
+    for freq in freqs:
+        wavelen = 2 * np.pi / float(freq)
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old_context / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.asarray(out, dtype="<f4").tobytes()
 
 
 def model_cases(out, manifest):
@@ -320,6 +340,9 @@ def model_cases(out, manifest):
                 context=128, bos=1, eos=2)
     tiny_model(out, manifest, "tiny_llama.gguf", "llama",
                dict(base, head_dim=4, theta=500000.0, tied=False, tokens=True))
+    tiny_model(out, manifest, "tiny_llama3.gguf", "llama",
+               dict(base, hidden=64, heads=1, kv_heads=1, head_dim=64, theta=500000.0,
+                    tied=True, rope_freqs=32.0))
     tiny_model(out, manifest, "tiny_qwen2.gguf", "qwen2",
                dict(base, head_dim=4, theta=1000000.0, tied=True, bias=True, tokens=True,
                     scaling=["yarn", 4.0, 32768]))

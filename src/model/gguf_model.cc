@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -58,6 +59,51 @@ int TokenId(const GgufFile& gguf, const std::string& key, int vocab_size) {
 bool SameBytes(const TensorInfo* a, const TensorInfo* b) {
   return a != nullptr && b != nullptr && a->type == b->type && a->shape == b->shape &&
          a->bytes == b->bytes && std::memcmp(a->data, b->data, a->bytes) == 0;
+}
+
+// llama.cpp stores Llama-3.x RoPE scaling as rope_freqs.weight: one divisor per frequency,
+// computed by its converter from HF's llama3 parameters. Every Llama 3.1/3.2 release uses
+// low_freq_factor 1, high_freq_factor 4, original context 8192 and factor = the largest divisor;
+// those parameters are accepted only when recomputing the divisors reproduces the tensor.
+RopeParameters Llama3RopeFromFactors(const GgufFile& gguf, const TensorInfo& freqs, double theta,
+                                     int head_dim) {
+  const int64_t n = head_dim / 2;
+  if (freqs.type != DType::kF32 || freqs.shape != std::vector<int64_t>{n}) {
+    GgufModelFail(gguf, fmt::format("rope_freqs.weight is {} {}, expected f32 [{}]",
+                                    Name(freqs.type), ShapeString(freqs.shape), n));
+  }
+  std::vector<float> divisors(static_cast<size_t>(n));
+  std::memcpy(divisors.data(), freqs.data, divisors.size() * sizeof(float));
+  RopeParameters rope;
+  rope.type = RopeType::kLlama3;
+  rope.theta = theta;
+  rope.factor = *std::max_element(divisors.begin(), divisors.end());
+  rope.low_freq_factor = 1.0;
+  rope.high_freq_factor = 4.0;
+  rope.original_max_position_embeddings = 8192;
+  const double factor = *rope.factor;
+  const double old_context = 8192.0;
+  const double low_wavelen = old_context / rope.low_freq_factor;
+  const double high_wavelen = old_context / rope.high_freq_factor;
+  for (int64_t i = 0; i < n; ++i) {
+    const double inv_freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim);
+    const double wavelen = 2.0 * 3.14159265358979323846 / inv_freq;
+    double expected = 1.0;
+    if (wavelen > low_wavelen) {
+      expected = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (old_context / wavelen - rope.low_freq_factor) /
+                            (rope.high_freq_factor - rope.low_freq_factor);
+      expected = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    if (std::fabs(divisors[static_cast<size_t>(i)] - expected) > 1e-4 * expected) {
+      GgufModelFail(gguf, fmt::format("rope_freqs.weight[{}] = {} does not match Llama-3 RoPE "
+                                      "scaling (factor {}, low 1, high 4, original 8192 give {}); "
+                                      "these frequency factors are not supported",
+                                      i, divisors[static_cast<size_t>(i)], factor, expected));
+    }
+  }
+  return rope;
 }
 
 }  // namespace
@@ -173,9 +219,11 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   if (c.rope.type == RopeType::kLinear && !(*c.rope.factor > 0.0)) {
     GgufModelFail(gguf, fmt::format("rope.scaling.factor {} should be positive", *c.rope.factor));
   }
-  if (weights.Has("rope_freqs.weight")) {
-    GgufModelFail(gguf, "rope_freqs.weight (llama.cpp's precomputed Llama-3 RoPE frequency "
-                        "factors) is not supported yet");
+  if (const TensorInfo* freqs = weights.Find("rope_freqs.weight")) {
+    if (c.rope.type != RopeType::kDefault) {
+      GgufModelFail(gguf, "rope_freqs.weight together with rope.scaling.type is not supported");
+    }
+    c.rope = Llama3RopeFromFactors(gguf, *freqs, c.rope.theta, c.head_dim);
   }
   // Vocabulary: the token list, else the embedding rows.
   if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {

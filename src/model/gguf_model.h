@@ -29,7 +29,9 @@ void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& st
 // `weights` (already holding the file's tensors under HF names) supplies what the metadata does
 // not say: biases, q/k norms, tied output (no output.weight, or one whose bytes equal
 // token_embd's, as llama2.c-converted files store), the vocabulary size when there is no token
-// list. GGUF llama rotates adjacent pairs; qwen2/qwen3 rotate halves.
+// list. GGUF llama rotates adjacent pairs; qwen2/qwen3 rotate halves. A rope_freqs.weight tensor
+// (llama.cpp's form of Llama-3 RoPE scaling) becomes rope type llama3 when its divisors match the
+// Llama 3.x parameters (low 1, high 4, original 8192, factor = largest divisor); else an Error.
 ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights);
 
 }  // namespace proctor

@@ -248,7 +248,7 @@ TEST_F(ReadersOracle, GgufTensorsUnderHfNamesWithReversedDims) {
 }
 
 TEST_F(ReadersOracle, GgufModelsGiveTheirConfig) {
-  ASSERT_EQ(manifest_["models"].size(), 3u);
+  ASSERT_EQ(manifest_["models"].size(), 4u);
   for (const auto& [file_name, spec] : manifest_["models"].items()) {
     SCOPED_TRACE(file_name);
     const LoadedModel m = LoadModel(Path(file_name).string());  // also validates every shape
@@ -279,10 +279,28 @@ TEST_F(ReadersOracle, GgufModelsGiveTheirConfig) {
       if (spec["scaling"][2].get<int>() > 0) {
         EXPECT_EQ(c.rope.original_max_position_embeddings.value(), spec["scaling"][2].get<int>());
       }
+    } else if (spec.contains("rope_freqs")) {  // Llama-3 divisors in rope_freqs.weight
+      EXPECT_EQ(c.rope.type, RopeType::kLlama3);
+      EXPECT_EQ(c.rope.factor.value(), spec["rope_freqs"].get<double>());
+      EXPECT_EQ(c.rope.low_freq_factor, 1.0);
+      EXPECT_EQ(c.rope.high_freq_factor, 4.0);
+      EXPECT_EQ(c.rope.original_max_position_embeddings.value(), 8192);
     } else {
       EXPECT_EQ(c.rope.type, RopeType::kDefault);
     }
   }
+}
+
+TEST_F(ReadersOracle, GgufUnknownRopeFactorsAreRefused) {
+  // Scale one divisor of tiny_llama3's rope_freqs.weight (the last tensor, at the file's end).
+  std::string bytes = ReadFileToString(Path("tiny_llama3.gguf"));
+  float last;
+  std::memcpy(&last, bytes.data() + bytes.size() - 4, 4);
+  last *= 1.5f;
+  std::memcpy(bytes.data() + bytes.size() - 4, &last, 4);
+  const fs::path bad = Path("bad_rope.gguf");
+  WriteFileAtomic(bad, bytes);
+  EXPECT_ERROR_CONTAINS(LoadModel(bad.string()), "rope_freqs.weight[", "does not match Llama-3", "not supported");
 }
 
 TEST_F(ReadersOracle, GgufModelWithWrongShapeIsRefused) {
