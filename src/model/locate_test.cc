@@ -90,6 +90,23 @@ TEST(LocateModel, HuggingFaceCacheGgufSnapshotWithoutRefs) {
   EXPECT_EQ(found.path, snapshot / "model-Q8_0.gguf");
 }
 
+TEST(LoadModel, FromHuggingFaceCacheId) {
+  const fs::path golden = proctor::testing::FixturesDir() / "hf-goldens" / "qwen2-f32-bias";
+  if (!fs::exists(golden)) GTEST_SKIP() << "fixture absent: " << golden.string();
+  TempDir home;
+  const fs::path repo = home.path() / "hub" / "models--tiny--qwen2";
+  fs::create_directories(repo / "snapshots");
+  fs::create_directory_symlink(golden, repo / "snapshots" / "0123abcd");
+  Touch(repo / "refs" / "main", "0123abcd");
+  const std::string home_text = home.path().string();
+  ScopedEnv env({{"HF_HOME", home_text.c_str()}, {"HF_HUB_CACHE", nullptr}});
+  const LoadedModel m = LoadModel("tiny/qwen2");
+  EXPECT_EQ(m.spec, "tiny/qwen2");
+  EXPECT_EQ(m.source, repo / "snapshots" / "0123abcd");
+  EXPECT_EQ(m.config.arch, ModelArch::kQwen2);
+  EXPECT_NE(m.weights.Find("model.layers.1.self_attn.v_proj.bias"), nullptr);
+}
+
 TEST(LocateModel, MissingIdListsWhereItLooked) {
   TempDir home;
   TempDir hub;
