@@ -139,9 +139,11 @@ void BM_MatMulLayer(benchmark::State& state) {
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens_per_second_22_layers"] =
       benchmark::Counter(static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(fmt::format("{} {} T={} threads={} bf16-kernel={}", Name(type),
+  state.SetLabel(fmt::format("{} {} T={} threads={} kernel={}", Name(type),
                              mode == ComputeMode::kF32 ? "f32" : "bf16", T, threads,
-                             BF16KernelName()));
+                             mode == ComputeMode::kF32 || type != DType::kBF16
+                                 ? F32KernelName(type, T)
+                                 : BF16KernelName(T)));
 }
 BENCHMARK(BM_MatMulLayer)
     ->ArgNames({"mode", "T", "threads", "type"})

@@ -1,10 +1,12 @@
-// Elementwise ops and embedding lookup (simple loops the compiler vectorizes; memory-bound).
+// Elementwise ops and embedding lookup (SiLU via the Highway Exp kernel; the rest are simple
+// memory-bound loops).
 #include "ops/elementwise.h"
 
 #include <cmath>
 #include <vector>
 
 #include "ops/convert.h"
+#include "ops/matmul_kernels.h"
 #include "util/error.h"
 
 namespace proctor::ops {
@@ -14,10 +16,7 @@ void SiluMul(MutMatF32 gate, const MatView& up) {
   for (int64_t t = 0; t < gate.rows; ++t) {
     float* g = gate.Row(t);
     const float* u = up.RowAs<float>(t);
-    for (int64_t i = 0; i < gate.cols; ++i) {
-      const float silu = g[i] / (1.0f + std::exp(-g[i]));
-      g[i] = silu * u[i];
-    }
+    internal::SiluMulRow(g, u, gate.cols);
   }
 }
 

@@ -26,6 +26,7 @@ void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
 }
 
 BF16Kernel g_bf16_kernel = BF16Kernel::kAuto;
+bool g_f32_amx = true;
 
 BF16Kernel ChooseBF16Kernel(int64_t T) {
   const bool amx = (g_bf16_kernel == BF16Kernel::kAuto || g_bf16_kernel == BF16Kernel::kAmx) &&
@@ -50,6 +51,13 @@ const char* BF16KernelName(int64_t T) {
 }
 
 void SetBF16KernelForTesting(BF16Kernel kernel) { g_bf16_kernel = kernel; }
+void SetF32AmxForTesting(bool enabled) { g_f32_amx = enabled; }
+const char* F32KernelName(DType weight_type, int64_t T) {
+  if (weight_type == DType::kBF16 && T >= 2 && g_f32_amx && internal::HaveAmxBf16()) {
+    return "amx-bf16x3";
+  }
+  return T == 1 ? "f32-matvec" : "f32-blocked";
+}
 
 void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
@@ -67,14 +75,18 @@ void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
   const BF16Kernel bf16_kernel =
       mode == ComputeMode::kBF16 && w.type == DType::kBF16 ? ChooseBF16Kernel(T)
                                                             : BF16Kernel::kF32Fallback;
-  if (bf16_kernel == BF16Kernel::kAmx) {
+  // f32 mode, bf16 weights, T >= 2: AMX on x split exactly into three bf16 parts.
+  const bool amx_f32 = mode == ComputeMode::kF32 && w.type == DType::kBF16 && T >= 2 &&
+                       g_f32_amx && internal::HaveAmxBf16();
+  if (bf16_kernel == BF16Kernel::kAmx || amx_f32) {
+    const int parts = amx_f32 ? 3 : 1;
     const int64_t k_padded = (K + 31) / 32 * 32;
-    std::vector<uint32_t> x_packed;  // [T/16][k_padded/2][16]
-    internal::PackTokensVnni(x, k_padded, (T + 15) / 16 * 16, x_packed);
+    std::vector<uint32_t> x_packed;  // [parts][T/16][k_padded/2][16]
+    internal::PackTokensVnni(x, k_padded, (T + 15) / 16 * 16, parts, x_packed);
     pool.ParallelForGrain(static_cast<size_t>(N), internal::kAmxPanelWidth,
                           [&](size_t begin, size_t end, int) {
-      internal::MatMulAmxBF16(x_packed.data(), T, k_padded, w, out, static_cast<int64_t>(begin),
-                              static_cast<int64_t>(end));
+      internal::MatMulAmxBF16(x_packed.data(), parts, T, k_padded, w, out,
+                              static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
     return;
   }

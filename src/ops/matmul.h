@@ -41,4 +41,12 @@ const char* BF16KernelName(int64_t T = 2);
 // benchmarks. Not thread-safe with concurrent MatMul calls.
 void SetBF16KernelForTesting(BF16Kernel kernel);
 
+// f32 mode with bf16 weights and T >= 2 runs on AMX when available: x is split exactly into
+// three bf16 parts (x = hi + mid + lo), so each product x_k * w_k is exact in f32 and accumulates
+// in f32 (subnormal partial products, below ~1e-38, are flushed). F32KernelName says which kernel
+// f32 mode uses ("amx-bf16x3", "f32-blocked", "f32-matvec"); SetF32AmxForTesting(false) turns
+// the AMX path off (tests, benchmarks; not thread-safe with concurrent MatMul calls).
+const char* F32KernelName(DType weight_type, int64_t T);
+void SetF32AmxForTesting(bool enabled);
+
 }  // namespace proctor::ops

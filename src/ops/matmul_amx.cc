@@ -1,4 +1,7 @@
-// AMX-BF16 MatMul kernel for bf16 weights in bf16 compute mode (prefill, T >= 2).
+// AMX-BF16 MatMul kernel for bf16 weights (prefill, T >= 2), in both compute modes:
+//  - bf16 mode: x rounded to bf16 (one part);
+//  - f32 mode: x split exactly into three bf16 parts (x = hi + mid + lo, each the bf16 rounding of
+//    the remainder), so every product with a bf16 weight is exact in f32 and accumulates in f32.
 //
 // Tiles: A = 16 weight rows x 32 k (bf16, loaded straight from the weight matrix), B = 16 k-pairs
 // x 16 tokens (x packed once per call into the VNNI pair layout), C = 16 weights x 16 tokens (f32).
@@ -10,12 +13,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "ops/convert.h"
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
+#include "util/half.h"
 
 #define PROCTOR_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")))
 
@@ -23,7 +28,8 @@ namespace proctor::ops::internal {
 namespace {
 
 constexpr int64_t kTile = 16;          // rows per tile; 32 bf16 (64 bytes) per tile row
-constexpr int64_t kTokenSuper = 256;   // tokens whose packed x stays in L2 while N is swept
+constexpr int64_t kTokenSuper = 256;   // tokens whose C tiles are kept while k chunks advance
+constexpr int64_t kPairChunk = 128;    // k pairs per chunk (32 rows x 256 bf16 = 16 KiB of w)
 constexpr long kArchReqXcompPerm = 0x1023;
 constexpr long kXFeatureXTileData = 18;
 
@@ -68,35 +74,61 @@ bool HaveAmxBf16() {
   return have;
 }
 
-void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded,
+void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int parts,
                     std::vector<uint32_t>& packed) {
+  CHECK(parts == 1 || parts == 3);
   const int64_t pairs = k_padded / 2;
-  packed.assign(static_cast<size_t>(t_padded * pairs), 0u);  // [t/16][pair][16]
-  std::vector<uint16_t> row(static_cast<size_t>(k_padded), 0);
+  const size_t part_size = static_cast<size_t>(t_padded * pairs);
+  packed.assign(part_size * parts, 0u);  // [part][t/16][pair][16]
+  std::vector<uint16_t> row(static_cast<size_t>(k_padded) * parts, 0);  // [part][k_padded]
+  std::vector<float> residual(static_cast<size_t>(x.cols));
   for (int64_t t = 0; t < x.rows; ++t) {
-    RoundToBF16Bits(x.RowAs<float>(t), x.cols, row.data());
-    uint32_t* dst = packed.data() + (t / kTile) * pairs * kTile + (t % kTile);
-    for (int64_t p = 0; p < pairs; ++p) {
-      uint32_t v;
-      std::memcpy(&v, row.data() + 2 * p, 4);
-      dst[p * kTile] = v;
+    const float* xt = x.RowAs<float>(t);
+    if (parts == 1) {
+      RoundToBF16Bits(xt, x.cols, row.data());
+    } else {  // x = hi + mid + lo exactly: each part is the bf16 rounding of what is left
+      for (int64_t k = 0; k < x.cols; ++k) {
+        float rest = xt[k];
+        for (int part = 0; part < 3; ++part) {
+          const uint16_t bits = F32ToBF16(rest);
+          row[static_cast<size_t>(part * k_padded + k)] = bits;
+          rest -= BF16ToF32(bits);
+        }
+      }
+    }
+    for (int part = 0; part < parts; ++part) {
+      uint32_t* dst = packed.data() + part * part_size + (t / kTile) * pairs * kTile + (t % kTile);
+      const uint16_t* src = row.data() + part * k_padded;
+      for (int64_t p = 0; p < pairs; ++p) {
+        uint32_t v;
+        std::memcpy(&v, src + 2 * p, 4);
+        dst[p * kTile] = v;
+      }
     }
   }
 }
 
-PROCTOR_AMX_TARGET void MatMulAmxBF16(const uint32_t* x_packed, int64_t T, int64_t k_padded,
-                                      const MatView& w, MutMatF32 out, int64_t n_begin,
-                                      int64_t n_end) {
-  CHECK(w.type == DType::kBF16 && HaveAmxBf16());
+namespace {
+
+template <int kParts>
+PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k_padded,
+                                  const MatView& w, MutMatF32 out, int64_t n_begin,
+                                  int64_t n_end) {
   const int64_t K = w.cols;
   const int64_t pairs = k_padded / 2;
   const int64_t t_tiles = (T + kTile - 1) / kTile;
+  const int64_t part_size = (t_tiles * kTile) * pairs;  // u32 per part of x_packed
+  const int64_t super_tiles = kTokenSuper / kTile;      // even
   const bool direct_rows = K % 32 == 0;  // whole 64-byte tile rows exist in w
   thread_local std::vector<uint16_t> w_block;  // [32][k_padded] zero-padded copy when needed
-  alignas(64) float c[4][kTile * kTile];
+  // C tiles of every token-tile pair of a super block, kept between k chunks: [pair][4][16x16].
+  thread_local std::vector<float> c_store;
+  c_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
+  float* c_base = reinterpret_cast<float*>(
+      (reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
   ConfigureTiles();
-  for (int64_t tsb = 0; tsb < t_tiles; tsb += kTokenSuper / kTile) {
-    const int64_t tsb_end = std::min(t_tiles, tsb + kTokenSuper / kTile);
+  for (int64_t tsb = 0; tsb < t_tiles; tsb += super_tiles) {
+    const int64_t tsb_end = std::min(t_tiles, tsb + super_tiles);
     for (int64_t n0 = n_begin; n0 < n_end; n0 += 2 * kTile) {
       const int64_t n_valid = std::min<int64_t>(2 * kTile, n_end - n0);
       const uint8_t* a_base;
@@ -112,45 +144,75 @@ PROCTOR_AMX_TARGET void MatMulAmxBF16(const uint32_t* x_packed, int64_t T, int64
         a_base = reinterpret_cast<const uint8_t*>(w_block.data());
         a_stride = k_padded * 2;
       }
-      for (int64_t tt = tsb; tt < tsb_end; tt += 2) {
-        const bool two = tt + 1 < t_tiles;
-        const uint32_t* b0 = x_packed + tt * pairs * kTile;
-        const uint32_t* b1 = two ? b0 + pairs * kTile : b0;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t p0 = 0; p0 < pairs; p0 += kTile) {
-          const uint8_t* a = a_base + p0 * 4;
-          _tile_loadd(4, a, a_stride);
-          _tile_loadd(5, a + kTile * a_stride, a_stride);
-          _tile_loadd(6, b0 + p0 * kTile, 64);
-          _tile_loadd(7, b1 + p0 * kTile, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        _tile_stored(2, c[2], 64);
-        _tile_stored(3, c[3], 64);
-        const int64_t t0 = tt * kTile;
-        const int64_t t_valid0 = std::min<int64_t>(kTile, T - t0);
-        const int64_t t_valid1 = two ? std::min<int64_t>(kTile, T - t0 - kTile) : 0;
-        const int64_t n_valid0 = std::min<int64_t>(kTile, n_valid);
-        const int64_t n_valid1 = std::max<int64_t>(0, n_valid - kTile);
-        float* o = out.Row(t0) + n0;
-        StoreTransposed(c[0], n_valid0, t_valid0, o, out.stride);
-        StoreTransposed(c[2], n_valid1, t_valid0, o + kTile, out.stride);
-        if (two) {
-          StoreTransposed(c[1], n_valid0, t_valid1, o + kTile * out.stride, out.stride);
-          StoreTransposed(c[3], n_valid1, t_valid1, o + kTile * out.stride + kTile, out.stride);
+      // k chunks: the 32 weight rows x kPairChunk pairs stay in L1 across the token tiles.
+      for (int64_t pc = 0; pc < pairs; pc += kPairChunk) {
+        const int64_t pc_end = std::min(pairs, pc + kPairChunk);
+        for (int64_t tt = tsb; tt < tsb_end; tt += 2) {
+          const bool two = tt + 1 < t_tiles;
+          const uint32_t* b0 = x_packed + tt * pairs * kTile;
+          const uint32_t* b1 = two ? b0 + pairs * kTile : b0;
+          float* c = c_base + (tt - tsb) / 2 * 4 * kTile * kTile;
+          if (pc == 0) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+          } else {
+            _tile_loadd(0, c, 64);
+            _tile_loadd(1, c + kTile * kTile, 64);
+            _tile_loadd(2, c + 2 * kTile * kTile, 64);
+            _tile_loadd(3, c + 3 * kTile * kTile, 64);
+          }
+          for (int64_t p0 = pc; p0 < pc_end; p0 += kTile) {
+            const uint8_t* a = a_base + p0 * 4;
+            _tile_loadd(4, a, a_stride);
+            _tile_loadd(5, a + kTile * a_stride, a_stride);
+#pragma GCC unroll 3
+            for (int part = 0; part < kParts; ++part) {
+              _tile_loadd(6, b0 + part * part_size + p0 * kTile, 64);
+              _tile_loadd(7, b1 + part * part_size + p0 * kTile, 64);
+              _tile_dpbf16ps(0, 4, 6);
+              _tile_dpbf16ps(1, 4, 7);
+              _tile_dpbf16ps(2, 5, 6);
+              _tile_dpbf16ps(3, 5, 7);
+            }
+          }
+          _tile_stored(0, c, 64);
+          _tile_stored(1, c + kTile * kTile, 64);
+          _tile_stored(2, c + 2 * kTile * kTile, 64);
+          _tile_stored(3, c + 3 * kTile * kTile, 64);
+          if (pc_end < pairs) continue;
+          const int64_t t0 = tt * kTile;
+          const int64_t t_valid0 = std::min<int64_t>(kTile, T - t0);
+          const int64_t t_valid1 = two ? std::min<int64_t>(kTile, T - t0 - kTile) : 0;
+          const int64_t n_valid0 = std::min<int64_t>(kTile, n_valid);
+          const int64_t n_valid1 = std::max<int64_t>(0, n_valid - kTile);
+          float* o = out.Row(t0) + n0;
+          StoreTransposed(c, n_valid0, t_valid0, o, out.stride);
+          StoreTransposed(c + 2 * kTile * kTile, n_valid1, t_valid0, o + kTile, out.stride);
+          if (two) {
+            StoreTransposed(c + kTile * kTile, n_valid0, t_valid1, o + kTile * out.stride,
+                            out.stride);
+            StoreTransposed(c + 3 * kTile * kTile, n_valid1, t_valid1,
+                            o + kTile * out.stride + kTile, out.stride);
+          }
         }
       }
     }
   }
   _tile_release();
+}
+
+}  // namespace
+
+void MatMulAmxBF16(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
+                   const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end) {
+  CHECK(w.type == DType::kBF16 && HaveAmxBf16() && (parts == 1 || parts == 3));
+  if (parts == 1) {
+    AmxKernel<1>(x_packed, T, k_padded, w, out, n_begin, n_end);
+  } else {
+    AmxKernel<3>(x_packed, T, k_padded, w, out, n_begin, n_end);
+  }
 }
 
 }  // namespace proctor::ops::internal

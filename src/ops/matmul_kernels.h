@@ -25,6 +25,8 @@ void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float
 // row[0, n): entries outside [begin, end) become 0; inside, softmax(row * scale) in f32 with max
 // subtraction (Highway Exp, <= 1 ulp), normalised.
 void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale);
+// gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (Highway Exp).
+void SiluMulRow(float* gate, const float* up, int64_t n);
 
 // AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
 bool HaveAvx512Bf16();
@@ -40,12 +42,13 @@ inline constexpr int64_t kBF16PanelWidth = 32;
 // AMX-BF16 kernels (bf16 weights, bf16 mode, T >= 2). HaveAmxBf16() also requests the Linux
 // permission for tile data once per process; false means callers must use another kernel.
 bool HaveAmxBf16();
-// Rounds x [T, K] to bf16 and packs it as [ceil(T/16) tiles][k_padded/2 pairs][16 tokens] u32
-// pairs (k_padded: K rounded up to 32, zero-padded; t_padded: T rounded up to 16).
-void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded,
+// Packs x [T, K] as bf16 pairs [part][ceil(T/16) tiles][k_padded/2 pairs][16 tokens] (u32;
+// k_padded: K rounded up to 32, zero-padded; t_padded: T rounded up to 16). parts = 1: x rounded
+// to bf16; parts = 3: x split exactly as hi + mid + lo (f32 mode).
+void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int parts,
                     std::vector<uint32_t>& packed);
-void MatMulAmxBF16(const uint32_t* x_packed, int64_t T, int64_t k_padded, const MatView& w,
-                   MutMatF32 out, int64_t n_begin, int64_t n_end);
+void MatMulAmxBF16(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
+                   const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end);
 inline constexpr int64_t kAmxPanelWidth = 32;
 
 }  // namespace proctor::ops::internal

@@ -74,8 +74,15 @@ void CheckCase(const Case& c, ComputeMode mode, ThreadPool& pool) {
 // Runs the body once per bf16 kernel family the CPU offers (and always the f32 fallback).
 class MatMulKernels : public ::testing::TestWithParam<BF16Kernel> {
  protected:
-  void SetUp() override { SetBF16KernelForTesting(GetParam()); }
-  void TearDown() override { SetBF16KernelForTesting(BF16Kernel::kAuto); }
+  // The AMX family also covers f32 mode's AMX path (x split into three bf16 parts).
+  void SetUp() override {
+    SetBF16KernelForTesting(GetParam());
+    SetF32AmxForTesting(GetParam() == BF16Kernel::kAmx);
+  }
+  void TearDown() override {
+    SetBF16KernelForTesting(BF16Kernel::kAuto);
+    SetF32AmxForTesting(true);
+  }
 };
 
 TEST_P(MatMulKernels, FloatWeightsOddSizes) {

@@ -206,6 +206,22 @@ TEST(Elementwise, SiluMulAddBiasAddInPlace) {
   }
 }
 
+TEST(Elementwise, SiluMulSaturatesAtExtremeGates) {
+  std::vector<float> gate = {-200.0f, -104.5f, -90.0f, -20.0f, 0.0f, 20.0f, 90.0f, 200.0f,
+                             -1e30f,  1e30f,   -150.0f, 150.0f, -88.0f, 88.0f, -3.0f, 3.0f,
+                             -110.0f};
+  const std::vector<float> up(gate.size(), 2.0f);
+  const auto gate0 = gate;
+  const int64_t n = static_cast<int64_t>(gate.size());
+  SiluMul(MutMatF32{1, n, n, gate.data()}, F32View(up, 1, n));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate0[i];
+    const double expect = g / (1.0 + std::exp(-g)) * 2.0;
+    ASSERT_TRUE(std::isfinite(gate[i])) << "gate " << g;
+    ASSERT_NEAR(gate[i], expect, 1e-6 * std::fabs(expect) + 1e-30) << "gate " << g;
+  }
+}
+
 TEST(Elementwise, GatherRowsDecodesEveryTypeAndRejectsBadIds) {
   for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
     const Tensor table = RandomMatrix(type, 10, 64, 5);

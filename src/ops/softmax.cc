@@ -1,4 +1,4 @@
-// Masked softmax of one score row (Highway), used by Attention.
+// Transcendental row kernels (Highway Exp): masked softmax for Attention, SiLU-gating for MLPs.
 #include <cmath>
 
 #include "ops/matmul_kernels.h"
@@ -57,6 +57,23 @@ void MaskedSoftmaxRowImpl(float* row, int64_t n, int64_t begin, int64_t end, flo
   for (; i < len; ++i) x[i] *= inv;
 }
 
+void SiluMulRowImpl(float* gate, const float* up, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto one = hn::Set(df, 1.0f);
+  // Highway's Exp is valid up to +104; for g < -88, silu(g) = g * e^g is below 1e-36: use 0.
+  const auto max_arg = hn::Set(df, 88.0f);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(df, gate + i);
+    const auto neg = hn::Neg(g);
+    const auto sig = hn::Div(g, hn::Add(one, hn::Exp(df, hn::Min(neg, max_arg))));
+    const auto silu = hn::IfThenZeroElse(hn::Gt(neg, max_arg), sig);
+    hn::StoreU(hn::Mul(silu, hn::LoadU(df, up + i)), df, gate + i);
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace proctor::ops::internal
 HWY_AFTER_NAMESPACE();
@@ -64,6 +81,10 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace proctor::ops::internal {
 HWY_EXPORT(MaskedSoftmaxRowImpl);
+HWY_EXPORT(SiluMulRowImpl);
+void SiluMulRow(float* gate, const float* up, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMulRowImpl)(gate, up, n);
+}
 void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale) {
   HWY_DYNAMIC_DISPATCH(MaskedSoftmaxRowImpl)(row, n, begin, end, scale);
 }
