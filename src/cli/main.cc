@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   cli::RegisterInspectVerb(app);
   cli::RegisterKlVerb(app);
   cli::RegisterDemoVerb(app);
+  cli::RegisterChatVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -22,5 +22,6 @@ void RegisterBenchVerb(CLI::App& app);
 void RegisterInspectVerb(CLI::App& app);
 void RegisterKlVerb(CLI::App& app);
 void RegisterDemoVerb(CLI::App& app);
+void RegisterChatVerb(CLI::App& app);
 
 }  // namespace proctor::cli
