@@ -100,13 +100,13 @@ std::string ChatTemplate::RenderInContext(const Json& messages, const ChatOption
   return template_->Render(context, render);
 }
 
-std::string ChatTemplate::Render(std::string_view messages_json, const ChatOptions& options) const {
+std::string ChatTemplate::RenderMessagesJson(std::string_view messages_json, const ChatOptions& options) const {
   return Render(ParseJson(messages_json, "messages"), options);
 }
 
 std::string RenderChat(const ChatTemplate& chat_template, std::string_view messages_json,
                        const ChatOptions& options) {
-  return chat_template.Render(messages_json, options);
+  return chat_template.RenderMessagesJson(messages_json, options);
 }
 
 std::string RenderChat(std::string_view template_source, std::string_view messages_json,
@@ -123,7 +123,7 @@ std::string RenderChat(std::string_view template_source, std::string_view messag
     }
     parsed = it->second;
   }
-  return parsed.Render(messages_json, options);
+  return parsed.RenderMessagesJson(messages_json, options);
 }
 
 ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool_use,

@@ -9,7 +9,7 @@
 // special tokens again.
 //
 //   auto chat = text::ChatTemplate::Parse(source);       // parse once
-//   std::string prompt = chat.Render(messages_json, {.add_generation_prompt = true});
+//   std::string prompt = chat.RenderMessagesJson(messages_json, {.add_generation_prompt = true});
 #pragma once
 
 #include <ctime>
@@ -42,7 +42,8 @@ class ChatTemplate {
 
   // messages: a JSON array of message objects ({role, content, tool_calls, ...}).
   std::string Render(const nlohmann::ordered_json& messages, const ChatOptions& options) const;
-  std::string Render(std::string_view messages_json, const ChatOptions& options) const;
+  // The same from JSON text (parse errors name the messages).
+  std::string RenderMessagesJson(std::string_view messages_json, const ChatOptions& options) const;
 
  private:
   std::string RenderInContext(const nlohmann::ordered_json& messages,

