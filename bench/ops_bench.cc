@@ -155,6 +155,25 @@ BENCHMARK(BM_MatMulLayer)
     ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ4_0)})
     ->Unit(benchmark::kMillisecond);
 
+// One bf16-weight MatMul out[T, N] = x[T, K] · w[N, K]^T on one thread.
+void BM_MatMul(benchmark::State& state) {
+  const auto mode = state.range(0) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
+  const int64_t T = state.range(1), N = state.range(2), K = state.range(3);
+  ThreadPool pool(1);
+  const Tensor w = testing::RandomMatrix(DType::kBF16, N, K, 1);
+  const Tensor x = testing::RandomMatrix(DType::kF32, T, K, 2);
+  Tensor out = Tensor::F32(T, N);
+  for (auto _ : state) MatMul(x.View(), w.View(), out.MutF32(), mode, pool);
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(T * N * K),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MatMul)
+    ->ArgNames({"mode", "T", "N", "K"})
+    ->Args({1, 512, 2048, 2048})
+    ->Args({0, 512, 2048, 2048})
+    ->Args({1, 512, 2048, 5632})
+    ->Unit(benchmark::kMillisecond);
+
 // One TinyLlama layer's attention (32 query heads, 4 KV heads, head_dim 64, bf16 KV cache):
 // T new tokens after pos0 cached ones. FLOPS counts q·k and p·v over visible (causal) keys.
 void BM_Attention(benchmark::State& state) {

@@ -81,11 +81,18 @@ void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
   if (bf16_kernel == BF16Kernel::kAmx || amx_f32) {
     const int parts = amx_f32 ? 3 : 1;
     const int64_t k_padded = (K + 31) / 32 * 32;
-    std::vector<uint32_t> x_packed;  // [parts][T/16][k_padded/2][16]
-    internal::PackTokensVnni(x, k_padded, (T + 15) / 16 * 16, parts, x_packed);
+    const int64_t t_padded = (T + 15) / 16 * 16;
+    // Reused across calls by the calling thread; workers use it through `packed` only.
+    thread_local std::vector<uint32_t> x_packed_storage;  // [parts][T/16][k_padded/2][16]
+    x_packed_storage.resize(static_cast<size_t>(parts * t_padded * k_padded / 2));
+    uint32_t* const packed = x_packed_storage.data();
+    pool.ParallelFor(static_cast<size_t>(t_padded / 16), [&](size_t begin, size_t end, int) {
+      internal::PackTokensVnni(x, k_padded, t_padded, parts, static_cast<int64_t>(begin),
+                               static_cast<int64_t>(end), packed);
+    });
     pool.ParallelForGrain(static_cast<size_t>(N), internal::kAmxPanelWidth,
                           [&](size_t begin, size_t end, int) {
-      internal::MatMulAmxBF16(x_packed.data(), parts, T, k_padded, w, out,
+      internal::MatMulAmxBF16(packed, parts, T, k_padded, w, out,
                               static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
     return;

@@ -75,34 +75,49 @@ bool HaveAmxBf16() {
 }
 
 void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int parts,
-                    std::vector<uint32_t>& packed) {
+                    int64_t tile_begin, int64_t tile_end, uint32_t* packed) {
   CHECK(parts == 1 || parts == 3);
   const int64_t pairs = k_padded / 2;
-  const size_t part_size = static_cast<size_t>(t_padded * pairs);
-  packed.assign(part_size * parts, 0u);  // [part][t/16][pair][16]
-  std::vector<uint16_t> row(static_cast<size_t>(k_padded) * parts, 0);  // [part][k_padded]
-  std::vector<float> residual(static_cast<size_t>(x.cols));
-  for (int64_t t = 0; t < x.rows; ++t) {
-    const float* xt = x.RowAs<float>(t);
-    if (parts == 1) {
-      RoundToBF16Bits(xt, x.cols, row.data());
-    } else {  // x = hi + mid + lo exactly: each part is the bf16 rounding of what is left
-      for (int64_t k = 0; k < x.cols; ++k) {
-        float rest = xt[k];
-        for (int part = 0; part < 3; ++part) {
-          const uint16_t bits = F32ToBF16(rest);
-          row[static_cast<size_t>(part * k_padded + k)] = bits;
-          rest -= BF16ToF32(bits);
+  const int64_t part_size = t_padded * pairs;
+  // One tile of 16 tokens at a time: round its rows into [part][16][k_padded] bf16, then write
+  // the tile's [pair][16] block sequentially.
+  thread_local std::vector<uint16_t> rows;
+  rows.assign(static_cast<size_t>(parts * kTile * k_padded), 0);
+  for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+    for (int64_t r = 0; r < kTile; ++r) {
+      const int64_t t = tile * kTile + r;
+      uint16_t* hi = rows.data() + r * k_padded;
+      if (t >= x.rows) {  // padding tokens
+        for (int part = 0; part < parts; ++part) {
+          std::fill(hi + part * kTile * k_padded, hi + part * kTile * k_padded + x.cols, 0);
         }
+        continue;
+      }
+      const float* xt = x.RowAs<float>(t);
+      if (parts == 1) {
+        RoundToBF16Bits(xt, x.cols, hi);
+        continue;
+      }
+      uint16_t* mid = hi + kTile * k_padded;
+      uint16_t* lo = mid + kTile * k_padded;
+      for (int64_t k = 0; k < x.cols; ++k) {  // x = hi + mid + lo exactly
+        float rest = xt[k];
+        hi[k] = F32ToBF16(rest);
+        rest -= BF16ToF32(hi[k]);
+        mid[k] = F32ToBF16(rest);
+        rest -= BF16ToF32(mid[k]);
+        lo[k] = F32ToBF16(rest);
       }
     }
     for (int part = 0; part < parts; ++part) {
-      uint32_t* dst = packed.data() + part * part_size + (t / kTile) * pairs * kTile + (t % kTile);
-      const uint16_t* src = row.data() + part * k_padded;
+      const uint16_t* src = rows.data() + part * kTile * k_padded;
+      uint32_t* dst = packed + part * part_size + tile * pairs * kTile;
       for (int64_t p = 0; p < pairs; ++p) {
-        uint32_t v;
-        std::memcpy(&v, src + 2 * p, 4);
-        dst[p * kTile] = v;
+        for (int64_t r = 0; r < kTile; ++r) {
+          uint32_t v;
+          std::memcpy(&v, src + r * k_padded + 2 * p, 4);
+          dst[p * kTile + r] = v;
+        }
       }
     }
   }
@@ -118,7 +133,11 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
   const int64_t pairs = k_padded / 2;
   const int64_t t_tiles = (T + kTile - 1) / kTile;
   const int64_t part_size = (t_tiles * kTile) * pairs;  // u32 per part of x_packed
-  const int64_t super_tiles = kTokenSuper / kTile;      // even
+  // Token super block: its packed x (all parts, all of K) should stay in L2 (~1 MiB of it) while
+  // the weight rows are swept; at most kTokenSuper tokens (the C store).
+  const int64_t super_tiles =
+      2 * std::clamp<int64_t>((int64_t{1} << 20) / (k_padded * 2 * kParts) / (2 * kTile), 1,
+                              kTokenSuper / (2 * kTile));
   const bool direct_rows = K % 32 == 0;  // whole 64-byte tile rows exist in w
   thread_local std::vector<uint16_t> w_block;  // [32][k_padded] zero-padded copy when needed
   // C tiles of every token-tile pair of a super block, kept between k chunks: [pair][4][16x16].

@@ -42,11 +42,12 @@ inline constexpr int64_t kBF16PanelWidth = 32;
 // AMX-BF16 kernels (bf16 weights, bf16 mode, T >= 2). HaveAmxBf16() also requests the Linux
 // permission for tile data once per process; false means callers must use another kernel.
 bool HaveAmxBf16();
-// Packs x [T, K] as bf16 pairs [part][ceil(T/16) tiles][k_padded/2 pairs][16 tokens] (u32;
-// k_padded: K rounded up to 32, zero-padded; t_padded: T rounded up to 16). parts = 1: x rounded
-// to bf16; parts = 3: x split exactly as hi + mid + lo (f32 mode).
+// Packs token tiles [tile_begin, tile_end) of x [T, K] as bf16 pairs into packed
+// [part][t_padded/16 tiles][k_padded/2 pairs][16 tokens] (u32; k_padded: K rounded up to 32,
+// t_padded: T rounded up to 16; padding is written as zeros). parts = 1: x rounded to bf16;
+// parts = 3: x split exactly as hi + mid + lo (f32 mode).
 void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int parts,
-                    std::vector<uint32_t>& packed);
+                    int64_t tile_begin, int64_t tile_end, uint32_t* packed);
 void MatMulAmxBF16(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
                    const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end);
 inline constexpr int64_t kAmxPanelWidth = 32;
