@@ -23,8 +23,8 @@ void GgufKernel(benchmark::State& state, DType type, bool dot, bool simd) {
   std::vector<float> out(kWidth);
   for (auto _ : state) {
     if (dot) {
-      benchmark::DoNotOptimize((simd ? traits->dot_fast : traits->dot_ref)(raw.data(), n_blocks,
-                                                                           x.data()));
+      benchmark::DoNotOptimize(
+          (simd ? traits->dot_fast : traits->dot_ref)(raw.data(), n_blocks, x.data()));
     } else {
       (simd ? traits->dequantize_fast : traits->dequantize_ref)(raw.data(), n_blocks, out.data());
       benchmark::ClobberMemory();
@@ -67,8 +67,8 @@ void RegisterAll() {
     MlxMode mode;
     int bits, group;
   };
-  std::vector<M> modes = {{MlxMode::kMxfp4, 4, 32}, {MlxMode::kMxfp8, 8, 32},
-                          {MlxMode::kNvfp4, 4, 16}};
+  std::vector<M> modes = {
+      {MlxMode::kMxfp4, 4, 32}, {MlxMode::kMxfp8, 8, 32}, {MlxMode::kNvfp4, 4, 16}};
   for (int bits : {2, 3, 4, 5, 6, 8}) modes.push_back({MlxMode::kAffine, bits, 64});
   for (const M& mm : modes) {
     for (bool dot : {false, true}) {

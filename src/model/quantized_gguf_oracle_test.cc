@@ -67,15 +67,15 @@ TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
                     fmt::format("proctor_llama_quant_{}_{}", getpid(), ft.name);
   std::filesystem::create_directories(work);
   const std::string f32_path = (work / "f32.gguf").string(), q_path = (work / "q.gguf").string();
-  const std::string writer = fmt::format("/usr/bin/python3 {}/tools/write_quant_test_model.py {} >&2",
-                                         PROCTOR_SOURCE_DIR, f32_path);
+  const std::string writer = fmt::format(
+      "/usr/bin/python3 {}/tools/write_quant_test_model.py {} >&2", PROCTOR_SOURCE_DIR, f32_path);
   if (std::system(writer.c_str()) != 0) {
     std::filesystem::remove_all(work);
     GTEST_SKIP() << "tools/write_quant_test_model.py failed (numpy missing?)";
   }
-  const std::string quantize = fmt::format("{}/llama_quantize_oracle {} {} {} {} > {}/log.txt 2>&1",
-                                           oracle_dir, f32_path, q_path, ft.llama_ftype,
-                                           work.string(), work.string());
+  const std::string quantize =
+      fmt::format("{}/llama_quantize_oracle {} {} {} {} > {}/log.txt 2>&1", oracle_dir, f32_path,
+                  q_path, ft.llama_ftype, work.string(), work.string());
   ASSERT_EQ(std::system(quantize.c_str()), 0) << "see " << work.string() << "/log.txt";
 
   const auto file = GgufFile::Open(q_path);
@@ -113,13 +113,15 @@ TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
   std::filesystem::remove_all(work);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    FileTypes, LlamaQuantizedGguf,
-    ::testing::Values(FileType{"Q4_0", 2}, FileType{"Q4_1", 3}, FileType{"Q8_0", 7},
-                      FileType{"Q5_0", 8}, FileType{"Q5_1", 9}, FileType{"Q2_K", 10},
-                      FileType{"Q3_K_M", 12}, FileType{"Q4_K_M", 15}, FileType{"Q5_K_M", 17},
-                      FileType{"Q6_K", 18}),
-    [](const ::testing::TestParamInfo<FileType>& param) { return std::string(param.param.name); });
+INSTANTIATE_TEST_SUITE_P(FileTypes, LlamaQuantizedGguf,
+                         ::testing::Values(FileType{"Q4_0", 2}, FileType{"Q4_1", 3},
+                                           FileType{"Q8_0", 7}, FileType{"Q5_0", 8},
+                                           FileType{"Q5_1", 9}, FileType{"Q2_K", 10},
+                                           FileType{"Q3_K_M", 12}, FileType{"Q4_K_M", 15},
+                                           FileType{"Q5_K_M", 17}, FileType{"Q6_K", 18}),
+                         [](const ::testing::TestParamInfo<FileType>& param) {
+                           return std::string(param.param.name);
+                         });
 
 }  // namespace
 }  // namespace proctor

@@ -210,10 +210,9 @@ void DequantizeQ6_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
   }
 }
 
-#define PROCTOR_DEFINE_DOT_REF(T, kElems)                                            \
-  float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x) {     \
-    return DotViaDequantizeRef<Dequantize##T##Ref, kElems>(blocks, n_blocks, x,    \
-                                                           sizeof(Block##T));      \
+#define PROCTOR_DEFINE_DOT_REF(T, kElems)                                                          \
+  float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x) {                     \
+    return DotViaDequantizeRef<Dequantize##T##Ref, kElems>(blocks, n_blocks, x, sizeof(Block##T)); \
   }
 PROCTOR_DEFINE_DOT_REF(Q4_1, kQK)
 PROCTOR_DEFINE_DOT_REF(Q5_0, kQK)

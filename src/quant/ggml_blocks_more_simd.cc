@@ -248,10 +248,9 @@ float DotViaDequantize(const uint8_t* blocks, int64_t n_blocks, const float* x) 
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
 
-#define PROCTOR_DOT_IMPL(T, kElems)                                                     \
-  float Dot##T##Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {         \
-    return DotViaDequantize<Dequantize##T##Impl, kElems, sizeof(Block##T)>(blocks,      \
-                                                                          n_blocks, x); \
+#define PROCTOR_DOT_IMPL(T, kElems)                                                              \
+  float Dot##T##Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {                  \
+    return DotViaDequantize<Dequantize##T##Impl, kElems, sizeof(Block##T)>(blocks, n_blocks, x); \
   }
 PROCTOR_DOT_IMPL(Q4_1, kQK)
 PROCTOR_DOT_IMPL(Q5_0, kQK)
@@ -270,14 +269,14 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace proctor::quant {
 
-#define PROCTOR_EXPORT_BLOCK_KERNELS(T)                                         \
-  HWY_EXPORT(Dequantize##T##Impl);                                              \
-  HWY_EXPORT(Dot##T##Impl);                                                     \
-  void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out) {     \
-    HWY_DYNAMIC_DISPATCH(Dequantize##T##Impl)(blocks, n_blocks, out);           \
-  }                                                                             \
-  float Dot##T(const uint8_t* blocks, int64_t n_blocks, const float* x) {       \
-    return HWY_DYNAMIC_DISPATCH(Dot##T##Impl)(blocks, n_blocks, x);             \
+#define PROCTOR_EXPORT_BLOCK_KERNELS(T)                                     \
+  HWY_EXPORT(Dequantize##T##Impl);                                          \
+  HWY_EXPORT(Dot##T##Impl);                                                 \
+  void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out) { \
+    HWY_DYNAMIC_DISPATCH(Dequantize##T##Impl)(blocks, n_blocks, out);       \
+  }                                                                         \
+  float Dot##T(const uint8_t* blocks, int64_t n_blocks, const float* x) {   \
+    return HWY_DYNAMIC_DISPATCH(Dot##T##Impl)(blocks, n_blocks, x);         \
   }
 PROCTOR_EXPORT_BLOCK_KERNELS(Q4_1)
 PROCTOR_EXPORT_BLOCK_KERNELS(Q5_0)

@@ -44,7 +44,7 @@ TEST(GgmlBlocksMore, HandWorkedQ4_1) {
 TEST(GgmlBlocksMore, HandWorkedQ5_0AndQ5_1) {
   BlockQ5_0 block{};
   block.d = F32ToF16(0.25f);
-  block.qs[3] = 0x1F;         // value 3 low nibble 15, value 19 low nibble 1
+  block.qs[3] = 0x1F;            // value 3 low nibble 15, value 19 low nibble 1
   const uint32_t qh = 1u << 19;  // value 19 gets the fifth bit: q = 17
   std::memcpy(block.qh, &qh, 4);
   float out[32];
@@ -70,15 +70,15 @@ TEST(GgmlBlocksMore, HandWorkedQ4_KScalesAndValues) {
   // byte 9, top two bits in byte 1), min 0x11 = 17 (high nibble of byte 9, top bits in byte 5).
   block.scales[0] = 3;
   block.scales[4] = 4;
-  block.scales[9] = 0x1A;         // scale low 0xA, min low 0x1
-  block.scales[1] = 0x80;         // scale bits 4-5 = 2 -> 0x2A
-  block.scales[5] = 0x40;         // min bits 4-5 = 1 -> 0x11
+  block.scales[9] = 0x1A;  // scale low 0xA, min low 0x1
+  block.scales[1] = 0x80;  // scale bits 4-5 = 2 -> 0x2A
+  block.scales[5] = 0x40;  // min bits 4-5 = 1 -> 0x11
   uint8_t sc, m;
   UnpackScaleMinK4(block.scales, 5, &sc, &m);
   EXPECT_EQ(sc, 42);
   EXPECT_EQ(m, 17);
-  block.qs[0] = 0x07;    // value 0: code 7 in sub-block 0 -> 0.5*3*7 - 0.25*4 = 9.5
-  block.qs[64] = 0x90;   // value 160 (chunk 2, high nibble, sub-block 5): code 9
+  block.qs[0] = 0x07;   // value 0: code 7 in sub-block 0 -> 0.5*3*7 - 0.25*4 = 9.5
+  block.qs[64] = 0x90;  // value 160 (chunk 2, high nibble, sub-block 5): code 9
   float out[256];
   DequantizeQ4_KRef(reinterpret_cast<const uint8_t*>(&block), 1, out);
   EXPECT_EQ(out[0], 9.5f);
@@ -128,8 +128,7 @@ TEST(GgmlBlocksMore, DotProductsAgreeWithDequantizedSums) {
       }
       const double tolerance = 1e-6 * magnitude + 1e-30;
       EXPECT_NEAR(traits->dot_ref(raw.data(), n_blocks, x.data()), exact, tolerance) << Name(type);
-      EXPECT_NEAR(traits->dot_fast(raw.data(), n_blocks, x.data()), exact, tolerance)
-          << Name(type);
+      EXPECT_NEAR(traits->dot_fast(raw.data(), n_blocks, x.data()), exact, tolerance) << Name(type);
     }
   }
 }

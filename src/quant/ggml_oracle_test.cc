@@ -59,7 +59,8 @@ std::string TempPath(const std::string& name) {
 template <typename T>
 void WriteVector(const std::string& path, const std::vector<T>& v) {
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+      .write(reinterpret_cast<const char*>(v.data()),
+             static_cast<std::streamsize>(v.size() * sizeof(T)));
 }
 
 template <typename T>
@@ -115,8 +116,8 @@ TEST_P(GgmlOracle, QuantizedByGgmlDequantizesIdentically) {
   const std::string in = TempPath("in.f32"), blocks_path = TempPath("q.bin"),
                     values_path = TempPath("q.f32");
   WriteVector(in, input);
-  ASSERT_EQ(RunCommand(fmt::format("{} quantize {} {} {} {} {} {}", oracle, c.ggml_name, rows, cols, in,
-                            blocks_path, values_path)),
+  ASSERT_EQ(RunCommand(fmt::format("{} quantize {} {} {} {} {} {}", oracle, c.ggml_name, rows, cols,
+                                   in, blocks_path, values_path)),
             0);
   const auto blocks = ReadVector<uint8_t>(blocks_path);
   const auto ggml_values = ReadVector<float>(values_path);
@@ -147,7 +148,7 @@ TEST_P(GgmlOracle, RandomBlocksDequantizeIdentically) {
   const std::string in = TempPath("rand.bin"), out = TempPath("rand.f32");
   WriteVector(in, blocks);
   ASSERT_EQ(RunCommand(fmt::format("{} dequantize {} {} {} {}", oracle, c.ggml_name,
-                            n_blocks * traits->block_elems, in, out)),
+                                   n_blocks * traits->block_elems, in, out)),
             0);
   const auto ggml_values = ReadVector<float>(out);
   std::vector<float> ref(ggml_values.size()), fast(ggml_values.size());

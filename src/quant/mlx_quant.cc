@@ -39,8 +39,8 @@ std::optional<MlxMode> ParseMlxMode(std::string_view name) {
 void CheckMlxParams(MlxMode mode, int bits, int group_size, std::string_view what) {
   switch (mode) {
     case MlxMode::kAffine: {
-      const bool bits_ok = bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 ||
-                           bits == 8;
+      const bool bits_ok =
+          bits == 2 || bits == 3 || bits == 4 || bits == 5 || bits == 6 || bits == 8;
       const bool group_ok = group_size == 32 || group_size == 64 || group_size == 128;
       if (!bits_ok || !group_ok) {
         Fail("quant",
@@ -84,9 +84,9 @@ void ValidateMlxMatrix(const MlxQuantizedMatrix& m, std::string_view what) {
       Fail("quant", "{}: {} have shape [{}, {}]; expected [{}, {}] ({} columns / group size {})",
            what, name, v.rows, v.cols, m.packed.rows, groups, cols, m.group_size);
     }
-    const bool type_ok = affine ? (v.type == DType::kF32 || v.type == DType::kF16 ||
-                                   v.type == DType::kBF16)
-                                : v.type == DType::kU8;
+    const bool type_ok =
+        affine ? (v.type == DType::kF32 || v.type == DType::kF16 || v.type == DType::kBF16)
+               : v.type == DType::kU8;
     if (!type_ok) {
       Fail("quant", "{}: {} have dtype {}; expected {}", what, name, Name(v.type),
            affine ? "f32, f16 or bf16" : "u8");
@@ -204,9 +204,9 @@ uint8_t EncodeE8M0(float x) {
 
 MlxQuantizedMatrix MlxQuantizedTensor::View() const {
   const auto view = [](const Tensor& t) {
-    return t.rows() == 0 ? MatView{t.type(), 0, 0, 0, nullptr}
-                         : MatView{t.type(), t.rows(), t.cols(), BytesFor(t.type(), t.cols()),
-                                   t.bytes()};
+    return t.rows() == 0
+               ? MatView{t.type(), 0, 0, 0, nullptr}
+               : MatView{t.type(), t.rows(), t.cols(), BytesFor(t.type(), t.cols()), t.bytes()};
   };
   return MlxQuantizedMatrix{mode, bits, group_size, view(packed), view(scales), view(biases)};
 }

@@ -69,7 +69,9 @@ TEST(MlxAffine, HandWorkedDequantization) {
   const uint16_t scale = F32ToBF16(0.5f), bias = F32ToBF16(-1.0f);
   std::memcpy(scales.bytes(), &scale, 2);
   std::memcpy(biases.bytes(), &bias, 2);
-  const MlxQuantizedMatrix m{MlxMode::kAffine, 4, 32,
+  const MlxQuantizedMatrix m{MlxMode::kAffine,
+                             4,
+                             32,
                              MatView{DType::kU32, 1, 4, 16, packed.bytes()},
                              MatView{DType::kBF16, 1, 1, 2, scales.bytes()},
                              MatView{DType::kBF16, 1, 1, 2, biases.bytes()}};
@@ -243,8 +245,8 @@ TEST(MlxMicroscaling, QuantizerFollowsTheRule) {
     MlxMode mode;
     int bits, group;
   };
-  for (const M& mm : {M{MlxMode::kMxfp4, 4, 32}, M{MlxMode::kMxfp8, 8, 32},
-                      M{MlxMode::kNvfp4, 4, 16}}) {
+  for (const M& mm :
+       {M{MlxMode::kMxfp4, 4, 32}, M{MlxMode::kMxfp8, 8, 32}, M{MlxMode::kNvfp4, 4, 16}}) {
     const MlxQuantizedTensor q = QuantizeMlx(w.data(), rows, cols, mm.mode, mm.bits, mm.group);
     const MlxQuantizedMatrix m = q.View();
     ValidateMlxMatrix(m, "mx");
@@ -255,7 +257,8 @@ TEST(MlxMicroscaling, QuantizerFollowsTheRule) {
       DecodeMlxRowSegmentRef(m, r, 0, cols, back.data());
       for (int64_t g = 0; g < cols / mm.group; ++g) {
         float amax = 0.0f;
-        for (int j = 0; j < mm.group; ++j) amax = std::max(amax, std::fabs(w[r * cols + g * mm.group + j]));
+        for (int j = 0; j < mm.group; ++j)
+          amax = std::max(amax, std::fabs(w[r * cols + g * mm.group + j]));
         const float raw = amax / (mm.bits == 4 ? 6.0f : 448.0f);
         const float scale = internal::MlxGroupScale(m, r, g);
         if (mm.mode == MlxMode::kNvfp4) {
@@ -285,8 +288,8 @@ TEST(MlxKernels, SimdMatchesReference) {
     MlxMode mode;
     int bits, group;
   };
-  std::vector<M> cases = {{MlxMode::kMxfp4, 4, 32}, {MlxMode::kMxfp8, 8, 32},
-                          {MlxMode::kNvfp4, 4, 16}};
+  std::vector<M> cases = {
+      {MlxMode::kMxfp4, 4, 32}, {MlxMode::kMxfp8, 8, 32}, {MlxMode::kNvfp4, 4, 16}};
   for (int bits : {2, 3, 4, 5, 6, 8}) {
     for (int group : {32, 64, 128}) cases.push_back({MlxMode::kAffine, bits, group});
   }
@@ -306,8 +309,8 @@ TEST(MlxKernels, SimdMatchesReference) {
       std::uniform_real_distribution<float> value(-0.1f, 0.1f);
       for (int64_t i = 0; i < rows * groups; ++i) {
         if (!affine) {
-          scales.bytes()[i] = static_cast<uint8_t>(c.mode == MlxMode::kNvfp4 ? rng() % 0x7E
-                                                                            : 100 + rng() % 40);
+          scales.bytes()[i] =
+              static_cast<uint8_t>(c.mode == MlxMode::kNvfp4 ? rng() % 0x7E : 100 + rng() % 40);
           continue;
         }
         for (Tensor* t : {&scales, &biases}) {
@@ -322,13 +325,17 @@ TEST(MlxKernels, SimdMatchesReference) {
       }
       const size_t side_stride = BytesFor(side, groups);
       const MlxQuantizedMatrix m{
-          c.mode, c.bits, c.group, MatView{DType::kU32, rows, words, static_cast<size_t>(words) * 4, packed.bytes()},
+          c.mode,
+          c.bits,
+          c.group,
+          MatView{DType::kU32, rows, words, static_cast<size_t>(words) * 4, packed.bytes()},
           MatView{side, rows, groups, side_stride, scales.bytes()},
           affine ? MatView{side, rows, groups, side_stride, biases.bytes()} : MatView{}};
       ValidateMlxMatrix(m, "random");
       const auto x = testing::RandomWeights(cols, 3);
       for (int64_t r = 0; r < rows; ++r) {
-        for (auto [k0, len] : {std::pair<int64_t, int64_t>{0, cols}, {c.group, 3 * c.group},
+        for (auto [k0, len] : {std::pair<int64_t, int64_t>{0, cols},
+                               {c.group, 3 * c.group},
                                {4 * c.group, c.group}}) {
           std::vector<float> ref(len), fast(len);
           DecodeMlxRowSegmentRef(m, r, k0, len, ref.data());

@@ -59,7 +59,7 @@ inline std::vector<uint8_t> RandomBlocks(DType type, int n_blocks, uint32_t seed
   for (int b = 0; b < n_blocks; ++b) {
     for (int offset : HalfFieldOffsets(type)) {
       uint16_t d = F32ToF16(scale(rng));
-      if (b % 7 == 3) d = 0x0003;  // subnormal
+      if (b % 7 == 3) d = 0x0003;   // subnormal
       if (b % 11 == 5) d = 0x8000;  // negative zero
       std::memcpy(&raw[b * block_bytes + offset], &d, 2);
     }
