@@ -8,6 +8,7 @@
 // Each step multiplies 2 A x 2 B tiles into 4 C tiles over all of K, so every output is one fixed
 // chain of tdpbf16ps accumulations (independent of thread partitions). Linux needs a one-time
 // arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA); without it (or without AMX) callers fall back.
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -64,11 +65,13 @@ inline void StoreTransposed(const float* c, int64_t n_valid, int64_t t_valid, fl
 
 bool HaveAmxBf16() {
   static const bool have = [] {
+    // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE (read directly: not every
+    // compiler's __builtin_cpu_supports knows the AMX names).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool amx = (edx >> 22 & 1u) != 0 && (edx >> 24 & 1u) != 0;
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
-        !__builtin_cpu_supports("avx512bw")) {
-      return false;
-    }
+    if (!amx || !__builtin_cpu_supports("avx512bw")) return false;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
   }();
   return have;
