@@ -38,7 +38,7 @@ std::vector<int32_t> ParseTokenIds(const std::string& text) {
     int32_t value = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0) {
-      Fail("cli", "--prompt-ids: '{}' is not a non-negative token id (in \"{}\")", item, text);
+      Fail("cli", "'{}' is not a non-negative token id (in \"{}\")", item, text);
     }
     ids.push_back(value);
     pos = end + 1;

@@ -22,8 +22,7 @@ void RegisterLogitsVerb(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
       "logits", "Write the prompt's logits as raw little-endian f32 [tokens, vocab]");
-  verb->add_option("model", args->model, "Model directory, .gguf file or cached HF id")
-      ->required();
+  verb->add_option("model", args->model, "Model directory, .gguf file or cached HF id")->required();
   verb->add_option("--prompt-ids", args->prompt_ids, "Comma-separated prompt token ids")
       ->required();
   verb->add_option("-o,--out", args->out, "Output file")->required();

@@ -22,8 +22,8 @@ int32_t ArgmaxLowestIndex(std::span<const float> values) {
   return best < 0 ? 0 : best;
 }
 
-Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens,
-                         int64_t chunk, ModelCache& cache) {
+Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
+                         ModelCache& cache) {
   if (chunk <= 0) Fail("model", "chunk size must be positive (seen {})", chunk);
   CHECK(!tokens.empty());
   Tensor last = Tensor::F32(1, model.hidden_size());  // [1, hidden]
@@ -42,10 +42,9 @@ std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const i
   if (prompt.empty()) Fail("model", "greedy decoding needs at least one prompt token");
   std::vector<int32_t> out;
   if (options.max_new_tokens <= 0) return out;
-  ModelCache cache = model.MakeCache(static_cast<int64_t>(prompt.size()) +
-                                     options.max_new_tokens);
+  ModelCache cache = model.MakeCache(static_cast<int64_t>(prompt.size()) + options.max_new_tokens);
   Tensor hidden = PrefillLastHidden(model, prompt, options.chunk, cache);  // [1, hidden]
-  Tensor logits = Tensor::F32(1, model.vocab_size());                     // [1, vocab]
+  Tensor logits = Tensor::F32(1, model.vocab_size());                      // [1, vocab]
   for (int step = 0; step < options.max_new_tokens; ++step) {
     model.LogitsFromHidden(hidden.View(), logits.MutF32());
     const std::span<const float> row(logits.RowF32(0), static_cast<size_t>(model.vocab_size()));

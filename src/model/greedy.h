@@ -16,12 +16,12 @@ int32_t ArgmaxLowestIndex(std::span<const float> values);
 
 // Runs `tokens` through the model in chunks of `chunk` positions (the cache advances by
 // tokens.size()). Returns the final-normed hidden state of the last token [1, hidden].
-Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens,
-                         int64_t chunk, ModelCache& cache);
+Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
+                         ModelCache& cache);
 
 struct GreedyOptions {
   int max_new_tokens = 16;
-  int64_t chunk = 512;           // prefill chunk size (positions per ForwardHidden call)
+  int64_t chunk = 512;            // prefill chunk size (positions per ForwardHidden call)
   std::vector<int32_t> stop_ids;  // generation ends at the first of these (not emitted)
   // Called with the logits [vocab] that chose each new token (step 0 = after the prompt).
   std::function<void(int step, std::span<const float> logits)> on_step;

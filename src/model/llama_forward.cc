@@ -4,8 +4,9 @@
 //                                      v_proj(n)))            with n = rmsnorm(x)
 //               x += down_proj(silu(gate_proj(n)) * up_proj(n))  with n = rmsnorm(x)
 //   h = rmsnorm(x)                      (returned; LogitsFromHidden applies lm_head)
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "model/runtime_model.h"
 #include "ops/ops.h"
@@ -43,15 +44,15 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       pool_(options.pool ? *options.pool : ThreadPool::Global()) {
   const int d = config.head_dim;
   if (config.rotary_dim > 0 && config.rotary_dim != d) {
-    Fail("model", "{}: partial rotary embeddings (rotary_dim {} of head_dim {}) are not "
-         "implemented", weights.origin(), config.rotary_dim, d);
+    Fail("model",
+         "{}: partial rotary embeddings (rotary_dim {} of head_dim {}) are not "
+         "implemented",
+         weights.origin(), config.rotary_dim, d);
   }
-  rope_ = ComputeRopeFrequencies(config.rope, d,
-                                 config.max_position_embeddings > 0
-                                     ? config.max_position_embeddings
-                                     : 4096);
-  rope_style_ = config.rope_adjacent_pairs ? ops::RopeStyle::kAdjacentPairs
-                                           : ops::RopeStyle::kHalfRotation;
+  rope_ = ComputeRopeFrequencies(
+      config.rope, d, config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096);
+  rope_style_ =
+      config.rope_adjacent_pairs ? ops::RopeStyle::kAdjacentPairs : ops::RopeStyle::kHalfRotation;
   attention_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
 
   auto optional = [&](const std::string& name) {
@@ -92,8 +93,7 @@ ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
   ModelCache cache;
   const int64_t kv_dim = static_cast<int64_t>(config_.num_kv_heads) * config_.head_dim;
   for (int i = 0; i < config_.num_layers; ++i) {
-    cache.AddLayer(
-        std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions));
+    cache.AddLayer(std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions));
   }
   return cache;
 }
@@ -122,18 +122,16 @@ void RuntimeModel::AttentionBlock(int layer, MutMatF32 x, std::span<const int32_
     ops::RmsNorm(qh.View(), w.q_norm, config_.rms_norm_eps, false, qh);
     ops::RmsNorm(kh.View(), w.k_norm, config_.rms_norm_eps, false, kh);
   }
-  ops::ApplyRope(Rows(q), hq, d, positions, rope_.inv_freq, rope_.attention_scaling,
-                 rope_style_);
-  ops::ApplyRope(Rows(k), hkv, d, positions, rope_.inv_freq, rope_.attention_scaling,
-                 rope_style_);
+  ops::ApplyRope(Rows(q), hq, d, positions, rope_.inv_freq, rope_.attention_scaling, rope_style_);
+  ops::ApplyRope(Rows(k), hkv, d, positions, rope_.inv_freq, rope_.attention_scaling, rope_style_);
 
   FullAttentionKvCache& kv = cache.Attention(layer);
   CHECK(kv.length() == positions.front());
   kv.Append(k.View(), v.View());
 
   Tensor attended = Tensor::F32(t, int64_t{hq} * d);  // [T, Hq*D]
-  ops::Attention(q.View(), kv.Keys(), kv.Values(), positions.front(), hq, hkv, d,
-                 attention_scale_, config_.SlidingWindowForLayer(layer), Rows(attended), pool_);
+  ops::Attention(q.View(), kv.Keys(), kv.Values(), positions.front(), hq, hkv, d, attention_scale_,
+                 config_.SlidingWindowForLayer(layer), Rows(attended), pool_);
 
   Tensor projected = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
   ops::MatMul(attended.View(), w.o, Rows(projected), mode, pool_);

@@ -29,8 +29,8 @@ namespace proctor {
 
 struct RuntimeOptions {
   ops::ComputeMode compute = ops::ComputeMode::kF32;
-  KvScheme kv;                  // KV cache storage (f32 default)
-  ThreadPool* pool = nullptr;   // null: ThreadPool::Global()
+  KvScheme kv;                 // KV cache storage (f32 default)
+  ThreadPool* pool = nullptr;  // null: ThreadPool::Global()
 };
 
 // "f32" / "bf16" -> ComputeMode; Error naming the value otherwise.

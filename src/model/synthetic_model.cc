@@ -1,9 +1,10 @@
 // Random-weight models with real shapes (see synthetic_model.h).
 #include "model/synthetic_model.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "util/error.h"
 #include "util/half.h"
@@ -184,8 +185,7 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
     }
     matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
     matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
-    matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
-           amp(config.intermediate_size));
+    matrix(p + "mlp.down_proj.weight", h, config.intermediate_size, amp(config.intermediate_size));
   }
   return m;
 }

@@ -1,0 +1,148 @@
+// End-to-end tests of `proctor generate`, `proctor logits` and `proctor bench` (the built
+// executable, PROCTOR_BIN): outputs against Hugging Face's goldens, JSON fields, and errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Fixtures() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
+}
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result Proctor(const std::string& args) {
+  Result r;
+  FILE* pipe = popen(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args).c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::vector<float> ReadF32(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<float> out(fs::file_size(path) / sizeof(float));
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * 4));
+  return out;
+}
+
+nlohmann::json Tokens(const fs::path& dir) {
+  std::ifstream in(dir / "tokens.json");
+  return nlohmann::json::parse(in);
+}
+
+fs::path TempFile(const std::string& name) {
+  std::random_device rd;
+  return fs::temp_directory_path() / fmt::format("proctor-cli-{}-{}", rd(), name);
+}
+
+TEST(LogitsVerb, WritesHuggingFaceLogitsForAnyChunk) {
+  const fs::path dir = Fixtures() / "hf-goldens" / "llama-f32";
+  if (!fs::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
+  const auto prompt = Tokens(dir)["prompt"].get<std::vector<int>>();
+  const std::vector<float> expected = ReadF32(dir / "logits.f32");
+  for (const int chunk : {512, 7}) {
+    const fs::path out = TempFile("logits.f32");
+    const Result r =
+        Proctor(fmt::format("logits {} --prompt-ids {} --out {} --chunk {}", dir.string(),
+                            fmt::join(prompt, ","), out.string(), chunk));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const std::vector<float> got = ReadF32(out);
+    fs::remove(out);
+    ASSERT_EQ(got.size(), expected.size());
+    float max_diff = 0.0f;
+    for (size_t i = 0; i < got.size(); ++i)
+      max_diff = std::max(max_diff, std::abs(got[i] - expected[i]));
+    EXPECT_LE(max_diff, 1e-4f) << "chunk " << chunk;
+  }
+}
+
+TEST(GenerateVerb, PrintsTheGreedyContinuation) {
+  const fs::path dir = Fixtures() / "hf-goldens" / "qwen3-bf16";
+  if (!fs::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
+  const auto tokens = Tokens(dir);
+  const auto prompt = tokens["prompt"].get<std::vector<int>>();
+  const auto greedy = tokens["greedy"].get<std::vector<int>>();
+  const Result r = Proctor(fmt::format("generate {} --prompt-ids {} --max-tokens 12 --kv f32",
+                                       dir.string(), fmt::join(prompt, ",")));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, fmt::format("{}\n", fmt::join(greedy.begin(), greedy.begin() + 12, ",")));
+}
+
+TEST(GenerateVerb, StopsAtStopIdsAndExcludesThem) {
+  const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  // From BOS, stories260K ends its first story by emitting BOS (id 1), as llama2.c's run.c
+  // expects; it never emits its EOS (2) in the first 400 tokens.
+  const Result all = Proctor(fmt::format("generate {} --max-tokens 400", gguf.string()));
+  ASSERT_EQ(all.status, 0) << all.out;
+  const Result stopped =
+      Proctor(fmt::format("generate {} --max-tokens 400 --stop-ids 1", gguf.string()));
+  ASSERT_EQ(stopped.status, 0) << stopped.out;
+  const std::string ids = stopped.out.substr(0, stopped.out.find('\n'));
+  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), ','), 399);
+  EXPECT_TRUE(all.out.starts_with(ids + ",1,")) << ids;
+  EXPECT_EQ(("," + ids + ",").find(",1,"), std::string::npos);
+}
+
+TEST(BenchVerb, SyntheticModelPrintsJson) {
+  const Result r = Proctor(
+      "-t 1 bench --synthetic tiny --dtype q8_0 --prompt-tokens 20 --decode-tokens 3 "
+      "--compute bf16 --kv bf16 --chunk 8");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["threads"], 1);
+  EXPECT_EQ(json["compute"], "bf16");
+  EXPECT_EQ(json["kv"], "bf16");
+  EXPECT_EQ(json["prefill_tokens"], 20);
+  EXPECT_GT(json["prefill_tokens_per_second"].get<double>(), 0.0);
+  EXPECT_GT(json["decode_tokens_per_second"].get<double>(), 0.0);
+  EXPECT_GT(json["peak_rss_bytes"].get<double>(), 0.0);
+}
+
+TEST(EngineVerbs, BadInputIsAClearError) {
+  Result r = Proctor("generate /nonexistent/model --prompt-ids 1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/model"), std::string::npos) << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --dtype q9");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("q9"), std::string::npos) << r.out;
+  r = Proctor("bench");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--synthetic"), std::string::npos) << r.out;
+  const fs::path dir = Fixtures() / "hf-goldens" / "llama-f32";
+  if (fs::exists(dir)) {
+    r = Proctor(fmt::format("generate {} --prompt-ids 1,x", dir.string()));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("'x'"), std::string::npos) << r.out;
+    r = Proctor(fmt::format("generate {} --prompt-ids 1,999", dir.string()));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("999"), std::string::npos) << r.out;
+  }
+  const fs::path gemma = Fixtures() / "hf-goldens" / "gemma2-f32";
+  if (fs::exists(gemma)) {
+    r = Proctor(fmt::format("generate {} --prompt-ids 1", gemma.string()));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("gemma2"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
