@@ -56,13 +56,13 @@ class LoopObject : public Object {
             return args.positional[static_cast<size_t>(index0) % args.positional.size()];
           }})));
     } else if (name == "changed") {
-      auto* self = const_cast<LoopObject*>(this);
+      std::shared_ptr<ChangedState> state = changed_;
       *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-          "loop.changed", [self](Interpreter&, CallArgs& args) -> Value {
+          "loop.changed", [state](Interpreter&, CallArgs& args) -> Value {
             Value current = Value::MakeList(args.positional);
-            if (self->has_last_changed_ && Equals(self->last_changed_, current)) return Value(false);
-            self->has_last_changed_ = true;
-            self->last_changed_ = current;
+            if (state->seen && Equals(state->last, current)) return Value(false);
+            state->seen = true;
+            state->last = current;
             return Value(true);
           }})));
     } else {
@@ -72,6 +72,11 @@ class LoopObject : public Object {
   }
 
   void set_index0(int64_t i) { index0_ = i; }
+  void BreakCycles() override {
+    outer_.reset();
+    items_.clear();
+    changed_->last = Value();
+  }
 
  private:
   std::vector<Value> items_;
@@ -79,8 +84,11 @@ class LoopObject : public Object {
   int depth0_;
   const Stmt* stmt_;
   ScopePtr outer_;
-  bool has_last_changed_ = false;
-  Value last_changed_;
+  struct ChangedState {  // loop.changed(): shared with the callables it hands out
+    bool seen = false;
+    Value last;
+  };
+  std::shared_ptr<ChangedState> changed_ = std::make_shared<ChangedState>();
 };
 
 std::string StrftimeNow(const RenderOptions& options, const std::string& format) {
@@ -133,6 +141,15 @@ Interpreter::Interpreter(const std::string& template_name, const RenderOptions& 
         return Value(StrftimeNow(interp.options(), f->str()));
       }})));
   for (const auto& [k, v] : options.globals) globals_[k] = v;
+}
+
+Interpreter::~Interpreter() {
+  for (const auto& weak : macro_scopes_) {
+    if (auto scope = weak.lock()) scope->vars.clear();
+  }
+  for (const auto& weak : tracked_objects_) {
+    if (auto object = weak.lock()) object->BreakCycles();
+  }
 }
 
 void Interpreter::CountIterations(int64_t n) {
@@ -295,6 +312,7 @@ void Interpreter::ExecFor(const Stmt& stmt, const ScopePtr& scope, const Value* 
   const size_t n = items.size();
   auto loop = std::make_shared<LoopObject>(items, depth0, &stmt, scope);
   const Value loop_value{ObjectPtr(loop)};
+  TrackForCleanup(loop);
   for (size_t i = 0; i < n; ++i) {
     CountIterations(1);
     auto iteration = std::make_shared<Scope>();
@@ -315,6 +333,7 @@ std::string Interpreter::RenderLoop(const Stmt& stmt, const ScopePtr& scope, con
 }
 
 Value Interpreter::MakeMacro(const Stmt& stmt, const ScopePtr& scope) {
+  macro_scopes_.push_back(scope);
   const Stmt* macro = &stmt;
   ScopePtr defining = scope;
   return Value(CallablePtr(std::make_shared<Callable>(Callable{
@@ -339,7 +358,9 @@ Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, C
   }
   Dict kwargs;
   Value caller;
-  for (auto& [key, value] : args.keyword) {
+  for (auto& keyword : args.keyword) {
+    const std::string& key = keyword.first;
+    const Value& value = keyword.second;
     auto it = std::find_if(stmt.params.begin(), stmt.params.end(),
                            [&](const MacroParam& p) { return p.name == key; });
     if (it != stmt.params.end()) {
@@ -375,10 +396,23 @@ Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, C
 // ---- expressions ----------------------------------------------------------------------------
 
 Value Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
+  // Expression nesting times macro depth could exhaust the stack: bound the total.
+  constexpr int kMaxEvalDepth = 3000;
+  if (++eval_depth_ > kMaxEvalDepth) {
+    --eval_depth_;
+    throw TemplateError(ErrorKind::kLimit, name_, expr.line,
+                        fmt::format("expressions nest deeper than {} levels", kMaxEvalDepth));
+  }
   try {
-    return EvalInner(expr, scope);
+    Value v = EvalInner(expr, scope);
+    --eval_depth_;
+    return v;
   } catch (const EvalFailure& f) {
+    --eval_depth_;
     throw TemplateError(f.kind, name_, expr.line, f.message);
+  } catch (...) {
+    --eval_depth_;
+    throw;
   }
 }
 

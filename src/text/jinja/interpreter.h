@@ -21,6 +21,9 @@ using ScopePtr = std::shared_ptr<Scope>;
 class Interpreter {
  public:
   Interpreter(const std::string& template_name, const RenderOptions& options);
+  ~Interpreter();  // breaks the reference cycles a render may build (macros, namespaces)
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Renders the whole template with `context` as the top-level variables.
   std::string Run(const Body& body, const Dict& context);
@@ -37,6 +40,8 @@ class Interpreter {
   const RenderOptions& options() const { return options_; }
   // Counts loop iterations (or list elements being built) against the bound.
   void CountIterations(int64_t n);
+  // Objects whose references are dropped when the render ends (namespaces).
+  void TrackForCleanup(const ObjectPtr& object) { tracked_objects_.push_back(object); }
 
   // Renders a for statement over `iterable` (used by loop(...) of recursive loops).
   std::string RenderLoop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable,
@@ -64,6 +69,9 @@ class Interpreter {
   std::unordered_map<std::string, Value> globals_;
   int64_t iterations_ = 0;
   int call_depth_ = 0;
+  int eval_depth_ = 0;
+  std::vector<std::weak_ptr<Object>> tracked_objects_;
+  std::vector<std::weak_ptr<Scope>> macro_scopes_;  // scopes captured by macros
   const std::string* block_value_ = nullptr;  // kBlockValue while a filter block applies
 };
 

@@ -317,6 +317,29 @@ TEST(JinjaErrors, BoundsOnLoopsRecursionAndOutput) {
   EXPECT_EQ(Render("{% for i in range(100) %}x{% endfor %}", options), std::string(100, 'x'));
 }
 
+TEST(JinjaErrors, NestingIsBoundedNotAStackOverflow) {
+  EXPECT_EQ(Render("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}"), "1");
+  try {
+    Template::Parse("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}", "t");
+    ADD_FAILURE() << "no error for 100000 nested parentheses";
+  } catch (const TemplateError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kSyntax);
+    EXPECT_EQ(e.message(), "template nesting is deeper than 200 levels");
+  }
+  std::string deep_ifs;
+  for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
+  EXPECT_THROW(Template::Parse(deep_ifs, "t"), TemplateError);
+}
+
+TEST(Jinja, SelfReferenceAndEscapingCallablesAreSafe) {
+  // Python Jinja2: "Trueab". The cycler's bound next() outlives the cycler object.
+  EXPECT_EQ(Render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me is defined }}"
+                   "{% set n = cycler('a','b').next %}{{ n() }}{{ n() }}"),
+            "Trueab");
+  EXPECT_EQ(Render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"),
+            "<Namespace {'me': <Namespace ...>}>");
+}
+
 TEST(Jinja, StrftimeNowUsesTheFixedClock) {
   RenderOptions options;
   options.fixed_now = std::tm{};

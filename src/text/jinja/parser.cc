@@ -18,6 +18,9 @@ ExprPtr MakeExpr(ExprKind kind, int line) {
   return e;
 }
 
+// Nesting deeper than this is refused (Python Jinja2 would hit its recursion limit).
+constexpr int kMaxNesting = 200;
+
 class Parser {
  public:
   Parser(const std::vector<Token>& tokens, const std::string& name) : t_(tokens), name_(name) {}
@@ -141,6 +144,7 @@ class Parser {
   }
 
   StmtPtr ParseStatement() {
+    NestingGuard guard(this);
     const Token& tok = Cur();
     const std::string tag = tok.text;
     const int line = tok.line;
@@ -459,7 +463,19 @@ class Parser {
     return left;
   }
 
+  // Counts nested expressions and blocks so a hostile template cannot exhaust the stack.
+  struct NestingGuard {
+    explicit NestingGuard(Parser* p) : parser(p) {
+      if (++parser->nesting_ > kMaxNesting) {
+        parser->Fail(fmt::format("template nesting is deeper than {} levels", kMaxNesting));
+      }
+    }
+    ~NestingGuard() { --parser->nesting_; }
+    Parser* parser;
+  };
+
   ExprPtr ParseUnary(bool with_filter) {
+    NestingGuard guard(this);
     const int line = Cur().line;
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
@@ -740,6 +756,7 @@ class Parser {
   const std::vector<Token>& t_;
   const std::string& name_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace

@@ -161,30 +161,40 @@ class Namespace : public Object {
     attrs_.Set(name, value);
     return true;
   }
-  std::string Str() const override { return fmt::format("<Namespace {}>", Value::MakeDict(attrs_).Repr()); }
+  std::string Str() const override {
+    if (printing_) return "<Namespace ...>";  // it holds itself
+    printing_ = true;
+    std::string s = fmt::format("<Namespace {}>", Value::MakeDict(attrs_).Repr());
+    printing_ = false;
+    return s;
+  }
+  void BreakCycles() override { attrs_ = Dict(); }
 
  private:
   Dict attrs_;
+  mutable bool printing_ = false;
 };
 
 class Cycler : public Object {
  public:
-  explicit Cycler(std::vector<Value> items) : items_(std::move(items)) {}
+  explicit Cycler(std::vector<Value> items) : state_(std::make_shared<State>()) {
+    state_->items = std::move(items);
+  }
   std::string TypeName() const override { return "Cycler"; }
   bool GetAttr(std::string_view name, Value* out) const override {
-    auto* self = const_cast<Cycler*>(this);
     if (name == "current") {
-      *out = items_[pos_];
+      *out = state_->items[state_->pos];
     } else if (name == "next" || name == "reset") {
       const bool next = name == "next";
+      std::shared_ptr<State> state = state_;
       *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-          std::string(name), [self, next](Interpreter&, CallArgs&) -> Value {
+          std::string(name), [state, next](Interpreter&, CallArgs&) -> Value {
             if (!next) {
-              self->pos_ = 0;
+              state->pos = 0;
               return Value(None{});
             }
-            Value v = self->items_[self->pos_];
-            self->pos_ = (self->pos_ + 1) % self->items_.size();
+            Value v = state->items[state->pos];
+            state->pos = (state->pos + 1) % state->items.size();
             return v;
           }})));
     } else {
@@ -192,10 +202,14 @@ class Cycler : public Object {
     }
     return true;
   }
+  void BreakCycles() override { state_->items.assign(1, Value()); }
 
  private:
-  std::vector<Value> items_;
-  size_t pos_ = 0;
+  struct State {  // shared with the next()/reset() callables, which may outlive the cycler
+    std::vector<Value> items;
+    size_t pos = 0;
+  };
+  std::shared_ptr<State> state_;
 };
 
 constexpr int64_t kMaxRange = 100000;  // Jinja2's sandbox MAX_RANGE
@@ -243,14 +257,17 @@ Value MakeDictFn(Interpreter&, CallArgs& args) {
 
 Value MakeNamespace(Interpreter& interp, CallArgs& args) {
   auto ns = std::make_shared<Namespace>();
+  interp.TrackForCleanup(ns);
   const Value init = MakeDictFn(interp, args);
   for (const auto& [k, v] : init.dict().entries()) ns->SetAttr(k, v);
   return Value(ObjectPtr(ns));
 }
 
-Value MakeCycler(Interpreter&, CallArgs& args) {
+Value MakeCycler(Interpreter& interp, CallArgs& args) {
   if (args.positional.empty()) ThrowEval(ErrorKind::kType, "cycler needs at least one item");
-  return Value(ObjectPtr(std::make_shared<Cycler>(args.positional)));
+  auto cycler = std::make_shared<Cycler>(args.positional);
+  interp.TrackForCleanup(cycler);
+  return Value(ObjectPtr(cycler));
 }
 
 Value MakeJoiner(Interpreter&, CallArgs& args) {

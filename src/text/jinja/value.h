@@ -30,50 +30,10 @@ struct Undefined {
 };
 struct None {};
 
-struct List {
-  std::vector<Value> items;
-  bool is_tuple = false;  // Python tuple: prints as (a, b) and never equals a list
-};
-
-// A dict with string keys in insertion order (Python dicts keep order; tojson must too).
-class Dict {
- public:
-  const Value* Find(std::string_view key) const;
-  void Set(std::string key, Value value);  // replaces an existing key in place
-  size_t size() const { return entries_.size(); }
-  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
-
- private:
-  std::vector<std::pair<std::string, Value>> entries_;
-  std::unordered_map<std::string, size_t> index_;  // built once the dict grows past a few keys
-};
-
-// Arguments of a call: positional then keyword, as written.
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
-
-// Anything callable from a template: builtins, bound string/dict methods, macros, caller().
-struct Callable {
-  std::string name;
-  std::function<Value(Interpreter&, CallArgs&)> fn;
-};
-
-// Objects with attributes: namespace(), loop, cycler(), joiner().
-class Object {
- public:
-  virtual ~Object() = default;
-  virtual std::string TypeName() const = 0;
-  // Returns false when the object has no such attribute.
-  virtual bool GetAttr(std::string_view name, Value* out) const = 0;
-  // Only namespaces accept `{% set obj.attr = ... %}`.
-  virtual bool SetAttr(const std::string& name, const Value& value);
-  virtual std::string Str() const;
-  // Callable objects (a recursive loop) override this.
-  virtual bool IsCallable() const { return false; }
-  virtual Value Call(Interpreter& interp, CallArgs& args);
-};
+struct List;
+class Dict;
+struct Callable;
+class Object;
 
 using ListPtr = std::shared_ptr<const List>;
 using DictPtr = std::shared_ptr<const Dict>;
@@ -147,6 +107,53 @@ class Value {
   std::variant<Undefined, None, bool, int64_t, double, std::string, ListPtr, DictPtr, CallablePtr,
                ObjectPtr>
       v_;
+};
+
+struct List {
+  std::vector<Value> items;
+  bool is_tuple = false;  // Python tuple: prints as (a, b) and never equals a list
+};
+
+// A dict with string keys in insertion order (Python dicts keep order; tojson must too).
+class Dict {
+ public:
+  const Value* Find(std::string_view key) const;
+  void Set(std::string key, Value value);  // replaces an existing key in place
+  size_t size() const { return entries_.size(); }
+  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+
+ private:
+  std::vector<std::pair<std::string, Value>> entries_;
+  std::unordered_map<std::string, size_t> index_;  // built once the dict grows past a few keys
+};
+
+// Arguments of a call: positional then keyword, as written.
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// Anything callable from a template: builtins, bound string/dict methods, macros, caller().
+struct Callable {
+  std::string name;
+  std::function<Value(Interpreter&, CallArgs&)> fn;
+};
+
+// Objects with attributes: namespace(), loop, cycler(), joiner().
+class Object {
+ public:
+  virtual ~Object() = default;
+  virtual std::string TypeName() const = 0;
+  // Returns false when the object has no such attribute.
+  virtual bool GetAttr(std::string_view name, Value* out) const = 0;
+  // Only namespaces accept `{% set obj.attr = ... %}`.
+  virtual bool SetAttr(const std::string& name, const Value& value);
+  virtual std::string Str() const;
+  // Callable objects (a recursive loop) override this.
+  virtual bool IsCallable() const { return false; }
+  // Drops references to other values at the end of a render (a namespace may hold itself).
+  virtual void BreakCycles() {}
+  virtual Value Call(Interpreter& interp, CallArgs& args);
 };
 
 // Python ==, with 1 == 1.0 == True, element-wise containers, tuple != list.
