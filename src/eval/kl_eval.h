@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/kl_score.h"
 #include "eval/kl_stats.h"
 #include "eval/ref_logits.h"
 #include "eval/teacher_forced.h"
@@ -45,11 +46,6 @@ struct KlEvalResult {
 };
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
-
-// Scores `count` rows of candidate logits (F32 [>= count, V]) against records
-// [0, count) of `records`, across the pool; `where` prefixes errors (file, sequence).
-void ScoreChunk(const ReferenceRecords& records, const MatView& logits, int64_t count,
-                const std::string& where, ThreadPool& pool, PositionScore* out);
 
 // Every statistic, the label, proctor's version and the thread count.
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);
