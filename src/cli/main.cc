@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   cli::RegisterKlVerb(app);
   cli::RegisterDemoVerb(app);
   cli::RegisterChatVerb(app);
+  cli::RegisterTokenizeVerb(app);
 
   try {
     app.parse(argc, argv);

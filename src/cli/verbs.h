@@ -23,5 +23,6 @@ void RegisterInspectVerb(CLI::App& app);
 void RegisterKlVerb(CLI::App& app);
 void RegisterDemoVerb(CLI::App& app);
 void RegisterChatVerb(CLI::App& app);
+void RegisterTokenizeVerb(CLI::App& app);
 
 }  // namespace proctor::cli
