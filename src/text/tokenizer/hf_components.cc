@@ -58,7 +58,7 @@ void CharMatches(std::string_view s, Pred pred, Ranges& out) {
 class UnicodeNormalizer : public Normalizer {
  public:
   explicit UnicodeNormalizer(NormalForm form) : form_(form) {}
-  void Apply(std::string& s) const override { s = Normalize(s, form_); }
+  void Apply(std::string& s, bool* at_origin) const override { s = Normalize(s, form_); }
 
  private:
   NormalForm form_;
@@ -66,13 +66,13 @@ class UnicodeNormalizer : public Normalizer {
 
 class LowercaseNormalizer : public Normalizer {
  public:
-  void Apply(std::string& s) const override { s = Lowercase(s); }
+  void Apply(std::string& s, bool* at_origin) const override { s = Lowercase(s); }
 };
 
 class PrependNormalizer : public Normalizer {
  public:
   explicit PrependNormalizer(std::string prefix) : prefix_(std::move(prefix)) {}
-  void Apply(std::string& s) const override {
+  void Apply(std::string& s, bool* at_origin) const override {
     if (!s.empty()) s.insert(0, prefix_);
   }
 
@@ -100,7 +100,14 @@ class ReplaceNormalizer : public Normalizer {
  public:
   ReplaceNormalizer(const json& j, const std::string& where)
       : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)) {}
-  void Apply(std::string& s) const override { s = ReplaceAll(s, pattern_, content_); }
+  void Apply(std::string& s, bool* at_origin) const override {
+    if (at_origin && content_.empty()) {
+      thread_local Ranges matches;
+      pattern_.FindAll(s, matches);
+      if (!matches.empty() && matches[0].first == 0) *at_origin = false;
+    }
+    s = ReplaceAll(s, pattern_, content_);
+  }
 
  private:
   Pattern pattern_;
@@ -110,7 +117,7 @@ class ReplaceNormalizer : public Normalizer {
 class StripNormalizer : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
-  void Apply(std::string& s) const override {
+  void Apply(std::string& s, bool* at_origin) const override {
     size_t pos = 0, first = std::string::npos, last_end = 0;
     while (pos < s.size()) {
       size_t start = pos;
@@ -121,6 +128,7 @@ class StripNormalizer : public Normalizer {
     }
     size_t begin = left_ ? (first == std::string::npos ? s.size() : first) : 0;
     size_t end = right_ ? (first == std::string::npos ? 0 : last_end) : s.size();
+    if (at_origin && begin > 0) *at_origin = false;
     s = end > begin ? s.substr(begin, end - begin) : std::string();
   }
 
@@ -132,8 +140,8 @@ class SequenceNormalizer : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts)
       : parts_(std::move(parts)) {}
-  void Apply(std::string& s) const override {
-    for (const auto& p : parts_) p->Apply(s);
+  void Apply(std::string& s, bool* at_origin) const override {
+    for (const auto& p : parts_) p->Apply(s, at_origin);
   }
 
  private:
@@ -307,7 +315,11 @@ std::unique_ptr<PreTokenizer> MakeCharSplit(Pred pred, SplitBehavior behavior) {
 
 class WhitespacePreTokenizer : public PreTokenizer {
  public:
-  WhitespacePreTokenizer() : regex_(R"(\w+|[^\w\s]+)") {}
+  // \w as the Rust regex crate defines it (Unicode TR18): Alphabetic, marks, decimal digits,
+  // connector punctuation and join controls; PCRE2's \w lacks marks and join controls.
+  WhitespacePreTokenizer()
+      : regex_(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}]+|)"
+               R"([^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\s]+)") {}
   void Apply(std::vector<Piece>& pieces, std::vector<Piece>& scratch) const override {
     // split(Invert(regex), Removed): keeps exactly the matches.
     SplitAll(pieces, scratch, SplitBehavior::kRemoved, true,

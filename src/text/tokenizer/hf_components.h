@@ -39,7 +39,10 @@ class Pattern {
 class Normalizer {
  public:
   virtual ~Normalizer() = default;
-  virtual void Apply(std::string& s) const = 0;
+  // Normalizes s. at_origin (may be null) tracks whether the first character of s still maps to
+  // the first character of the original text; it becomes false when leading text is removed
+  // (Strip, Replace with nothing), as Rust's offsets_original().0 == 0.
+  virtual void Apply(std::string& s, bool* at_origin) const = 0;
 };
 // null JSON -> nullptr.
 std::unique_ptr<Normalizer> MakeNormalizer(const nlohmann::json& j, const std::string& source);

@@ -94,7 +94,8 @@ class HfTokenizer : public Tokenizer {
       }
       if (seg.end == seg.begin) continue;
       normalized.assign(text.substr(seg.begin, seg.end - seg.begin));
-      if (normalizer_) normalizer_->Apply(normalized);
+      bool at_origin = seg.begin == 0;
+      if (normalizer_) normalizer_->Apply(normalized, &at_origin);
       normalized_matcher_.Split(normalized, inner);
       for (const AddedSplit& sub : inner) {
         if (sub.token >= 0) {
@@ -104,7 +105,7 @@ class HfTokenizer : public Tokenizer {
         if (sub.end == sub.begin) continue;
         pieces.clear();
         pieces.push_back(Piece{normalized.substr(sub.begin, sub.end - sub.begin),
-                               seg.begin == 0 && sub.begin == 0});
+                               at_origin && sub.begin == 0});
         if (pre_tokenizer_) pre_tokenizer_->Apply(pieces, scratch);
         for (const Piece& p : pieces) model_->Tokenize(p.text, ids);
       }
@@ -217,6 +218,8 @@ class HfTokenizer : public Tokenizer {
       token.lstrip = t.value("lstrip", false);
       token.rstrip = t.value("rstrip", false);
       token.single_word = t.value("single_word", false);
+      // A normalized token is stored (and decoded) as its normalized text, as the Rust library.
+      if (token.normalized && normalizer_) normalizer_->Apply(token.content, nullptr);
       if (token.id < 0) Fail("tokenizer", "{}: added token '{}' has id {}", source, token.content, token.id);
       added_by_id_[token.id] = static_cast<int32_t>(added_.size());
       added_by_content_.emplace(token.content, token.id);
@@ -229,9 +232,7 @@ class HfTokenizer : public Tokenizer {
     for (size_t i = 0; i < added_.size(); ++i) {
       const AddedToken& t = added_[i];
       if (t.normalized) {
-        std::string p = t.content;
-        if (normalizer_) normalizer_->Apply(p);
-        normalized_patterns.push_back(std::move(p));
+        normalized_patterns.push_back(t.content);
         normalized_indices.push_back(static_cast<int32_t>(i));
       } else {
         raw_patterns.push_back(t.content);

