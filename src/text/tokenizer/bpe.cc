@@ -19,14 +19,14 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
     if (id < 0 || id > INT32_MAX) Fail("tokenizer", "{}: token '{}' has id {}", source, token, id);
     max_id = std::max(max_id, id);
   }
-  id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  id_present_.assign(id_to_token_.size(), false);
-  vocab_.reserve(vocab.size());
-  for (auto& [token, id] : vocab) {
-    id_to_token_[id] = token;
-    id_present_[id] = true;
-    vocab_[std::move(token)] = static_cast<int32_t>(id);
+  id_to_token_.assign(static_cast<size_t>(max_id + 1), {0u, ~0u});
+  vocab_.Reserve(vocab.size());
+  for (const auto& [token, id] : vocab) {
+    uint32_t offset = vocab_.Assign(token, static_cast<int32_t>(id));
+    id_to_token_[id] = {offset, static_cast<uint32_t>(token.size())};
   }
+  vocab.clear();
+  vocab.shrink_to_fit();
   if (!options_.unk_token.empty()) {
     unk_id_ = TokenToId(options_.unk_token);
     if (unk_id_ < 0) {
@@ -38,7 +38,7 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
     for (int b = 0; b < 256; ++b) byte_ids_[b] = TokenToId(fmt::format("<0x{:02X}>", b));
   }
   const size_t prefix_len = options_.continuing_subword_prefix.size();
-  merges_.reserve(merges.size());
+  merges_.Reserve(merges.size());
   std::string merged;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
@@ -52,13 +52,17 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
            source, rank, a, b, a_id < 0 ? a : b_id < 0 ? b : merged);
     }
     uint64_t key = (static_cast<uint64_t>(a_id) << 32) | static_cast<uint32_t>(b_id);
-    merges_[key] = {static_cast<int32_t>(rank), merged_id};  // a later duplicate wins, as in HF
+    // A later duplicate wins, as in HF.
+    merges_.Assign(key, (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(merged_id));
   }
 }
 
-const std::string* BpeModel::IdToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !id_present_[id]) return nullptr;
-  return &id_to_token_[id];
+bool BpeModel::IdToToken(int32_t id, std::string_view* token) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) return false;
+  auto [offset, length] = id_to_token_[id];
+  if (length == ~0u) return false;
+  *token = vocab_.ArenaView(offset, length);
+  return true;
 }
 
 void BpeModel::Tokenize(std::string_view word, std::vector<int32_t>& out) const {
@@ -149,18 +153,19 @@ void BpeModel::MergeAll(std::vector<int32_t>& ids) const {
   thread_local std::vector<Candidate> heap;
   symbols.resize(n);
   heap.clear();
-  auto lookup = [this](int32_t a, int32_t b) -> const std::pair<int32_t, int32_t>* {
-    auto it = merges_.find((static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b));
-    return it == merges_.end() ? nullptr : &it->second;
+  // (rank, merged id) of the pair, or rank -1.
+  auto lookup = [this](int32_t a, int32_t b) -> std::pair<int32_t, int32_t> {
+    const uint64_t* m = merges_.Find((static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b));
+    if (!m) return {-1, -1};
+    return {static_cast<int32_t>(*m >> 32), static_cast<int32_t>(*m & 0xFFFFFFFFu)};
   };
   for (size_t i = 0; i < n; ++i) {
     symbols[i] = {ids[i], static_cast<int32_t>(i) - 1, i + 1 < n ? static_cast<int32_t>(i + 1) : -1,
                   true};
   }
   for (size_t i = 0; i + 1 < n; ++i) {
-    if (const auto* m = lookup(ids[i], ids[i + 1])) {
-      heap.push_back({m->first, static_cast<int32_t>(i), m->second});
-    }
+    auto m = lookup(ids[i], ids[i + 1]);
+    if (m.first >= 0) heap.push_back({m.first, static_cast<int32_t>(i), m.second});
   }
   std::make_heap(heap.begin(), heap.end());
   while (!heap.empty()) {
@@ -170,21 +175,22 @@ void BpeModel::MergeAll(std::vector<int32_t>& ids) const {
     Symbol& left = symbols[top.pos];
     if (!left.alive || left.next < 0) continue;
     Symbol& right = symbols[left.next];
-    const auto* m = lookup(left.id, right.id);
-    if (!m || m->second != top.new_id) continue;  // stale entry
+    if (lookup(left.id, right.id).second != top.new_id) continue;  // stale entry
     left.id = top.new_id;
     right.alive = false;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = top.pos;
     if (left.prev >= 0) {
-      if (const auto* pm = lookup(symbols[left.prev].id, left.id)) {
-        heap.push_back({pm->first, left.prev, pm->second});
+      auto pm = lookup(symbols[left.prev].id, left.id);
+      if (pm.first >= 0) {
+        heap.push_back({pm.first, left.prev, pm.second});
         std::push_heap(heap.begin(), heap.end());
       }
     }
     if (left.next >= 0) {
-      if (const auto* nm = lookup(left.id, symbols[left.next].id)) {
-        heap.push_back({nm->first, top.pos, nm->second});
+      auto nm = lookup(left.id, symbols[left.next].id);
+      if (nm.first >= 0) {
+        heap.push_back({nm.first, top.pos, nm.second});
         std::push_heap(heap.begin(), heap.end());
       }
     }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "text/tokenizer/flat_map.h"
+
 namespace proctor::text {
 
 // Hash that lets unordered_map<std::string, V> be searched with a string_view (no allocation).
@@ -42,12 +44,9 @@ class BpeModel {
   // Appends the ids of one pre-tokenized word.
   void Tokenize(std::string_view word, std::vector<int32_t>& out) const;
 
-  int32_t TokenToId(std::string_view token) const {
-    auto it = vocab_.find(token);
-    return it == vocab_.end() ? -1 : it->second;
-  }
-  // nullptr when the id has no token.
-  const std::string* IdToToken(int32_t id) const;
+  int32_t TokenToId(std::string_view token) const { return vocab_.Find(token); }
+  // False when the id has no token.
+  bool IdToToken(int32_t id, std::string_view* token) const;
   // One past the largest id.
   size_t IdLimit() const { return id_to_token_.size(); }
 
@@ -55,11 +54,11 @@ class BpeModel {
   void TokenizeUncached(std::string_view word, std::vector<int32_t>& out) const;
   void MergeAll(std::vector<int32_t>& ids) const;
 
-  TokenMap vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> id_present_;
-  // (left id << 32 | right id) -> (rank, merged id)
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
+  FlatTokenMap vocab_;
+  // id -> (arena offset, length) of its text in vocab_; length ~0u when the id has no token.
+  std::vector<std::pair<uint32_t, uint32_t>> id_to_token_;
+  // (left id << 32 | right id) -> (rank << 32 | merged id)
+  FlatU64Map merges_;
   BpeOptions options_;
   int32_t unk_id_ = -1;
   std::vector<int32_t> byte_ids_;  // <0xXX> ids for byte_fallback (-1 when absent)

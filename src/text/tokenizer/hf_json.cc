@@ -1,6 +1,13 @@
-// tokenizer.json SAX reader (see hf_json.h).
+// tokenizer.json reader (see hf_json.h): a small recursive-descent JSON parser that fills
+// model.vocab and model.merges straight into vectors and builds nlohmann::json only for the rest.
 #include "text/tokenizer/hf_json.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "text/tokenizer/unicode.h"
 #include "util/error.h"
 
 namespace proctor::text {
@@ -9,173 +16,363 @@ namespace {
 
 using json = nlohmann::json;
 
-class Sax {
+constexpr int kMaxDepth = 256;
+
+class Parser {
  public:
-  Sax(TokenizerJson& out, const std::string& source) : out_(out), source_(source) {}
+  Parser(std::string_view text, const std::string& source, TokenizerJson& out)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), source_(source),
+        out_(out) {}
 
-  bool null() { return Value(json(nullptr)); }
-  bool boolean(bool v) { return Value(json(v)); }
-  bool number_integer(json::number_integer_t v) {
-    if (mode_ == Mode::kVocab) return VocabId(v);
-    return Value(json(v));
-  }
-  bool number_unsigned(json::number_unsigned_t v) {
-    if (mode_ == Mode::kVocab) return VocabId(static_cast<int64_t>(v));
-    return Value(json(v));
-  }
-  bool number_float(json::number_float_t v, const std::string&) {
-    if (mode_ == Mode::kVocab) return Bad("model.vocab holds a non-integer id");
-    return Value(json(v));
-  }
-  bool string(std::string& s) {
-    switch (mode_) {
-      case Mode::kVocab:
-        return Bad("model.vocab holds a string where an id belongs");
-      case Mode::kMerges: {
-        size_t space = s.find(' ');
-        if (space == std::string::npos) {
-          return Bad("merge " + std::to_string(out_.merges.size()) + " '" + s +
-                     "' has no space between its two parts");
+  void ParseDocument() {
+    Ws();
+    Expect('{');
+    out_.root = json::object();
+    Ws();
+    if (Peek() == '}') {
+      ++p_;
+    } else {
+      while (true) {
+        Ws();
+        std::string key;
+        ParseString(key);
+        Ws();
+        Expect(':');
+        Ws();
+        if (key == "model" && Peek() == '{') {
+          out_.root["model"] = ParseModel();
+        } else {
+          out_.root[key] = ParseValue(1);
         }
-        out_.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
-        return true;
+        Ws();
+        if (Peek() == ',') {
+          ++p_;
+          continue;
+        }
+        Expect('}');
+        break;
       }
-      case Mode::kMergePair:
-        if (pair_count_ >= 2) return Bad("a merge pair has more than two parts");
-        (pair_count_ == 0 ? pair_.first : pair_.second) = std::move(s);
-        ++pair_count_;
-        return true;
-      case Mode::kDom:
-        return Value(json(std::move(s)));
     }
-    return true;
-  }
-  bool binary(json::binary_t&) { return Bad("binary value"); }
-
-  bool start_object(size_t) {
-    if (mode_ != Mode::kDom) return Bad("unexpected object inside model.vocab or model.merges");
-    if (AtModelKey("vocab")) {
-      mode_ = Mode::kVocab;
-      out_.has_vocab_object = true;
-      return true;
-    }
-    stack_.push_back(Slot(json::object()));
-    return true;
-  }
-  bool key(std::string& k) {
-    if (mode_ == Mode::kVocab) {
-      vocab_key_ = std::move(k);
-      return true;
-    }
-    key_ = std::move(k);
-    return true;
-  }
-  bool end_object() {
-    if (mode_ == Mode::kVocab) {
-      mode_ = Mode::kDom;
-      return true;
-    }
-    stack_.pop_back();
-    return true;
-  }
-  bool start_array(size_t) {
-    if (mode_ == Mode::kMerges) {
-      mode_ = Mode::kMergePair;
-      pair_count_ = 0;
-      return true;
-    }
-    if (mode_ != Mode::kDom) return Bad("unexpected array inside model.vocab or a merge");
-    if (AtModelKey("merges")) {
-      mode_ = Mode::kMerges;
-      out_.has_merges = true;
-      return true;
-    }
-    stack_.push_back(Slot(json::array()));
-    return true;
-  }
-  bool end_array() {
-    if (mode_ == Mode::kMergePair) {
-      if (pair_count_ != 2) return Bad("a merge pair does not have two parts");
-      out_.merges.push_back(std::move(pair_));
-      mode_ = Mode::kMerges;
-      return true;
-    }
-    if (mode_ == Mode::kMerges) {
-      mode_ = Mode::kDom;
-      return true;
-    }
-    stack_.pop_back();
-    return true;
-  }
-  bool parse_error(size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    Fail("tokenizer", "{}: invalid JSON at byte {}: {}", source_, position, e.what());
+    Ws();
+    if (p_ != end_) Bad("unexpected data after the top-level object");
   }
 
  private:
-  enum class Mode { kDom, kVocab, kMerges, kMergePair };
-
-  bool Bad(const std::string& what) { Fail("tokenizer", "{}: {}", source_, what); }
-
-  // True when the value about to start is root["model"][name].
-  bool AtModelKey(const char* name) const {
-    return stack_.size() == 2 && stack_.back() == model_ && key_ == name;
+  [[noreturn]] void Bad(const char* what) {
+    Fail("tokenizer", "{}: invalid JSON at byte {}: {}", source_, p_ - begin_, what);
+  }
+  char Peek() {
+    if (p_ >= end_) Bad("unexpected end of file");
+    return *p_;
+  }
+  void Expect(char c) {
+    if (Peek() != c) {
+      char msg[32];
+      std::snprintf(msg, sizeof(msg), "expected '%c'", c);
+      Bad(msg);
+    }
+    ++p_;
+  }
+  void Ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
 
-  bool VocabId(int64_t id) {
-    out_.vocab.emplace_back(std::move(vocab_key_), id);
-    return true;
+  unsigned Hex4() {
+    if (end_ - p_ < 4) Bad("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = *p_++;
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        v |= c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        v |= c - 'A' + 10;
+      } else {
+        Bad("bad hex digit in \\u escape");
+      }
+    }
+    return v;
   }
 
-  // Places a new container value at the current slot and returns a pointer to it.
-  json* Slot(json&& v) {
-    if (stack_.empty()) {
-      out_.root = std::move(v);
-      return &out_.root;
+  void ParseString(std::string& out) {
+    Expect('"');
+    out.clear();
+    while (true) {
+      const char* start = p_;
+      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) {
+        ++p_;
+      }
+      out.append(start, p_ - start);
+      char c = Peek();
+      if (c == '"') {
+        ++p_;
+        return;
+      }
+      if (c != '\\') Bad("control character in a string");
+      ++p_;
+      char e = Peek();
+      ++p_;
+      switch (e) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          unsigned cp = Hex4();
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u') Bad("lone high surrogate");
+            p_ += 2;
+            unsigned lo = Hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) Bad("bad low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            Bad("lone low surrogate");
+          }
+          AppendUtf8(out, static_cast<char32_t>(cp));
+          break;
+        }
+        default:
+          Bad("unknown escape");
+      }
     }
-    json* parent = stack_.back();
-    if (parent->is_array()) {
-      parent->push_back(std::move(v));
-      return &parent->back();
-    }
-    json* child = &(*parent)[key_];
-    *child = std::move(v);
-    if (stack_.size() == 1 && key_ == "model") model_ = child;
-    return child;
   }
 
-  bool Value(json&& v) {
-    if (stack_.empty()) {
-      out_.root = std::move(v);
-      return true;
+  json ParseNumber() {
+    const char* start = p_;
+    if (Peek() == '-') ++p_;
+    bool is_float = false;
+    while (p_ < end_) {
+      char c = *p_;
+      if (c >= '0' && c <= '9') {
+        ++p_;
+      } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+        is_float = true;
+        ++p_;
+      } else {
+        break;
+      }
     }
-    json* parent = stack_.back();
-    if (parent->is_array()) {
-      parent->push_back(std::move(v));
-    } else {
-      (*parent)[key_] = std::move(v);
+    std::string text(start, p_ - start);
+    if (text == "-" || text.empty()) Bad("bad number");
+    char* used = nullptr;
+    if (!is_float) {
+      errno = 0;
+      long long v = std::strtoll(text.c_str(), &used, 10);
+      if (*used == '\0' && errno == 0) return json(static_cast<int64_t>(v));
     }
-    return true;
+    double d = std::strtod(text.c_str(), &used);
+    if (*used != '\0') Bad("bad number");
+    return json(d);
   }
 
-  TokenizerJson& out_;
+  void Literal(const char* word) {
+    size_t n = std::strlen(word);
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) Bad("bad literal");
+    p_ += n;
+  }
+
+  json ParseValue(int depth) {
+    if (depth > kMaxDepth) Bad("nesting too deep");
+    char c = Peek();
+    if (c == '{') {
+      ++p_;
+      json obj = json::object();
+      Ws();
+      if (Peek() == '}') {
+        ++p_;
+        return obj;
+      }
+      std::string key;
+      while (true) {
+        Ws();
+        ParseString(key);
+        Ws();
+        Expect(':');
+        Ws();
+        obj[key] = ParseValue(depth + 1);
+        Ws();
+        if (Peek() == ',') {
+          ++p_;
+          continue;
+        }
+        Expect('}');
+        return obj;
+      }
+    }
+    if (c == '[') {
+      ++p_;
+      json arr = json::array();
+      Ws();
+      if (Peek() == ']') {
+        ++p_;
+        return arr;
+      }
+      while (true) {
+        Ws();
+        arr.push_back(ParseValue(depth + 1));
+        Ws();
+        if (Peek() == ',') {
+          ++p_;
+          continue;
+        }
+        Expect(']');
+        return arr;
+      }
+    }
+    if (c == '"') {
+      std::string s;
+      ParseString(s);
+      return json(std::move(s));
+    }
+    if (c == 't') {
+      Literal("true");
+      return json(true);
+    }
+    if (c == 'f') {
+      Literal("false");
+      return json(false);
+    }
+    if (c == 'n') {
+      Literal("null");
+      return json(nullptr);
+    }
+    return ParseNumber();
+  }
+
+  json ParseModel() {
+    Expect('{');
+    json model = json::object();
+    Ws();
+    if (Peek() == '}') {
+      ++p_;
+      return model;
+    }
+    std::string key;
+    while (true) {
+      Ws();
+      ParseString(key);
+      Ws();
+      Expect(':');
+      Ws();
+      if (key == "vocab" && Peek() == '{') {
+        ParseVocab();
+      } else if (key == "merges" && Peek() == '[') {
+        ParseMerges();
+      } else {
+        model[key] = ParseValue(2);
+      }
+      Ws();
+      if (Peek() == ',') {
+        ++p_;
+        continue;
+      }
+      Expect('}');
+      return model;
+    }
+  }
+
+  void ParseVocab() {
+    Expect('{');
+    out_.has_vocab_object = true;
+    Ws();
+    if (Peek() == '}') {
+      ++p_;
+      return;
+    }
+    std::string key;
+    while (true) {
+      Ws();
+      ParseString(key);
+      Ws();
+      Expect(':');
+      Ws();
+      bool negative = Peek() == '-';
+      if (negative) ++p_;
+      if (Peek() < '0' || Peek() > '9') Bad("model.vocab holds a value that is not an integer id");
+      int64_t id = 0;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
+        id = id * 10 + (*p_++ - '0');
+        if (id > (int64_t{1} << 40)) Bad("model.vocab id too large");
+      }
+      if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) {
+        Bad("model.vocab holds a non-integer id");
+      }
+      out_.vocab.emplace_back(key, negative ? -id : id);
+      Ws();
+      if (Peek() == ',') {
+        ++p_;
+        continue;
+      }
+      Expect('}');
+      return;
+    }
+  }
+
+  void ParseMerges() {
+    Expect('[');
+    out_.has_merges = true;
+    Ws();
+    if (Peek() == ']') {
+      ++p_;
+      return;
+    }
+    std::string s;
+    while (true) {
+      Ws();
+      if (Peek() == '"') {
+        ParseString(s);
+        size_t space = s.find(' ');
+        if (space == std::string::npos) {
+          Fail("tokenizer", "{}: merge {} '{}' has no space between its two parts", source_,
+               out_.merges.size(), s);
+        }
+        out_.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+      } else if (Peek() == '[') {
+        ++p_;
+        std::pair<std::string, std::string> pair;
+        Ws();
+        ParseString(pair.first);
+        Ws();
+        if (Peek() != ',') Bad("a merge pair does not have two parts");
+        ++p_;
+        Ws();
+        ParseString(pair.second);
+        Ws();
+        if (Peek() != ']') Bad("a merge pair does not have two parts");
+        ++p_;
+        out_.merges.push_back(std::move(pair));
+      } else {
+        Bad("a merge is neither \"a b\" nor [\"a\", \"b\"]");
+      }
+      Ws();
+      if (Peek() == ',') {
+        ++p_;
+        continue;
+      }
+      Expect(']');
+      return;
+    }
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
   const std::string& source_;
-  std::vector<json*> stack_;
-  std::string key_;
-  std::string vocab_key_;
-  const json* model_ = nullptr;  // root["model"] once it has been opened
-  Mode mode_ = Mode::kDom;
-  std::pair<std::string, std::string> pair_;
-  int pair_count_ = 0;
+  TokenizerJson& out_;
 };
 
 }  // namespace
 
 TokenizerJson ParseTokenizerJson(std::string_view text, const std::string& source) {
+  if (!IsValidUtf8(text)) Fail("tokenizer", "{}: file is not valid UTF-8", source);
   TokenizerJson out;
-  Sax sax(out, source);
-  bool ok = json::sax_parse(text.begin(), text.end(), &sax);
-  if (!ok) Fail("tokenizer", "{}: invalid JSON", source);
-  if (!out.root.is_object()) Fail("tokenizer", "{}: top level is not a JSON object", source);
+  Parser(text, source, out).ParseDocument();
   return out;
 }
 

@@ -125,9 +125,10 @@ class HfTokenizer : public Tokenizer {
         tokens.push_back(t.content);
         continue;
       }
-      if (const std::string* t = model_->IdToToken(id)) {
-        if (skip_special_tokens && special_contents_.count(*t)) continue;
-        tokens.push_back(*t);
+      std::string_view t;
+      if (model_->IdToToken(id, &t)) {
+        if (skip_special_tokens && special_contents_.count(t)) continue;
+        tokens.emplace_back(t);
       }
     }
     if (!decoder_) {
@@ -153,7 +154,8 @@ class HfTokenizer : public Tokenizer {
   std::optional<std::string> IdToToken(int32_t id) const override {
     auto it = added_by_id_.find(id);
     if (it != added_by_id_.end()) return added_[it->second].content;
-    if (const std::string* t = model_->IdToToken(id)) return *t;
+    std::string_view t;
+    if (model_->IdToToken(id, &t)) return std::string(t);
     return std::nullopt;
   }
   size_t VocabSize() const override { return vocab_size_; }
