@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   cli::RegisterDemoVerb(app);
   cli::RegisterChatVerb(app);
   cli::RegisterTokenizeVerb(app);
+  cli::RegisterDumpVerb(app);
 
   try {
     app.parse(argc, argv);

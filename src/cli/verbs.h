@@ -24,5 +24,6 @@ void RegisterKlVerb(CLI::App& app);
 void RegisterDemoVerb(CLI::App& app);
 void RegisterChatVerb(CLI::App& app);
 void RegisterTokenizeVerb(CLI::App& app);
+void RegisterDumpVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -1,0 +1,62 @@
+// `proctor dump --teacher MODEL --corpus DIR --out DIR`: runs the teacher teacher-forced over a
+// tokenized corpus and writes a reference-logits dump (top-k logits + full logsumexp).
+#include <fmt/format.h>
+
+#include "cli/engine_flags.h"
+#include "cli/verbs.h"
+#include "eval/teacher_dump.h"
+
+namespace proctor::cli {
+
+void RegisterDumpVerb(CLI::App& app) {
+  struct Args {
+    std::string teacher;
+    std::string corpus;
+    std::string out;
+    int64_t top_k = 2048;
+    int64_t seq_start = 0;
+    int64_t seq_end = -1;
+    bool resume = false;
+    EngineFlags engine;
+  };
+  auto args = std::make_shared<Args>();
+  auto* verb = app.add_subcommand(
+      "dump", "Run a teacher model over a corpus and write a reference-logits dump");
+  verb->add_option("--teacher", args->teacher,
+                   "Teacher model: directory, .gguf file or cached HF id")
+      ->required();
+  verb->add_option("--corpus", args->corpus, "Corpus directory (tokens.bin + manifest.json)")
+      ->required();
+  verb->add_option("--out", args->out, "Output dump directory (empty, absent, or --resume)")
+      ->required();
+  verb->add_option("--top-k", args->top_k, "Logits kept per position (default 2048)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--seq-start", args->seq_start, "First corpus sequence to dump (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  verb->add_option("--seq-end", args->seq_end,
+                   "One past the last corpus sequence to dump (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  args->engine.Add(*verb);
+  verb->callback([args] {
+    const TeacherDumpResult result = DumpTeacher({
+        .teacher = args->teacher,
+        .corpus_dir = args->corpus,
+        .out_dir = args->out,
+        .top_k = args->top_k,
+        .chunk_size = args->engine.chunk,
+        .seq_start = args->seq_start,
+        .seq_end = args->seq_end,
+        .resume = args->resume,
+        .runtime = args->engine.Options(),
+        .quiet = Globals().quiet,
+    });
+    if (!Globals().quiet) {
+      fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
+                 args->out, result.n_seqs, result.sequences_resumed, result.positions_written,
+                 result.elapsed_seconds);
+    }
+  });
+}
+
+}  // namespace proctor::cli

@@ -1,0 +1,44 @@
+// The tokenized corpus a teacher dump runs over (FORMATS.md section 4; docs/formats.md): a
+// directory with tokens.bin (int32 [n_seqs][ctx_len]) and manifest.json (kind "kl-eval-corpus",
+// tokens_sha256 pinning tokens.bin). ReadCorpus validates both; WriteCorpus writes them
+// atomically (tokens first, manifest last).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace proctor {
+
+struct Corpus {
+  std::filesystem::path dir;
+  int64_t ctx_len = 0;
+  int64_t n_seqs = 0;
+  int64_t vocab_size = 0;        // 0 when the manifest does not say (null or absent)
+  std::string tokenizer;         // as the manifest says ("" when absent)
+  std::string tokens_sha256;     // verified against tokens.bin
+  std::vector<int32_t> tokens;   // [n_seqs, ctx_len]
+
+  std::span<const int32_t> Sequence(int64_t seq) const {
+    return std::span<const int32_t>(tokens).subspan(static_cast<size_t>(seq * ctx_len),
+                                                    static_cast<size_t>(ctx_len));
+  }
+};
+
+// Reads and validates a corpus directory: manifest format_version 1 and kind
+// "kl-eval-corpus", positive ctx_len / n_seqs, tokens.bin of exactly n_seqs*ctx_len*4 bytes
+// whose SHA-256 is tokens_sha256, token ids >= 0 (and < vocab_size when given).
+// Error("[corpus] ...") names the file and the numbers.
+Corpus ReadCorpus(const std::filesystem::path& dir);
+
+// Writes tokens.bin and manifest.json into `dir` (created if missing). `manifest` supplies the
+// descriptive keys (tokenizer, vocab_size, seed, chat_template, sources, notes); format_version,
+// kind, ctx_len, n_seqs, n_tokens, tokens_sha256 and created are filled in here.
+void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens,
+                 int64_t ctx_len, const nlohmann::ordered_json& manifest);
+
+}  // namespace proctor

@@ -1,0 +1,119 @@
+#include "eval/teacher_dump.h"
+
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "eval/candidate_forward.h"
+#include "eval/corpus.h"
+#include "eval/ref_logits_writer.h"
+#include "util/error.h"
+#include "util/progress.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "dump";
+
+}  // namespace
+
+TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
+  const auto start_time = std::chrono::steady_clock::now();
+  if (options.top_k < 1) Fail(kComponent, "--top-k must be >= 1, got {}", options.top_k);
+  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  const Corpus corpus = ReadCorpus(options.corpus_dir);
+  const int64_t seq_end = options.seq_end < 0 ? corpus.n_seqs : options.seq_end;
+  if (options.seq_start < 0 || options.seq_start >= seq_end || seq_end > corpus.n_seqs) {
+    Fail(kComponent, "sequence slice [{}, {}) is not inside the corpus' {} sequences ('{}')",
+         options.seq_start, seq_end, corpus.n_seqs, corpus.dir.string());
+  }
+  if (corpus.ctx_len < 2) {
+    Fail(kComponent, "corpus '{}' has ctx_len {}: a dump needs at least 2 tokens per sequence",
+         corpus.dir.string(), corpus.ctx_len);
+  }
+  const bool interrupted = std::filesystem::exists(options.out_dir / ".in-progress.json");
+  if (interrupted && !options.resume) {
+    Fail(kComponent, "'{}' holds an interrupted dump; pass --resume to continue it (or choose an "
+         "empty directory)", options.out_dir.string());
+  }
+  const int64_t n_seqs = seq_end - options.seq_start;
+  std::optional<std::string> notes;
+  if (n_seqs != corpus.n_seqs) {
+    notes = fmt::format("sequences [{}, {}) of a corpus of {} sequences", options.seq_start,
+                        seq_end, corpus.n_seqs);
+  }
+  const auto tokens = std::span<const int32_t>(corpus.tokens)
+                          .subspan(static_cast<size_t>(options.seq_start * corpus.ctx_len),
+                                   static_cast<size_t>(n_seqs * corpus.ctx_len));
+  ReferenceLogitsWriter writer({.dir = options.out_dir,
+                                .model = options.teacher,
+                                .corpus_sha256 = corpus.tokens_sha256,
+                                .ctx_len = corpus.ctx_len,
+                                .n_seqs = n_seqs,
+                                .top_k = options.top_k,
+                                .notes = notes},
+                               tokens);
+  TeacherDumpResult result;
+  result.n_seqs = n_seqs;
+  result.sequences_resumed = writer.SequencesDone();
+  const int64_t positions = writer.positions();
+  if (result.sequences_resumed < n_seqs) {
+    const TeacherForcedLogits forward =
+        options.forward ? options.forward : MakeCandidateForward(options.teacher, options.runtime);
+    Progress progress({.label = "dump",
+                       .unit = "positions",
+                       .total = static_cast<uint64_t>((n_seqs - result.sequences_resumed) *
+                                                      positions),
+                       .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+    for (int64_t s = 0; s < n_seqs; ++s) {
+      if (writer.SequenceDone(s)) continue;
+      const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
+                                             static_cast<size_t>(corpus.ctx_len));
+      writer.BeginSequence(s);
+      int64_t next = 0;  // next position to append
+      forward(seq_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
+        if (logits.type != DType::kF32) {
+          Fail(kComponent, "the teacher forward returned {} logits; f32 expected",
+               Name(logits.type));
+        }
+        if (start_pos != next && start_pos < positions) {
+          Fail(kComponent, "sequence {}: a chunk starts at position {}, expected {}",
+               options.seq_start + s, start_pos, next);
+        }
+        if (result.vocab == 0) {
+          result.vocab = logits.cols;
+          if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols) {
+            Fail(kComponent, "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
+                 "has {}: a different tokenizer", corpus.dir.string(), corpus.vocab_size,
+                 options.teacher, logits.cols);
+          }
+          if (options.top_k > logits.cols) {
+            Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
+                 logits.cols);
+          }
+        }
+        int64_t appended = 0;
+        for (int64_t r = 0; r < logits.rows && start_pos + r < positions; ++r, ++appended) {
+          writer.AppendLogitsRow(
+              std::span<const float>(logits.RowAs<float>(r), static_cast<size_t>(logits.cols)));
+        }
+        next += appended;
+        progress.Advance(static_cast<uint64_t>(appended));
+      });
+      if (next != positions) {
+        Fail(kComponent, "sequence {}: the teacher's chunks covered {} positions, expected {}",
+             options.seq_start + s, next, positions);
+      }
+      writer.EndSequence();
+      result.positions_written += positions;
+    }
+    progress.Finish();
+  }
+  writer.Finish();
+  result.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  return result;
+}
+
+}  // namespace proctor

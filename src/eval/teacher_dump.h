@@ -1,0 +1,47 @@
+// `proctor dump`: runs a teacher model teacher-forced over a corpus and writes a
+// reference-logits dump (format_version 1) of its top-k logits and full-vocabulary logsumexp.
+//
+// One KV cache per sequence, chunks of `chunk_size` positions (memory is bounded by the
+// chunk's [C, V] logits); each position goes through ReferenceLogitsWriter::AppendLogitsRow
+// (top-k with ties to the lower index, f32 logsumexp, records shifted by the top logit).
+// A run can be resumed (finished sequences are kept; the result is byte-identical to an
+// uninterrupted run), and a slice [seq_start, seq_end) of the corpus is a self-contained dump.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "eval/teacher_forced.h"
+#include "model/runtime_model.h"
+
+namespace proctor {
+
+struct TeacherDumpOptions {
+  std::string teacher{};             // model spec (directory, .gguf, cached HF id); manifest.model
+  std::filesystem::path corpus_dir{};
+  std::filesystem::path out_dir{};
+  int64_t top_k = 2048;
+  int64_t chunk_size = 512;
+  int64_t seq_start = 0;             // first corpus sequence dumped
+  int64_t seq_end = -1;              // one past the last; -1 = the corpus' n_seqs
+  bool resume = false;               // continue an interrupted dump in out_dir
+  TeacherForcedLogits forward{};     // empty: MakeCandidateForward(teacher, runtime)
+  RuntimeOptions runtime{};
+  bool quiet = false;
+};
+
+struct TeacherDumpResult {
+  int64_t n_seqs = 0;                // sequences in the dump
+  int64_t sequences_resumed = 0;     // already complete from an interrupted run
+  int64_t positions_written = 0;     // records written by this run
+  int64_t vocab = 0;                 // the teacher's vocabulary (0 if nothing was run)
+  double elapsed_seconds = 0;
+};
+
+// Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids
+// out of range, top_k above the vocabulary) or chunks that do not cover the sequence;
+// "[corpus] ..." / "[ref-logits] ..." from the reader and writer.
+TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options);
+
+}  // namespace proctor
