@@ -26,5 +26,5 @@ for target in build-fuzz/fuzz/fuzz_*; do
     echo "fuzz: $name found a crash (log: $log)" >&2
     exit 1
   fi
-  grep -E "stat::number_of_executed_runs" "$log" | sed "s/^/fuzz: $name /" || true
+  grep -E "stat::number_of_executed_units" "$log" | sed "s/^/fuzz: $name /" || true
 done

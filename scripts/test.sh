@@ -6,5 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 build_dir=${PROCTOR_BUILD_DIR:-build}
-(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+log="$build_dir/ctest-summary.log"
+(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 900) | tee "$log"
 bash scripts/fuzz.sh
+# One closing line for whoever reads the end of the output (ctest's own summary is above).
+total=$(sed -nE 's/.* tests failed out of ([0-9]+).*/\1/p' "$log" | tail -1)
+failed=$(sed -nE 's/.*, ([0-9]+) tests failed out of.*/\1/p' "$log" | tail -1)
+echo "tests: $((total - failed)) passed, ${failed} failed"
