@@ -21,43 +21,77 @@ constexpr int kMaxDepth = 256;
 class Parser {
  public:
   Parser(std::string_view text, const std::string& source, TokenizerJson& out)
-      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), source_(source),
+      : begin_(text.data()),
+        p_(text.data()),
+        end_(text.data() + text.size()),
+        source_(source),
         out_(out) {}
 
   void ParseDocument() {
     Ws();
-    Expect('{');
     out_.root = json::object();
-    Ws();
-    if (Peek() == '}') {
-      ++p_;
-    } else {
-      while (true) {
-        Ws();
-        std::string key;
-        ParseString(key);
-        Ws();
-        Expect(':');
-        Ws();
-        if (key == "model" && Peek() == '{') {
-          out_.root["model"] = ParseModel();
-        } else {
-          out_.root[key] = ParseValue(1);
-        }
-        Ws();
-        if (Peek() == ',') {
-          ++p_;
-          continue;
-        }
-        Expect('}');
-        break;
+    ParseObject([&](const std::string& key) {
+      if (key == "model" && Peek() == '{') {
+        out_.root["model"] = ParseModel();
+      } else {
+        out_.root[key] = ParseValue(1);
       }
-    }
+    });
     Ws();
     if (p_ != end_) Bad("unexpected data after the top-level object");
   }
 
  private:
+  // Parses '{' (string ':' value) , ... '}'; on_member(key) is called positioned at each value
+  // and must consume it.
+  template <typename OnMember>
+  void ParseObject(OnMember on_member) {
+    Expect('{');
+    Ws();
+    if (Peek() == '}') {
+      ++p_;
+      return;
+    }
+    std::string key;
+    while (true) {
+      Ws();
+      ParseString(key);
+      Ws();
+      Expect(':');
+      Ws();
+      on_member(key);
+      Ws();
+      if (Peek() == ',') {
+        ++p_;
+        continue;
+      }
+      Expect('}');
+      return;
+    }
+  }
+
+  // Parses '[' value , ... ']'; on_element() is called positioned at each element and must
+  // consume it.
+  template <typename OnElement>
+  void ParseArray(OnElement on_element) {
+    Expect('[');
+    Ws();
+    if (Peek() == ']') {
+      ++p_;
+      return;
+    }
+    while (true) {
+      Ws();
+      on_element();
+      Ws();
+      if (Peek() == ',') {
+        ++p_;
+        continue;
+      }
+      Expect(']');
+      return;
+    }
+  }
   [[noreturn]] void Bad(const char* what) {
     Fail("tokenizer", "{}: invalid JSON at byte {}: {}", source_, p_ - begin_, what);
   }
@@ -115,14 +149,30 @@ class Parser {
       char e = Peek();
       ++p_;
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           unsigned cp = Hex4();
           if (cp >= 0xD800 && cp <= 0xDBFF) {
@@ -181,49 +231,14 @@ class Parser {
     if (depth > kMaxDepth) Bad("nesting too deep");
     char c = Peek();
     if (c == '{') {
-      ++p_;
       json obj = json::object();
-      Ws();
-      if (Peek() == '}') {
-        ++p_;
-        return obj;
-      }
-      std::string key;
-      while (true) {
-        Ws();
-        ParseString(key);
-        Ws();
-        Expect(':');
-        Ws();
-        obj[key] = ParseValue(depth + 1);
-        Ws();
-        if (Peek() == ',') {
-          ++p_;
-          continue;
-        }
-        Expect('}');
-        return obj;
-      }
+      ParseObject([&](const std::string& key) { obj[key] = ParseValue(depth + 1); });
+      return obj;
     }
     if (c == '[') {
-      ++p_;
       json arr = json::array();
-      Ws();
-      if (Peek() == ']') {
-        ++p_;
-        return arr;
-      }
-      while (true) {
-        Ws();
-        arr.push_back(ParseValue(depth + 1));
-        Ws();
-        if (Peek() == ',') {
-          ++p_;
-          continue;
-        }
-        Expect(']');
-        return arr;
-      }
+      ParseArray([&] { arr.push_back(ParseValue(depth + 1)); });
+      return arr;
     }
     if (c == '"') {
       std::string s;
@@ -246,20 +261,8 @@ class Parser {
   }
 
   json ParseModel() {
-    Expect('{');
     json model = json::object();
-    Ws();
-    if (Peek() == '}') {
-      ++p_;
-      return model;
-    }
-    std::string key;
-    while (true) {
-      Ws();
-      ParseString(key);
-      Ws();
-      Expect(':');
-      Ws();
+    ParseObject([&](const std::string& key) {
       if (key == "vocab" && Peek() == '{') {
         ParseVocab();
       } else if (key == "merges" && Peek() == '[') {
@@ -267,31 +270,13 @@ class Parser {
       } else {
         model[key] = ParseValue(2);
       }
-      Ws();
-      if (Peek() == ',') {
-        ++p_;
-        continue;
-      }
-      Expect('}');
-      return model;
-    }
+    });
+    return model;
   }
 
   void ParseVocab() {
-    Expect('{');
     out_.has_vocab_object = true;
-    Ws();
-    if (Peek() == '}') {
-      ++p_;
-      return;
-    }
-    std::string key;
-    while (true) {
-      Ws();
-      ParseString(key);
-      Ws();
-      Expect(':');
-      Ws();
+    ParseObject([&](const std::string& key) {
       bool negative = Peek() == '-';
       if (negative) ++p_;
       if (Peek() < '0' || Peek() > '9') Bad("model.vocab holds a value that is not an integer id");
@@ -304,27 +289,13 @@ class Parser {
         Bad("model.vocab holds a non-integer id");
       }
       out_.vocab.emplace_back(key, negative ? -id : id);
-      Ws();
-      if (Peek() == ',') {
-        ++p_;
-        continue;
-      }
-      Expect('}');
-      return;
-    }
+    });
   }
 
   void ParseMerges() {
-    Expect('[');
     out_.has_merges = true;
-    Ws();
-    if (Peek() == ']') {
-      ++p_;
-      return;
-    }
     std::string s;
-    while (true) {
-      Ws();
+    ParseArray([&] {
       if (Peek() == '"') {
         ParseString(s);
         size_t space = s.find(' ');
@@ -350,14 +321,7 @@ class Parser {
       } else {
         Bad("a merge is neither \"a b\" nor [\"a\", \"b\"]");
       }
-      Ws();
-      if (Peek() == ',') {
-        ++p_;
-        continue;
-      }
-      Expect(']');
-      return;
-    }
+    });
   }
 
   const char* begin_;
