@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "model/mlx_weights.h"
 #include "model/runtime_model.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -58,22 +59,28 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
   auto optional = [&](const std::string& name) {
     return weights.Has(name) ? weights.Matrix(name) : Absent();
   };
-  embed_tokens_ = weights.Matrix("model.embed_tokens.weight");
+  const int64_t hidden = config.hidden_size, vocab = config.vocab_size;
+  const int64_t q_dim = int64_t{config.num_heads} * d, kv_dim = int64_t{config.num_kv_heads} * d;
+  const int64_t ff = config.intermediate_size;
+  auto linear = [&](const std::string& path, int64_t out, int64_t in) {
+    return ResolveLinear(weights, config.mlx_quantization, path, out, in);
+  };
+  embed_tokens_ = linear("model.embed_tokens", vocab, hidden);
   final_norm_ = weights.Matrix("model.norm.weight");
   if (config.tie_word_embeddings && !weights.Has("lm_head.weight")) {
     lm_head_ = embed_tokens_;
   } else {
-    lm_head_ = weights.Matrix("lm_head.weight");
+    lm_head_ = linear("lm_head", vocab, hidden);
   }
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
     LayerWeights l;
     l.input_norm = weights.Matrix(p + "input_layernorm.weight");
     l.post_attention_norm = weights.Matrix(p + "post_attention_layernorm.weight");
-    l.q = weights.Matrix(p + "self_attn.q_proj.weight");
-    l.k = weights.Matrix(p + "self_attn.k_proj.weight");
-    l.v = weights.Matrix(p + "self_attn.v_proj.weight");
-    l.o = weights.Matrix(p + "self_attn.o_proj.weight");
+    l.q = linear(p + "self_attn.q_proj", q_dim, hidden);
+    l.k = linear(p + "self_attn.k_proj", kv_dim, hidden);
+    l.v = linear(p + "self_attn.v_proj", kv_dim, hidden);
+    l.o = linear(p + "self_attn.o_proj", hidden, q_dim);
     l.q_bias = optional(p + "self_attn.q_proj.bias");
     l.k_bias = optional(p + "self_attn.k_proj.bias");
     l.v_bias = optional(p + "self_attn.v_proj.bias");
@@ -82,9 +89,9 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       l.q_norm = weights.Matrix(p + "self_attn.q_norm.weight");
       l.k_norm = weights.Matrix(p + "self_attn.k_norm.weight");
     }
-    l.gate = weights.Matrix(p + "mlp.gate_proj.weight");
-    l.up = weights.Matrix(p + "mlp.up_proj.weight");
-    l.down = weights.Matrix(p + "mlp.down_proj.weight");
+    l.gate = linear(p + "mlp.gate_proj", ff, hidden);
+    l.up = linear(p + "mlp.up_proj", ff, hidden);
+    l.down = linear(p + "mlp.down_proj", hidden, ff);
     layers_.push_back(l);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "model/gguf.h"
 #include "model/gguf_model.h"
+#include "model/mlx_weights.h"
 #include "model/safetensors.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -129,26 +130,24 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
   const int64_t kv_dim = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
   const int64_t ff = c.intermediate_size;
   const int64_t vocab = c.vocab_size;
-  // Quantized MLX weights ("<base>.scales" beside "<base>.weight") are checked by quant/.
+  // Linear layers and the embedding may be MLX-quantized: ResolveLinear checks either form.
+  auto linear = [&](const std::string& path, int64_t out, int64_t in) {
+    ResolveLinear(w, c.mlx_quantization, path, out, in);
+  };
   auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
-    const std::string base = name.substr(0, name.rfind('.'));
-    if (name.ends_with(".weight") && w.Has(base + ".scales")) {
-      w.Get(name);
-      return;
-    }
     w.Expect(name, std::move(shape));
   };
-  expect("model.embed_tokens.weight", {vocab, hidden});
+  linear("model.embed_tokens", vocab, hidden);
   expect("model.norm.weight", {hidden});
-  if (!c.tie_word_embeddings || w.Has("lm_head.weight")) expect("lm_head.weight", {vocab, hidden});
+  if (!c.tie_word_embeddings || w.Has("lm_head.weight")) linear("lm_head", vocab, hidden);
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::string p = fmt::format("model.layers.{}.", layer);
     expect(p + "input_layernorm.weight", {hidden});
     expect(p + "post_attention_layernorm.weight", {hidden});
-    expect(p + "self_attn.q_proj.weight", {q_dim, hidden});
-    expect(p + "self_attn.k_proj.weight", {kv_dim, hidden});
-    expect(p + "self_attn.v_proj.weight", {kv_dim, hidden});
-    expect(p + "self_attn.o_proj.weight", {hidden, q_dim});
+    linear(p + "self_attn.q_proj", q_dim, hidden);
+    linear(p + "self_attn.k_proj", kv_dim, hidden);
+    linear(p + "self_attn.v_proj", kv_dim, hidden);
+    linear(p + "self_attn.o_proj", hidden, q_dim);
     if (c.attention_bias) {
       expect(p + "self_attn.q_proj.bias", {q_dim});
       expect(p + "self_attn.k_proj.bias", {kv_dim});
@@ -159,9 +158,9 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
       expect(p + "self_attn.q_norm.weight", {c.head_dim});
       expect(p + "self_attn.k_norm.weight", {c.head_dim});
     }
-    expect(p + "mlp.gate_proj.weight", {ff, hidden});
-    expect(p + "mlp.up_proj.weight", {ff, hidden});
-    expect(p + "mlp.down_proj.weight", {hidden, ff});
+    linear(p + "mlp.gate_proj", ff, hidden);
+    linear(p + "mlp.up_proj", ff, hidden);
+    linear(p + "mlp.down_proj", hidden, ff);
   }
 }
 

@@ -41,8 +41,8 @@ struct LoadedModel {
 };
 
 // Locates, maps and validates a model: the config is parsed, every tensor the architecture needs
-// is present with the expected shape (quantized MLX weights, which have a .scales sibling, are
-// checked by the quantization code instead).
+// is present with the expected shape (MLX-quantized linear layers with their packed shapes,
+// scales and biases; model/mlx_weights.h).
 LoadedModel LoadModel(std::string_view model_spec);
 
 // The checks LoadModel applies to the weights, for stores built another way (synthetic models).

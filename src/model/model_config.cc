@@ -302,6 +302,7 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.eos_token_ids = GetTokenIds(config_json, "eos_token_id", origin);
   out.stored_dtype = GetString(config_json, "dtype", origin);
   if (out.stored_dtype.empty()) out.stored_dtype = GetString(config_json, "torch_dtype", origin);
+  out.mlx_quantization = ParseMlxQuantization(config_json, origin);
   ValidateConfig(out, origin);
   return out;
 }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/mlx_quant_config.h"
 #include "model/rope_frequencies.h"
 
 namespace proctor {
@@ -50,6 +51,8 @@ struct ModelConfig {
   int bos_token_id = -1;             // -1 = none
   std::vector<int> eos_token_ids;    // may be empty
   std::string stored_dtype;          // "float32", "bfloat16", "float16", or a GGUF type summary
+  // config.json's MLX quantization block (mlx-lm checkpoints); nullopt when absent (and for GGUF).
+  std::optional<MlxQuantization> mlx_quantization;
 
   // The attention window of layer `layer` (0 = full attention).
   int SlidingWindowForLayer(int layer) const {

@@ -2,7 +2,8 @@
 //
 // One straight-line implementation; the family members differ by config flags only (q/k/v
 // biases, q/k RMSNorm, tied head, rope convention and scaling, sliding window). Weights are used
-// in their stored dtype through ops::MatMul (nothing is converted up front).
+// in their stored dtype through ops::MatMul (nothing is converted up front), MLX-quantized
+// linear layers and embeddings included.
 //
 //   ForwardHidden(ids, cache)  runs T new tokens at positions cache.position().. through every
 //                              layer, appends their keys/values to the cache, and returns the
@@ -62,10 +63,10 @@ class RuntimeModel {
  private:
   struct LayerWeights {
     MatView input_norm, post_attention_norm;
-    MatView q, k, v, o;
+    ops::LinearWeight q, k, v, o;
     MatView q_bias, k_bias, v_bias, o_bias;  // rows == 0 when absent
     MatView q_norm, k_norm;                  // rows == 0 unless qk_norm
-    MatView gate, up, down;
+    ops::LinearWeight gate, up, down;
   };
 
   void AttentionBlock(int layer, MutMatF32 x, std::span<const int32_t> positions,
@@ -78,7 +79,8 @@ class RuntimeModel {
   RopeFrequencies rope_;
   ops::RopeStyle rope_style_;
   float attention_scale_;
-  MatView embed_tokens_, final_norm_, lm_head_;
+  MatView final_norm_;
+  ops::LinearWeight embed_tokens_, lm_head_;  // dense or MLX-quantized (model/mlx_weights.h)
   std::vector<LayerWeights> layers_;
 };
 

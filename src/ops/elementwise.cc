@@ -39,14 +39,14 @@ void AddBias(MutMatF32 x, const MatView& bias) {
   }
 }
 
-void GatherRows(const MatView& table, std::span<const int32_t> ids, MutMatF32 out) {
-  CHECK(static_cast<int64_t>(ids.size()) == out.rows && out.cols == table.cols);
+void GatherRows(const LinearWeight& table, std::span<const int32_t> ids, MutMatF32 out) {
+  CHECK(static_cast<int64_t>(ids.size()) == out.rows && out.cols == table.cols());
   for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= table.rows) {
+    if (ids[t] < 0 || ids[t] >= table.rows()) {
       Fail("ops", "token id {} at position {} is outside the embedding table's {} rows", ids[t],
-           t, table.rows);
+           t, table.rows());
     }
-    DecodeRowSegment(table, ids[t], 0, table.cols, out.Row(static_cast<int64_t>(t)));
+    DecodeWeightRow(table, ids[t], 0, table.cols(), out.Row(static_cast<int64_t>(t)));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 
+#include "ops/linear_weight.h"
 #include "tensor/tensor.h"
 
 namespace proctor::ops {
@@ -14,8 +15,8 @@ void SiluMul(MutMatF32 gate, const MatView& up);
 void AddInPlace(MutMatF32 acc, const MatView& x);
 // x[t] += bias for every row; bias: 1 row of x.cols, any float type.
 void AddBias(MutMatF32 x, const MatView& bias);
-// Embedding lookup: out[t] = dequantized row ids[t] of table (any weight type MatMul accepts).
-// An id outside [0, table.rows) throws proctor::Error.
-void GatherRows(const MatView& table, std::span<const int32_t> ids, MutMatF32 out);
+// Embedding lookup: out[t] = dequantized row ids[t] of table (any weight MatMul accepts,
+// MLX quantized tables included). An id outside [0, table.rows) throws proctor::Error.
+void GatherRows(const LinearWeight& table, std::span<const int32_t> ids, MutMatF32 out);
 
 }  // namespace proctor::ops

@@ -59,8 +59,13 @@ const char* F32KernelName(DType weight_type, int64_t T) {
   return T == 1 ? "f32-matvec" : "f32-blocked";
 }
 
-void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode,
+void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
+  if (weight.is_mlx()) {
+    internal::MatMulMlx(x, weight.mlx(), out, mode, pool);
+    return;
+  }
+  const MatView& w = weight.dense();
   CHECK(x.type == DType::kF32 && x.row_stride % sizeof(float) == 0);
   CHECK_MSG(IsSupportedWeightType(w.type), "unsupported weight type {}", Name(w.type));
   CHECK_MSG(x.cols == w.cols && out.rows == x.rows && out.cols == w.rows,

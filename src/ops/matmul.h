@@ -14,6 +14,7 @@
 // matrix-vector path. Results are bit-identical for the same inputs, mode, and thread count.
 #pragma once
 
+#include "ops/linear_weight.h"
 #include "tensor/tensor.h"
 #include "util/thread_pool.h"
 
@@ -21,13 +22,15 @@ namespace proctor::ops {
 
 enum class ComputeMode { kF32, kBF16 };
 
-// x: f32 rows (type kF32, any row stride). w: kF32, kF16, kBF16, kQ8_0 or kQ4_0 (blocks along
-// K). out: [T, N]. Never expands a whole weight matrix to f32.
-void MatMul(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode, ThreadPool& pool);
+// x: f32 rows (type kF32, any row stride). w: a dense view (f32, f16, bf16 or a GGUF block type,
+// blocks along K) or an MLX quantized matrix (linear_weight.h). out: [T, N]. Never expands a
+// whole weight matrix to f32: MLX matrices are decoded a group / panel at a time (matmul_mlx.cc).
+void MatMul(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode,
+            ThreadPool& pool);
 
 // Scalar reference: f32 accumulation in k order of x (rounded to bf16 first in kBF16 mode) times
-// exactly decoded weights. Single-threaded and slow; for tests.
-void MatMulRef(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode);
+// exactly decoded weights (the scalar reference decoders). Single-threaded and slow; for tests.
+void MatMulRef(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode);
 
 // Kernel families for bf16 mode with bf16 weights. kAuto picks the fastest available: AMX-BF16
 // tiles for T >= 2 and vdpbf16ps for T == 1 when the CPU has them, else the f32 kernels on the

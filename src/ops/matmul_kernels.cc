@@ -108,13 +108,22 @@ void GemmF32Impl(const float* a, int64_t a_stride, int64_t M, int64_t K, const f
   }
 }
 
+inline void DecodePanelRow(const MatView& w, int64_t row, int64_t k0, int64_t kc, float* out) {
+  DecodeRowSegment(w, row, k0, kc, out);
+}
+inline void DecodePanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0,
+                           int64_t kc, float* out) {
+  quant::DecodeMlxRowSegment(w, row, k0, kc, out);
+}
+
 // Packs rows [n0, n0 + nr) x columns [k0, k0 + kc) of w as panel[k][NR] f32 (zero rows past nr).
-void PackPanel(const MatView& w, int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* row_buf,
+template <class Weights>
+void PackPanel(const Weights& w, int64_t n0, int64_t nr, int64_t k0, int64_t kc, float* row_buf,
                float* panel) {
   const int64_t NR = PanelWidth();
   for (int64_t r = 0; r < NR; ++r) {
     if (r < nr) {
-      DecodeRowSegment(w, n0 + r, k0, kc, row_buf);
+      DecodePanelRow(w, n0 + r, k0, kc, row_buf);
       for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = row_buf[k];
     } else {
       for (int64_t k = 0; k < kc; ++k) panel[k * NR + r] = 0.0f;
@@ -122,13 +131,15 @@ void PackPanel(const MatView& w, int64_t n0, int64_t nr, int64_t k0, int64_t kc,
   }
 }
 
-void MatMulBlockedF32Impl(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
-                          int64_t n_end) {
+// Weights: a MatView or an MLX matrix (anything DecodePanelRow takes).
+template <class Weights>
+void BlockedF32(const MatView& x, const Weights& w, MutMatF32 out, int64_t n_begin,
+                int64_t n_end) {
   const int64_t NR = PanelWidth();
   const int64_t T = x.rows, K = x.cols;
   const int64_t x_stride = static_cast<int64_t>(x.row_stride / sizeof(float));
-  // A block size of kKChunk must keep quantized blocks whole.
-  static_assert(kKChunk % 32 == 0);
+  // A block size of kKChunk must keep quantized blocks (and MLX groups of <= 128) whole.
+  static_assert(kKChunk % 128 == 0);
   thread_local std::vector<float> panels, row_buf;
   panels.resize(static_cast<size_t>(kPanelsPerBlock * NR * kKChunk));  // [panel][k][NR]
   row_buf.resize(static_cast<size_t>(kKChunk));                          // [kc]
@@ -153,6 +164,16 @@ void MatMulBlockedF32Impl(const MatView& x, const MatView& w, MutMatF32 out, int
       }
     }
   }
+}
+
+void MatMulBlockedF32Impl(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
+                          int64_t n_end) {
+  BlockedF32(x, w, out, n_begin, n_end);
+}
+
+void MatMulBlockedF32MlxImpl(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
+                             int64_t n_begin, int64_t n_end) {
+  BlockedF32(x, w, out, n_begin, n_end);
 }
 
 // Dot products of x with 4 weight rows decoded by `load(row, k)` (a vector of f32 weights).
@@ -238,6 +259,7 @@ HWY_AFTER_NAMESPACE();
 namespace proctor::ops::internal {
 
 HWY_EXPORT(MatMulBlockedF32Impl);
+HWY_EXPORT(MatMulBlockedF32MlxImpl);
 HWY_EXPORT(MatVecF32Impl);
 HWY_EXPORT(BlockedPanelWidthImpl);
 HWY_EXPORT(GemmF32Impl);
@@ -250,6 +272,10 @@ void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float
 void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t n_begin,
                       int64_t n_end) {
   HWY_DYNAMIC_DISPATCH(MatMulBlockedF32Impl)(x, w, out, n_begin, n_end);
+}
+void MatMulBlockedF32Mlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
+                         int64_t n_begin, int64_t n_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulBlockedF32MlxImpl)(x, w, out, n_begin, n_end);
 }
 void MatVecF32(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
   HWY_DYNAMIC_DISPATCH(MatVecF32Impl)(x, w, out, n_begin, n_end);

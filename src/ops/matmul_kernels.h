@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/matmul.h"
+#include "quant/mlx_quant.h"
 #include "tensor/tensor.h"
+#include "util/thread_pool.h"
 
 namespace proctor::ops::internal {
 
@@ -15,12 +18,23 @@ void MatMulBlockedF32(const MatView& x, const MatView& w, MutMatF32 out, int64_t
                       int64_t n_end);
 // Matrix-vector product for T == 1 (dot products along K, weights streamed once).
 void MatVecF32(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
+// The same blocked kernel over an MLX quantized matrix (panels decoded a group at a time).
+void MatMulBlockedF32Mlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
+                         int64_t n_begin, int64_t n_end);
 // Column alignment of the blocked kernel's partitions (its panel width).
 int64_t BlockedPanelWidth();
 // c[M, N] = a[M, K] · b[K, N], all f32 row-major (strides in floats). b rows must be readable up
 // to N rounded up to BlockedPanelWidth() (pad with anything finite); c is written only [M, N).
 void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float* b,
              int64_t b_stride, int64_t N, float* c, int64_t c_stride);
+
+// MatMul for an MLX quantized matrix (matmul_mlx.cc): activations prepared for the mode, then the
+// matrix-vector kernel (T == 1) or the blocked kernel, N split statically across the pool.
+void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
+               ComputeMode mode, ThreadPool& pool);
+// Matrix-vector product with an MLX matrix for output rows [n_begin, n_end) (matmul_mlx.cc).
+void MatVecMlxF32(const float* x, const quant::MlxQuantizedMatrix& w, float* out, int64_t n_begin,
+                  int64_t n_end);
 
 // row[0, n): entries outside [begin, end) become 0; inside, softmax(row * scale) in f32 with max
 // subtraction (Highway Exp, <= 1 ulp), normalised.

@@ -8,15 +8,15 @@
 
 namespace proctor::ops {
 
-void MatMulRef(const MatView& x, const MatView& w, MutMatF32 out, ComputeMode mode) {
+void MatMulRef(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode) {
   CHECK(x.type == DType::kF32);
-  CHECK_MSG(x.cols == w.cols && out.rows == x.rows && out.cols == w.rows,
-            "x [{}, {}] w [{}, {}] out [{}, {}]", x.rows, x.cols, w.rows, w.cols, out.rows,
+  CHECK_MSG(x.cols == w.cols() && out.rows == x.rows && out.cols == w.rows(),
+            "x [{}, {}] w [{}, {}] out [{}, {}]", x.rows, x.cols, w.rows(), w.cols(), out.rows,
             out.cols);
-  std::vector<float> w_row(static_cast<size_t>(w.cols));   // [K]
-  std::vector<float> x_row(static_cast<size_t>(x.cols));   // [K]
-  for (int64_t n = 0; n < w.rows; ++n) {
-    DecodeRowSegmentRef(w, n, 0, w.cols, w_row.data());
+  std::vector<float> w_row(static_cast<size_t>(w.cols()));  // [K]
+  std::vector<float> x_row(static_cast<size_t>(x.cols));    // [K]
+  for (int64_t n = 0; n < w.rows(); ++n) {
+    DecodeWeightRowRef(w, n, 0, w.cols(), w_row.data());
     for (int64_t t = 0; t < x.rows; ++t) {
       const float* xt = x.RowAs<float>(t);
       for (int64_t k = 0; k < x.cols; ++k) {
