@@ -1,21 +1,65 @@
-// `proctor inspect DIR`: a reference-logits dump's manifest and sizes, then a full integrity
-// check of every file and record. Exits non-zero with the reason and the file on any problem.
+// `proctor inspect DIR|MODEL`:
+//  - a reference-logits dump (a directory with manifest.json): its manifest and sizes, then a full
+//    integrity check of every file and record; non-zero exit with the reason and the file on any
+//    problem;
+//  - a model (directory with config.json, .gguf file, cached HF id): architecture, tensor count,
+//    weight-type histogram, bits per weight, size on disk vs in memory (model/model_summary.h);
+//    --json FILE writes the same as JSON.
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "cli/verbs.h"
 #include "eval/ref_logits.h"
 #include "eval/ref_logits_integrity.h"
+#include "model/load.h"
+#include "model/model_summary.h"
+#include "util/error.h"
+#include "util/file.h"
 #include "util/progress.h"
 
 namespace proctor::cli {
+namespace {
+
+void InspectModel(const std::string& spec, const std::string& json_path) {
+  const LoadedModel model = LoadModel(spec);
+  const ModelSummary summary = SummarizeModel(model);
+  fmt::print("{}", FormatModelSummary(summary));
+  if (!json_path.empty()) {
+    WriteFileAtomic(json_path, ModelSummaryToJson(summary).dump(2) + "\n");
+    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", json_path);
+  }
+}
+
+}  // namespace
 
 void RegisterInspectVerb(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
+  auto json_path = std::make_shared<std::string>();
   auto* verb = app.add_subcommand(
-      "inspect", "Show a reference-logits dump's manifest and sizes, and check every record");
-  verb->add_option("dir", *dir, "Dump directory (manifest.json, tokens.bin, seq-<i>.bin)")
+      "inspect",
+      "Show a reference-logits dump's manifest and sizes and check every record, or describe a "
+      "model (architecture, weight types, bits per weight, sizes)");
+  verb->add_option("path", *dir,
+                   "Dump directory (manifest.json, tokens.bin, seq-<i>.bin), or a model "
+                   "(directory with config.json, .gguf file, cached HF id)")
       ->required();
-  verb->callback([dir] {
+  verb->add_option("--json", *json_path, "Models: also write the summary as JSON to this file");
+  verb->callback([dir, json_path] {
+    // A model: a directory with config.json (and no dump manifest), a file (.gguf), or a name
+    // that is not a path (a cached HF id). Any other directory is read as a dump.
+    namespace fs = std::filesystem;
+    const fs::path path(*dir);
+    const bool is_model = fs::is_directory(path)
+                              ? fs::exists(path / "config.json") && !fs::exists(path / "manifest.json")
+                              : true;
+    if (is_model) {
+      InspectModel(*dir, *json_path);
+      return;
+    }
+    if (!json_path->empty()) {
+      Fail("cli", "{}: --json describes models; this is a reference-logits dump", *dir);
+    }
     const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(*dir);
     const ReferenceLogitsManifest& m = dump.manifest();
     fmt::print("reference-logits dump {}\n", dump.dir().string());

@@ -1,0 +1,88 @@
+// MatMul with MLX quantized weights for TinyLlama-1.1B layer shapes (q, k, v, o, gate, up, down):
+// decode (T = 1, the matrix-vector kernel) and prefill (T = 512, the blocked kernel over decoded
+// panels), f32 compute, 1 and 2 threads. Counters: weight_bytes_per_second (packed codes + scales
+// + biases streamed per second: decode is memory-bound, compare with ops_bench's StreamRead),
+// FLOPS, and tokens_per_second_22_layers (this layer's projections only, x 22).
+//   build/bench/mlx_bench
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/test_util.h"
+#include "quant/mlx_quant.h"
+
+namespace proctor::ops {
+namespace {
+
+struct Projection {
+  int64_t in, out;
+};
+constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
+                                 {2048, 5632}, {2048, 5632}, {5632, 2048}};
+
+struct Format {
+  quant::MlxMode mode;
+  int bits, group;
+};
+constexpr Format kFormats[] = {{quant::MlxMode::kAffine, 4, 64}, {quant::MlxMode::kAffine, 8, 64},
+                               {quant::MlxMode::kAffine, 2, 64}, {quant::MlxMode::kAffine, 3, 64},
+                               {quant::MlxMode::kAffine, 6, 64}, {quant::MlxMode::kMxfp4, 4, 32}};
+
+// Quantized once per format (the quantizer is slow) and shared by every benchmark of it.
+const std::vector<quant::MlxQuantizedTensor>& LayerWeights(int format) {
+  static std::vector<std::vector<quant::MlxQuantizedTensor>> cache(std::size(kFormats));
+  auto& weights = cache[static_cast<size_t>(format)];
+  if (weights.empty()) {
+    const Format& f = kFormats[format];
+    for (const Projection& p : kLayer) {
+      const auto w = testing::RandomFloats(static_cast<size_t>(p.out * p.in),
+                                           static_cast<uint32_t>(p.out), 0.05f);
+      weights.push_back(
+          quant::QuantizeMlx(w.data(), p.out, p.in, f.mode, f.bits, f.group, DType::kBF16));
+    }
+  }
+  return weights;
+}
+
+void BM_MlxMatMulLayer(benchmark::State& state) {
+  const int format = static_cast<int>(state.range(0));
+  const int64_t T = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  ThreadPool pool(threads);
+  const auto& weights = LayerWeights(format);
+  std::vector<Tensor> outs;
+  double flops = 0.0, weight_bytes = 0.0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Projection& p = kLayer[i];
+    outs.push_back(Tensor::F32(T, p.out));
+    flops += 2.0 * static_cast<double>(T * p.in * p.out);
+    weight_bytes += static_cast<double>(LinearWeight(weights[i].View()).StoredBytes());
+  }
+  const Tensor x = testing::RandomMatrix(DType::kF32, T, 5632, 1);
+  for (auto _ : state) {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const MatView xv{DType::kF32, T, kLayer[i].in, 5632 * 4, x.bytes()};
+      MatMul(xv, weights[i].View(), outs[i].MutF32(), ComputeMode::kF32, pool);
+    }
+  }
+  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes_per_second"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens_per_second_22_layers"] = benchmark::Counter(
+      static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
+  const Format& f = kFormats[format];
+  state.SetLabel(fmt::format("{} T={} threads={}", MlxTypeName(f.mode, f.bits, f.group), T,
+                             threads));
+}
+BENCHMARK(BM_MlxMatMulLayer)
+    ->ArgNames({"format", "T", "threads"})
+    ->ArgsProduct({{0, 1}, {1, 512}, {1, 2}})
+    ->ArgsProduct({{2, 3, 4, 5}, {1, 512}, {1}})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace proctor::ops
+
+BENCHMARK_MAIN();
