@@ -82,6 +82,27 @@ BENCHMARK(BM_MlxMatMulLayer)
     ->ArgsProduct({{2, 3, 4, 5}, {1, 512}, {1}})
     ->Unit(benchmark::kMillisecond);
 
+// One 1024 x 2048 matrix (1 MiB at 4 bits: stays in L2), T = 1, one thread: the kernel's compute
+// rate without the memory system.
+void BM_MlxMatVecInCache(benchmark::State& state) {
+  const Format& f = kFormats[state.range(0)];
+  constexpr int64_t N = 1024, K = 2048;
+  const auto w = testing::RandomFloats(static_cast<size_t>(N * K), 7, 0.05f);
+  const quant::MlxQuantizedTensor q =
+      quant::QuantizeMlx(w.data(), N, K, f.mode, f.bits, f.group, DType::kBF16);
+  const Tensor x = testing::RandomMatrix(DType::kF32, 1, K, 1);
+  Tensor out = Tensor::F32(1, N);
+  ThreadPool pool(1);
+  for (auto _ : state) MatMul(x.View(), q.View(), out.MutF32(), ComputeMode::kF32, pool);
+  state.counters["weight_bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(LinearWeight(q.View()).StoredBytes()),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weights_per_second"] = benchmark::Counter(
+      static_cast<double>(N * K), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(MlxTypeName(f.mode, f.bits, f.group));
+}
+BENCHMARK(BM_MlxMatVecInCache)->DenseRange(0, std::size(kFormats) - 1)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace proctor::ops
 

@@ -4,16 +4,23 @@
 // (16..32 rows x 256 k) are decoded group by group (quant::DecodeMlxRowSegment) into a small f32
 // buffer; no more of the matrix is ever expanded.
 //
-// Decode (T == 1): a matrix-vector kernel that never forms weights at all for affine 2-, 4- and
-// 8-bit codes. Per group g of a row, with codes q and activations x:
-//   sum_j (s_g q_j + b_g) x_j  =  s_g * sum_j q_j x_j  +  b_g * sum_j x_j
-// (MLX's own qmv kernels use the same factoring.) The codes of one byte load are split by shifts
-// into c = 8 / bits vectors; vector i, lane j holds code j*c + i of the block, so x is permuted
-// once per call into that order (xp) and sum_j x_j is precomputed per group (x_sums). Other
-// widths and the float modes use quant::DotMlxRow. Each output is one fixed chain of operations,
-// independent of thread partitions.
+// Decode (T == 1): a matrix-vector kernel that never forms weights. Per group g of a row, with
+// codes q and activations x:
+//   affine:  sum_j (s_g q_j + b_g) x_j  =  s_g * sum_j q_j x_j  +  b_g * sum_j x_j
+//   mx / nv: sum_j s_g E(q_j) x_j       =  s_g * sum_j E(q_j) x_j
+// (MLX's own qmv kernels use the same factoring.) A block of codes is loaded into u32 lanes (one
+// byte per lane for 2-, 4-, 8-bit codes; two codes cut from a 32-bit window of the bit stream for
+// 3-, 5-, 6-bit codes, AVX-512 only); code i of every lane is one shift away, turned into f32 by a
+// conversion or, for widths <= 4 and E2M1, one 16-entry vpermps lookup. x is permuted once per
+// call into the matching order (lane j, code i = block element j * codes_per_lane + i), and
+// sum_j x_j is precomputed per group. mxfp8 (and 3/5/6 bits without AVX-512) use
+// quant::DotMlxRow. Each output is one fixed chain of operations, independent of thread
+// partitions.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "ops/convert.h"
@@ -24,6 +31,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_mlx.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -33,10 +41,29 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
+#undef PROCTOR_MLX_AVX3  // this file is compiled once per Highway target
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define PROCTOR_MLX_AVX3 1
+#else
+#define PROCTOR_MLX_AVX3 0
+#endif
+
 // Scales and biases of row `row`, decoded to f32 (biases are zero for the float modes).
 void DecodeGroupParams(const quant::MlxQuantizedMatrix& m, int64_t row, float* scales,
                        float* biases) {
   const int64_t groups = m.cols() / m.group_size;
+  if (m.mode != quant::MlxMode::kAffine) {  // u8 codes: E4M3 (nvfp4) or E8M0 (mxfp4, mxfp8)
+    const uint8_t* codes = m.scales.Row(row);
+    const float* e4m3 = quant::internal::E4M3Table();
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint32_t c = codes[g];
+      // E8M0: 2^(c - 127), i.e. the f32 exponent field c; c = 0 is 2^-127 (subnormal), 255 inf.
+      const uint32_t e8m0_bits = c == 0 ? 0x00400000u : c == 255 ? 0x7F800000u : c << 23;
+      scales[g] = m.mode == quant::MlxMode::kNvfp4 ? e4m3[c] : std::bit_cast<float>(e8m0_bits);
+      biases[g] = 0.0f;
+    }
+    return;
+  }
   const auto decode = [&](const MatView& v, float* out) {
     const uint8_t* p = v.Row(row);
     switch (v.type) {
@@ -72,60 +99,121 @@ void DecodeGroupParams(const quant::MlxQuantizedMatrix& m, int64_t row, float* s
   decode(m.biases, biases);
 }
 
-// Codes per byte c = 8 / kBits; the byte-load width caps the vector at 32 / c floats so one block
-// (Lanes * c codes) never spans two groups (groups are >= 32 codes).
-template <int kBits>
-using DBlock = hn::CappedTag<float, 32 / (8 / kBits)>;
+constexpr int64_t kPrefetchBytes = 512;
 
-// x permuted into the per-block order of the shift kernel: xp[e + i*N + j] = x[e + j*c + i].
-template <int kBits>
-void PermuteX(const float* x, int64_t K, float* xp) {
-  constexpr int c = 8 / kBits;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(DBlock<kBits>()));
-  for (int64_t e = 0; e < K; e += N * c) {
-    for (int i = 0; i < c; ++i) {
-      for (int64_t j = 0; j < N; ++j) xp[e + i * N + j] = x[e + j * c + i];
+// Codes per u32 lane of a block: 2-, 4- and 8-bit codes come one byte per lane (8 / bits codes);
+// 3-, 5- and 6-bit codes two per lane, cut from 32-bit windows of the bit stream (AVX-512 only).
+constexpr int PerLane(int bits) { return bits == 2 || bits == 4 || bits == 8 ? 8 / bits : 2; }
+
+// Lane j of a block holds codes [j * PerLane, (j + 1) * PerLane) of the block in its low bits,
+// LSB first. A block is Lanes * PerLane codes starting at code e (whole groups of a row).
+template <int kBits, class D>
+HWY_INLINE hn::Vec<hn::Rebind<uint32_t, D>> LoadBlock(D d, const uint8_t* row, int64_t e) {
+  const hn::Rebind<uint32_t, D> du32;
+  if constexpr (kBits == 2 || kBits == 4 || kBits == 8) {
+    return hn::PromoteTo(du32, hn::LoadU(hn::Rebind<uint8_t, D>(), row + e * kBits / 8));
+  } else {
+#if PROCTOR_MLX_AVX3
+    // 16 lanes x 2 codes = 32 codes = 2 * kBits 16-bit words (e is a multiple of 32, so the block
+    // starts on a word). Lane j's codes start at bit 2 * kBits * j: words w_j, w_j + 1 of the
+    // block (vpermw) shifted right by that bit offset mod 16. Past the block, words read as 0.
+    static_assert(hn::MaxLanes(D()) == 16);
+    alignas(64) static constexpr auto kTables = [] {
+      struct {
+        uint16_t words[32];
+        uint32_t shifts[16];
+      } t{};
+      for (int j = 0; j < 16; ++j) {
+        const int bit = 2 * kBits * j;
+        t.words[2 * j] = static_cast<uint16_t>(bit / 16);
+        t.words[2 * j + 1] = static_cast<uint16_t>(bit / 16 + 1);
+        t.shifts[j] = static_cast<uint32_t>(bit % 16);
+      }
+      return t;
+    }();
+    const __mmask32 in_block = (1u << (2 * kBits)) - 1u;
+    const __m512i words = _mm512_maskz_loadu_epi16(in_block, row + e * kBits / 8);
+    const __m512i windows = _mm512_permutexvar_epi16(_mm512_load_si512(kTables.words), words);
+    return hn::Vec<decltype(du32)>{
+        _mm512_srlv_epi32(windows, _mm512_load_si512(kTables.shifts))};
+#else
+    static_assert(kBits == 2, "3-, 5- and 6-bit blocks need AVX-512");
+    return hn::Zero(du32);
+#endif
+  }
+}
+
+// Element values of code i of every lane: (block >> i * kBits) & mask as f32 (affine), or a
+// 16-entry table lookup of its low 4 bits (`table`: E2M1 values for mxfp4 / nvfp4, or
+// j & mask for affine widths <= 4, where one vpermps replaces a mask and a conversion).
+template <int kBits, int i, class D>
+HWY_INLINE hn::Vec<D> CodeValues(D d, hn::Vec<hn::Rebind<uint32_t, D>> block, const float* table) {
+  const hn::Rebind<uint32_t, D> du32;
+  const hn::Rebind<int32_t, D> di32;
+  const auto shifted = hn::ShiftRight<i * kBits>(block);
+  if (table != nullptr) {
+#if PROCTOR_MLX_AVX3
+    if constexpr (hn::MaxLanes(D()) == 16) {
+      return hn::Vec<D>{_mm512_permutexvar_ps(shifted.raw, _mm512_loadu_ps(table))};
+    } else if constexpr (hn::MaxLanes(D()) == 8) {
+      return hn::Vec<D>{
+          _mm256_permutex2var_ps(_mm256_loadu_ps(table), shifted.raw, _mm256_loadu_ps(table + 8))};
+    }
+#endif
+    return hn::GatherIndex(d, table, hn::BitCast(di32, hn::And(shifted, hn::Set(du32, 15u))));
+  }
+  // The last code of a byte-promoted lane needs no mask.
+  constexpr bool kTopOfByte = (kBits == 2 || kBits == 4 || kBits == 8) && (i + 1) * kBits == 8;
+  const auto codes = kTopOfByte ? shifted : hn::And(shifted, hn::Set(du32, (1u << kBits) - 1u));
+  return hn::ConvertTo(d, hn::BitCast(di32, codes));
+}
+
+// x permuted into block order: xp[e + i*N + j] = x[e + j*P + i] (N lanes, P codes per lane).
+void PermuteX(const float* x, int64_t K, int64_t N, int P, float* xp) {
+  for (int64_t e = 0; e < K; e += N * P) {
+    for (int i = 0; i < P; ++i) {
+      for (int64_t j = 0; j < N; ++j) xp[e + i * N + j] = x[e + j * P + i];
     }
   }
 }
 
-// out[n + r] for r < rows (<= 4): rows n.. of an affine kBits matrix times x (as xp / x_sums).
-template <int kBits>
-void DotRowsAffine(const quant::MlxQuantizedMatrix& m, const float* xp, const float* x_sums,
-                   int64_t n, int64_t rows, float* params, float* out) {
-  constexpr int c = 8 / kBits;
-  const DBlock<kBits> d;
-  const hn::Rebind<uint8_t, decltype(d)> du8;
-  const hn::Rebind<uint32_t, decltype(d)> du32;
-  const hn::Rebind<int32_t, decltype(d)> di32;
+// out[n + r] for r < rows (<= 4): rows n.. of m times x (given as xp and per-group sums).
+template <int kBits, class D>
+void DotRows(D d, const quant::MlxQuantizedMatrix& m, const float* xp, const float* x_sums,
+             const float* table, int64_t n, int64_t rows, float* params, float* out) {
+  constexpr int P = PerLane(kBits);
+  using V = hn::Vec<D>;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const int64_t K = m.cols(), G = m.group_size, groups = K / G;
-  const auto mask = hn::Set(du32, (1u << kBits) - 1u);
   float* scales = params;               // [4][groups]
   float* biases = params + 4 * groups;  // [4][groups]
+  // Always four rows (a short tail repeats its last row) so the loops have no row branches.
   const uint8_t* packed[4];
   for (int64_t r = 0; r < 4; ++r) {
     const int64_t row = n + std::min(r, rows - 1);
     packed[r] = m.packed.Row(row);
-    if (r < rows) DecodeGroupParams(m, row, scales + r * groups, biases + r * groups);
+    DecodeGroupParams(m, row, scales + r * groups, biases + r * groups);
   }
-  decltype(hn::Zero(d)) acc[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+  const int64_t row_bytes = K * kBits / 8;
+  V acc[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
   for (int64_t g = 0; g < groups; ++g) {
-    decltype(hn::Zero(d)) gq[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
-    for (int64_t e = g * G; e < (g + 1) * G; e += N * c) {
-      decltype(hn::Zero(d)) xv[c];
-      for (int i = 0; i < c; ++i) xv[i] = hn::LoadU(d, xp + e + i * N);
+    // Four streams at once outrun the hardware prefetcher: ask for the codes ahead.
+    const int64_t ahead = g * G * kBits / 8 + kPrefetchBytes;
+    if (ahead < row_bytes) {
+      for (int r = 0; r < 4; ++r) hwy::Prefetch(packed[r] + ahead);
+    }
+    V gq[4] = {hn::Zero(d), hn::Zero(d), hn::Zero(d), hn::Zero(d)};
+    for (int64_t e = g * G; e < (g + 1) * G; e += N * P) {
+      V xv[P];
+      for (int i = 0; i < P; ++i) xv[i] = hn::LoadU(d, xp + e + i * N);
       for (int r = 0; r < 4; ++r) {
-        if (r >= rows) break;
-        const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, packed[r] + e * kBits / 8));
-        for (int i = 0; i < c; ++i) {
-          const auto codes = hn::And(hn::Shr(bytes, hn::Set(du32, i * kBits)), mask);
-          gq[r] = hn::MulAdd(hn::ConvertTo(d, hn::BitCast(di32, codes)), xv[i], gq[r]);
-        }
+        const auto block = LoadBlock<kBits>(d, packed[r], e);
+        [&]<int... I>(std::integer_sequence<int, I...>) {  // code i = 0..P-1, unrolled
+          ((gq[r] = hn::MulAdd(CodeValues<kBits, I>(d, block, table), xv[I], gq[r])), ...);
+        }(std::make_integer_sequence<int, P>());
       }
     }
     for (int r = 0; r < 4; ++r) {
-      if (r >= rows) break;
       acc[r] = hn::MulAdd(hn::Set(d, scales[r * groups + g]), gq[r], acc[r]);
     }
   }
@@ -136,39 +224,75 @@ void DotRowsAffine(const quant::MlxQuantizedMatrix& m, const float* xp, const fl
   }
 }
 
-template <int kBits>
-void MatVecAffine(const float* x, const quant::MlxQuantizedMatrix& m, float* out, int64_t n_begin,
-                  int64_t n_end) {
+// Matrix-vector product over rows [n_begin, n_end) with the block kernel: kMaxLanes caps the
+// vector so a block (Lanes * PerLane codes) never spans two groups.
+template <int kBits, size_t kMaxLanes>
+void MatVecBlocks(const float* x, const quant::MlxQuantizedMatrix& m, const float* table,
+                  float* out, int64_t n_begin, int64_t n_end) {
+  const hn::CappedTag<float, kMaxLanes> d;
   const int64_t K = m.cols(), G = m.group_size, groups = K / G;
   thread_local std::vector<float> xp, x_sums, params;
-  xp.resize(static_cast<size_t>(K));                // [K] permuted x
-  x_sums.resize(static_cast<size_t>(groups));       // [groups]
-  params.resize(static_cast<size_t>(8 * groups));   // [scales | biases][4 rows][groups]
-  PermuteX<kBits>(x, K, xp.data());
+  xp.resize(static_cast<size_t>(K));               // [K] permuted x
+  x_sums.resize(static_cast<size_t>(groups));      // [groups]
+  params.resize(static_cast<size_t>(8 * groups));  // [scales | biases][4 rows][groups]
+  PermuteX(x, K, static_cast<int64_t>(hn::Lanes(d)), PerLane(kBits), xp.data());
   for (int64_t g = 0; g < groups; ++g) {
     float sum = 0.0f;
     for (int64_t j = g * G; j < (g + 1) * G; ++j) sum += x[j];
     x_sums[static_cast<size_t>(g)] = sum;
   }
   for (int64_t n = n_begin; n < n_end; n += 4) {
-    DotRowsAffine<kBits>(m, xp.data(), x_sums.data(), n, std::min<int64_t>(4, n_end - n),
-                         params.data(), out);
+    DotRows<kBits>(d, m, xp.data(), x_sums.data(), table, n, std::min<int64_t>(4, n_end - n),
+                   params.data(), out);
   }
+}
+
+// Tables for CodeValues: j & 3, j & 7, j & 15 (affine 2-, 3-, 4-bit codes) and E2M1.
+const float* CodeTable(int mask) {
+  alignas(64) static constexpr auto kTables = [] {
+    std::array<std::array<float, 16>, 3> t{};
+    for (int j = 0; j < 16; ++j) {
+      t[0][j] = static_cast<float>(j & 3);
+      t[1][j] = static_cast<float>(j & 7);
+      t[2][j] = static_cast<float>(j & 15);
+    }
+    return t;
+  }();
+  return mask == 3 ? kTables[0].data() : mask == 7 ? kTables[1].data() : kTables[2].data();
 }
 
 void MatVecMlxF32Impl(const float* x, const quant::MlxQuantizedMatrix& m, float* out,
                       int64_t n_begin, int64_t n_end) {
-  if (m.mode == quant::MlxMode::kAffine) {
-    switch (m.bits) {
-      case 2:
-        return MatVecAffine<2>(x, m, out, n_begin, n_end);
-      case 4:
-        return MatVecAffine<4>(x, m, out, n_begin, n_end);
-      case 8:
-        return MatVecAffine<8>(x, m, out, n_begin, n_end);
-      default:
-        break;
-    }
+  // Lookup tables pay off only where vpermps exists (AVX-512); elsewhere mask and convert.
+  const bool lookup = PROCTOR_MLX_AVX3 != 0;
+  switch (m.mode) {
+    case quant::MlxMode::kAffine:
+      switch (m.bits) {
+        case 2:
+          return MatVecBlocks<2, 8>(x, m, lookup ? CodeTable(3) : nullptr, out, n_begin, n_end);
+        case 4:
+          return MatVecBlocks<4, 16>(x, m, lookup ? CodeTable(15) : nullptr, out, n_begin,
+                                     n_end);
+        case 8:
+          return MatVecBlocks<8, 16>(x, m, nullptr, out, n_begin, n_end);
+#if PROCTOR_MLX_AVX3
+        case 3:
+          return MatVecBlocks<3, 16>(x, m, CodeTable(7), out, n_begin, n_end);
+        case 5:
+          return MatVecBlocks<5, 16>(x, m, nullptr, out, n_begin, n_end);
+        case 6:
+          return MatVecBlocks<6, 16>(x, m, nullptr, out, n_begin, n_end);
+#endif
+        default:
+          break;
+      }
+      break;
+    case quant::MlxMode::kMxfp4:
+      return MatVecBlocks<4, 16>(x, m, quant::internal::E2M1Table(), out, n_begin, n_end);
+    case quant::MlxMode::kNvfp4:
+      return MatVecBlocks<4, 8>(x, m, quant::internal::E2M1Table(), out, n_begin, n_end);
+    case quant::MlxMode::kMxfp8:
+      break;
   }
   for (int64_t n = n_begin; n < n_end; ++n) out[n] = quant::DotMlxRow(m, n, x);
 }

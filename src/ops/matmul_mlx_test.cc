@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hwy/targets.h"
 #include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -113,6 +114,25 @@ TEST(MatMulMlx, OddShapesBothModes) {
       }
     }
   }
+}
+
+// The kernels on every Highway target this build compiled and this CPU runs (AVX-512 with its
+// table lookups and bit-window loads, AVX2, the portable fallback), not only the one dispatch
+// picks.
+TEST(MatMulMlx, EveryTarget) {
+  ThreadPool pool(2);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Format& f : kFormats) {
+      for (int64_t T : {1, 3}) {
+        CheckCase(f, T, (256 / f.group + 1) * f.group, 13, ComputeMode::kF32, pool);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+    }
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(MatMulMlx, SameBitsForAnyThreadCount) {
