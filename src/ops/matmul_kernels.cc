@@ -113,7 +113,7 @@ inline void DecodePanelRow(const MatView& w, int64_t row, int64_t k0, int64_t kc
 }
 inline void DecodePanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0,
                            int64_t kc, float* out) {
-  quant::DecodeMlxRowSegment(w, row, k0, kc, out);
+  DecodeMlxPanelRow(w, row, k0, kc, out);  // block order; MatMulMlx permuted x to match
 }
 
 // Packs rows [n0, n0 + nr) x columns [k0, k0 + kc) of w as panel[k][NR] f32 (zero rows past nr).

@@ -32,6 +32,10 @@ void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float
 // matrix-vector kernel (T == 1) or the blocked kernel, N split statically across the pool.
 void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
                ComputeMode mode, ThreadPool& pool);
+// Decodes columns [k0, k0 + kc) (whole groups) of row `row` for the blocked kernel, in the order
+// MatMulMlx permutes x into (matmul_mlx.cc).
+void DecodeMlxPanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0, int64_t kc,
+                       float* out);
 // Matrix-vector product with an MLX matrix for output rows [n_begin, n_end) (matmul_mlx.cc).
 void MatVecMlxF32(const float* x, const quant::MlxQuantizedMatrix& w, float* out, int64_t n_begin,
                   int64_t n_end);

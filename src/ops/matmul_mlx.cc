@@ -1,8 +1,10 @@
 // MatMul for MLX quantized weights (see ops/matmul.h and quant/mlx_quant.h).
 //
 // Prefill (T >= 2): the blocked f32 kernel of matmul_kernels.cc, whose weight panels
-// (16..32 rows x 256 k) are decoded group by group (quant::DecodeMlxRowSegment) into a small f32
-// buffer; no more of the matrix is ever expanded.
+// (16..32 rows x 256 k) are decoded group by group into a small f32 buffer (no more of the matrix
+// is ever expanded). Panel rows are decoded in the block order of the matrix-vector kernel below
+// (byte loads and table lookups, no gathers) and x is permuted once per call to match; the sum
+// over k is the same, in another order.
 //
 // Decode (T == 1): a matrix-vector kernel that never forms weights. Per group g of a row, with
 // codes q and activations x:
@@ -261,40 +263,103 @@ const float* CodeTable(int mask) {
   return mask == 3 ? kTables[0].data() : mask == 7 ? kTables[1].data() : kTables[2].data();
 }
 
-void MatVecMlxF32Impl(const float* x, const quant::MlxQuantizedMatrix& m, float* out,
-                      int64_t n_begin, int64_t n_end) {
+// The block kernel serving m on this target: calls f.template operator()<kBits, kMaxLanes>(table)
+// and returns true, or returns false (mxfp8; 3/5/6 bits without AVX-512).
+template <class F>
+bool WithBlockKernel(const quant::MlxQuantizedMatrix& m, F&& f) {
   // Lookup tables pay off only where vpermps exists (AVX-512); elsewhere mask and convert.
   const bool lookup = PROCTOR_MLX_AVX3 != 0;
   switch (m.mode) {
     case quant::MlxMode::kAffine:
       switch (m.bits) {
         case 2:
-          return MatVecBlocks<2, 8>(x, m, lookup ? CodeTable(3) : nullptr, out, n_begin, n_end);
+          f.template operator()<2, 8>(lookup ? CodeTable(3) : nullptr);
+          return true;
         case 4:
-          return MatVecBlocks<4, 16>(x, m, lookup ? CodeTable(15) : nullptr, out, n_begin,
-                                     n_end);
+          f.template operator()<4, 16>(lookup ? CodeTable(15) : nullptr);
+          return true;
         case 8:
-          return MatVecBlocks<8, 16>(x, m, nullptr, out, n_begin, n_end);
+          f.template operator()<8, 16>(nullptr);
+          return true;
 #if PROCTOR_MLX_AVX3
         case 3:
-          return MatVecBlocks<3, 16>(x, m, CodeTable(7), out, n_begin, n_end);
+          f.template operator()<3, 16>(CodeTable(7));
+          return true;
         case 5:
-          return MatVecBlocks<5, 16>(x, m, nullptr, out, n_begin, n_end);
+          f.template operator()<5, 16>(nullptr);
+          return true;
         case 6:
-          return MatVecBlocks<6, 16>(x, m, nullptr, out, n_begin, n_end);
+          f.template operator()<6, 16>(nullptr);
+          return true;
 #endif
         default:
-          break;
+          return false;
       }
-      break;
     case quant::MlxMode::kMxfp4:
-      return MatVecBlocks<4, 16>(x, m, quant::internal::E2M1Table(), out, n_begin, n_end);
+      f.template operator()<4, 16>(quant::internal::E2M1Table());
+      return true;
     case quant::MlxMode::kNvfp4:
-      return MatVecBlocks<4, 8>(x, m, quant::internal::E2M1Table(), out, n_begin, n_end);
+      f.template operator()<4, 8>(quant::internal::E2M1Table());
+      return true;
     case quant::MlxMode::kMxfp8:
-      break;
+      return false;
   }
+  return false;
+}
+
+void MatVecMlxF32Impl(const float* x, const quant::MlxQuantizedMatrix& m, float* out,
+                      int64_t n_begin, int64_t n_end) {
+  const bool done = WithBlockKernel(m, [&]<int kBits, size_t kMaxLanes>(const float* table) {
+    MatVecBlocks<kBits, kMaxLanes>(x, m, table, out, n_begin, n_end);
+  });
+  if (done) return;
   for (int64_t n = n_begin; n < n_end; ++n) out[n] = quant::DotMlxRow(m, n, x);
+}
+
+// Prefill: the blocked kernel takes the weights of a panel row in block order (the matrix-vector
+// kernel's lane order) and x permuted to match, so panels decode with byte loads and lookups
+// instead of gathers. Returns false (x untouched) when m has no block kernel here: then panels
+// decode in natural order through quant::DecodeMlxRowSegment.
+bool PermuteXForMlxImpl(const MatView& x, const quant::MlxQuantizedMatrix& m, float* xp) {
+  return WithBlockKernel(m, [&]<int kBits, size_t kMaxLanes>(const float*) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(hn::CappedTag<float, kMaxLanes>()));
+    for (int64_t t = 0; t < x.rows; ++t) {
+      PermuteX(x.RowAs<float>(t), x.cols, N, PerLane(kBits), xp + t * x.cols);
+    }
+  });
+}
+
+template <int kBits, size_t kMaxLanes>
+void DecodeBlocks(const quant::MlxQuantizedMatrix& m, const float* table, int64_t row, int64_t k0,
+                  int64_t kc, float* out) {
+  constexpr int P = PerLane(kBits);
+  const hn::CappedTag<float, kMaxLanes> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t G = m.group_size;
+  const uint8_t* packed = m.packed.Row(row);
+  const bool affine = m.mode == quant::MlxMode::kAffine;
+  for (int64_t g = k0 / G; g < (k0 + kc) / G; ++g) {
+    const auto scale = hn::Set(d, quant::internal::MlxGroupScale(m, row, g));
+    const auto bias = hn::Set(d, affine ? quant::internal::MlxGroupBias(m, row, g) : 0.0f);
+    for (int64_t e = g * G; e < (g + 1) * G; e += N * P) {
+      const auto block = LoadBlock<kBits>(d, packed, e);
+      float* o = out + (e - k0);
+      [&]<int... I>(std::integer_sequence<int, I...>) {
+        ((hn::StoreU(affine ? hn::Add(hn::Mul(scale, CodeValues<kBits, I>(d, block, table)), bias)
+                            : hn::Mul(scale, CodeValues<kBits, I>(d, block, table)),
+                     d, o + I * N)),
+         ...);
+      }(std::make_integer_sequence<int, P>());
+    }
+  }
+}
+
+void DecodeMlxPanelRowImpl(const quant::MlxQuantizedMatrix& m, int64_t row, int64_t k0,
+                           int64_t kc, float* out) {
+  const bool done = WithBlockKernel(m, [&]<int kBits, size_t kMaxLanes>(const float* table) {
+    DecodeBlocks<kBits, kMaxLanes>(m, table, row, k0, kc, out);
+  });
+  if (!done) quant::DecodeMlxRowSegment(m, row, k0, kc, out);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -305,6 +370,13 @@ HWY_AFTER_NAMESPACE();
 namespace proctor::ops::internal {
 
 HWY_EXPORT(MatVecMlxF32Impl);
+HWY_EXPORT(PermuteXForMlxImpl);
+HWY_EXPORT(DecodeMlxPanelRowImpl);
+
+void DecodeMlxPanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0, int64_t kc,
+                       float* out) {
+  HWY_DYNAMIC_DISPATCH(DecodeMlxPanelRowImpl)(w, row, k0, kc, out);
+}
 
 void MatVecMlxF32(const float* x, const quant::MlxQuantizedMatrix& w, float* out, int64_t n_begin,
                   int64_t n_end) {
@@ -338,6 +410,12 @@ void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 o
                    static_cast<int64_t>(end));
     });
     return;
+  }
+  // x in the block order DecodeMlxPanelRow produces (see PermuteXForMlxImpl).
+  std::vector<float> permuted(static_cast<size_t>(T * K));  // [T, K]
+  if (HWY_DYNAMIC_DISPATCH(PermuteXForMlxImpl)(xs, w, permuted.data())) {
+    xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
+                 reinterpret_cast<const uint8_t*>(permuted.data())};
   }
   pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(BlockedPanelWidth()),
                         [&](size_t begin, size_t end, int) {
