@@ -65,9 +65,13 @@ void ExpectSameLogits(const LoadedModel& mlx, const LoadedModel& deq) {
       max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
       max_abs = std::max(max_abs, std::fabs(b[i]));
     }
-    // f32 summation order through two layers (K <= 256 per product): ~1e-6 relative; 2e-5
-    // leaves room while any decoding error (a wrong code, scale or bias) is far above it.
-    EXPECT_LE(max_diff, 2e-5f * max_abs)
+    // f32 mode: f32 summation order through two layers (K <= 256 per product), measured
+    // <= 4e-7 relative; 2e-5 leaves room while any decoding error (a wrong code, scale or bias)
+    // is far above it. bf16 mode: a last-bit difference can move an activation across a bf16
+    // rounding boundary (one bf16 ulp, 2^-8 relative), so the two models may differ by the mode's
+    // documented bound (measured ~2e-4 relative).
+    const float tolerance = mode == ops::ComputeMode::kF32 ? 2e-5f : std::ldexp(1.0f, -8);
+    EXPECT_LE(max_diff, tolerance * max_abs)
         << "mode " << ComputeModeName(mode) << " max |logit| " << max_abs;
     EXPECT_GT(max_abs, 1.0f);
   }
