@@ -4,6 +4,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
+#include "eval/results_json.h"
 #include "eval/teacher_dump.h"
 
 namespace proctor::cli {
@@ -17,6 +18,7 @@ void RegisterDumpVerb(CLI::App& app) {
     int64_t seq_start = 0;
     int64_t seq_end = -1;
     bool resume = false;
+    std::string json;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -37,6 +39,8 @@ void RegisterDumpVerb(CLI::App& app) {
                    "One past the last corpus sequence to dump (default: all)")
       ->check(CLI::NonNegativeNumber);
   verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  verb->add_option("--json", args->json,
+                   "Also write the results JSON (docs/results-json.md) to this file");
   args->engine.Add(*verb);
   verb->callback([args] {
     const TeacherDumpResult result = DumpTeacher({
@@ -55,7 +59,42 @@ void RegisterDumpVerb(CLI::App& app) {
       fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
                  args->out, result.n_seqs, result.sequences_resumed, result.positions_written,
                  result.elapsed_seconds);
+      const ResultsTimings& t = result.timings;
+      fmt::print(stderr,
+                 "time: {:.2f} s total = forward {:.2f} s + top-k/logsumexp {:.3f} s + I/O "
+                 "{:.3f} s + other {:.2f} s (loading {:.2f} s)\n",
+                 t.total_seconds, t.forward_seconds, t.scoring_seconds, t.io_seconds,
+                 t.other_seconds(), t.load_seconds);
     }
+    if (args->json.empty()) return;
+    ResultsEnvelope env{.command = "dump"};
+    double hash_seconds = 0;
+    {
+      ScopedSeconds hashing(&hash_seconds);
+      env.inputs.push_back(DescribeModelInput("teacher", args->teacher));
+      env.inputs.push_back(DescribeCorpusInput("corpus", args->corpus));
+    }
+    env.settings = {{"top_k", args->top_k},
+                    {"chunk_size", args->engine.chunk},
+                    {"seq_start", args->seq_start},
+                    {"seq_end", args->seq_end},
+                    {"resume", args->resume},
+                    {"compute", args->engine.compute},
+                    {"kv", args->engine.kv}};
+    const double dump_seconds = result.timings.total_seconds;
+    env.results = {{"n_seqs", result.n_seqs},
+                   {"sequences_resumed", result.sequences_resumed},
+                   {"positions_written", result.positions_written},
+                   {"vocab", result.vocab},
+                   {"positions_per_second",
+                    dump_seconds > 0 ? static_cast<double>(result.positions_written) / dump_seconds
+                                     : 0.0}};
+    env.timings = result.timings;
+    env.timings.hash_seconds = hash_seconds;
+    env.timings.total_seconds += hash_seconds;
+    env.outputs.push_back(DescribeReferenceLogitsInput("dump", args->out));
+    WriteResultsJson(args->json, env);
+    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
   });
 }
 

@@ -80,7 +80,9 @@ TEST_F(KlEngine, ProctorKlWritesJson) {
                   PROCTOR_BIN, temp_.path().string(), Stories260K().string(), json_path.string(),
                   (temp_.path() / "out" / "stdout.txt").string());
   ASSERT_EQ(std::system(command.c_str()), 0) << testing::ReadBytes(temp_.path() / "out" / "stdout.txt");
-  const auto j = nlohmann::json::parse(testing::ReadBytes(json_path));
+  const auto envelope = nlohmann::json::parse(testing::ReadBytes(json_path));
+  EXPECT_EQ(envelope["threads"], 2);
+  const auto& j = envelope["results"];
   EXPECT_EQ(j["label"], fmt::format("ref-logits:stories260K top64 ({})", temp_.path().string()));
   EXPECT_EQ(j["positions"], kCtx - 1);
   EXPECT_EQ(j["threads"], 2);

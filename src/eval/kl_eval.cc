@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "eval/candidate_forward.h"
+#include "eval/per_position.h"
+#include "eval/vocab_check.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/progress.h"
 
 namespace proctor {
@@ -18,17 +22,37 @@ std::string FormatSci(double v) { return fmt::format("{:.3e}", v); }
 }  // namespace
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const double start = MonotonicSeconds();
   if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
   if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
-  const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(options.reference_dir);
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
-  const TeacherForcedLogits forward =
-      options.forward ? options.forward : MakeCandidateForward(options.candidate, options.runtime);
-
   KlEvalResult result;
+  ResultsTimings& timings = result.timings;
+  std::optional<ReferenceLogitsDump> opened;
+  {
+    ScopedSeconds io(&timings.io_seconds);
+    opened.emplace(ReferenceLogitsDump::Open(options.reference_dir));
+  }
+  const ReferenceLogitsDump& dump = *opened;
+  // What the dump's manifest records about the teacher's vocabulary (checked at the first chunk,
+  // when the candidate's logits width is known).
+  const bool check_vocabulary = options.check_tokenizer && !options.forward;
+  VocabularyIdentity recorded, model;
+  if (check_vocabulary) {
+    ScopedSeconds load(&timings.load_seconds);
+    recorded = RecordedVocabularyIdentity(
+        nlohmann::json::parse(ReadFileToString(dump.ManifestPath())), dump.ManifestPath());
+    model = ModelVocabularyIdentity(options.candidate, 0, "candidate");
+  }
+  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
+  TeacherForcedLogits forward = options.forward;
+  if (!forward) {
+    ScopedSeconds load(&timings.load_seconds);
+    forward = MakeCandidateForward(options.candidate, options.runtime);
+  }
+
   result.label = dump.Label();
   result.candidate = options.candidate;
+  result.reference = options.reference_dir.string();
   result.manifest = dump.manifest();
   result.positions_per_seq = dump.positions();
   result.chunk_size = options.chunk_size;
@@ -44,13 +68,19 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
                      .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   ReferenceRecords records;
+  double forward_and_callbacks = 0, callbacks = 0;
   for (int64_t s = 0; s < n_seqs; ++s) {
-    const std::vector<int32_t> tokens = dump.Tokens(s);
+    std::vector<int32_t> tokens;
+    {
+      ScopedSeconds io(&timings.io_seconds);
+      tokens = dump.Tokens(s);
+    }
     const std::string where = fmt::format("'{}'", dump.SequencePath(s).string());
     auto& seq_scores = scores[s];
     seq_scores.resize(static_cast<size_t>(positions));
     int64_t next = 0;  // the first position not yet covered by a chunk
     const LogitsChunkFn on_chunk = [&](int64_t start_pos, const MatView& logits) {
+      ScopedSeconds in_callback(&callbacks);
       if (logits.type != DType::kF32) {
         Fail(kComponent, "sequence {}: the forward gave {} logits; the scorer takes float32", s,
              Name(logits.type));
@@ -61,7 +91,13 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
              "uncovered position is {} (chunks must cover positions 0..{} in order, each once)",
              s, logits.rows, start_pos, next, dump.ctx_len() - 1);
       }
-      if (result.candidate_vocab == 0) result.candidate_vocab = logits.cols;
+      if (result.candidate_vocab == 0) {
+        result.candidate_vocab = logits.cols;
+        if (check_vocabulary) {
+          model.logits_vocab = logits.cols;
+          CheckRecordedVocabulary(recorded, model);
+        }
+      }
       if (logits.cols != result.candidate_vocab) {
         Fail(kComponent, "sequence {}: a chunk has vocabulary {}, an earlier one {}", s,
              logits.cols, result.candidate_vocab);
@@ -71,11 +107,21 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
       const int64_t scored_end = std::min(next, positions);
       if (start_pos >= scored_end) return;
       const int64_t count = scored_end - start_pos;
-      dump.ReadRecords(s, start_pos, scored_end, &records);
-      ScoreChunk(records, logits, count, where, pool, seq_scores.data() + start_pos);
+      {
+        ScopedSeconds io(&timings.io_seconds);
+        dump.ReadRecords(s, start_pos, scored_end, &records);
+      }
+      {
+        ScopedSeconds scoring(&timings.scoring_seconds);
+        ScoreChunk(records, logits, count, where, pool, seq_scores.data() + start_pos,
+                   tokens.data() + start_pos + 1);
+      }
       progress.Advance(static_cast<uint64_t>(count));
     };
-    forward(std::span<const int32_t>(tokens), options.chunk_size, on_chunk);
+    {
+      ScopedSeconds whole(&forward_and_callbacks);
+      forward(std::span<const int32_t>(tokens), options.chunk_size, on_chunk);
+    }
     if (next < positions) {
       Fail(kComponent,
            "sequence {}: the forward's chunks covered positions [0, {}) but the dump has "
@@ -84,9 +130,18 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
     }
   }
   progress.Finish();
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.stats = AggregateKlRun(scores, elapsed);
+  timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
+  if (!options.per_position.empty()) {
+    ScopedSeconds io(&timings.io_seconds);
+    WritePerPositionFile(options.per_position,
+                         {.flags = 0,
+                          .positions_per_seq = static_cast<uint64_t>(positions),
+                          .top_k = static_cast<uint64_t>(dump.top_k()),
+                          .vocab = static_cast<uint64_t>(result.candidate_vocab)},
+                         scores);
+  }
+  timings.total_seconds = MonotonicSeconds() - start;
+  result.stats = AggregateKlRun(scores, timings.total_seconds);
   for (const auto& seq : scores) {
     if (seq.empty()) continue;
     double sum = 0;
@@ -107,10 +162,15 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
     j["max"] = d.max;
     return j;
   };
+  const auto number_or_null = [](double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+  };
   nlohmann::ordered_json j;
+  j["mode"] = r.mode;
   j["label"] = r.label;
   j["candidate"] = r.candidate;
-  j["reference"] = {{"model", r.manifest.model},
+  j["reference"] = {{"path", r.reference},
+                    {"model", r.manifest.model},
                     {"corpus_sha256", r.manifest.corpus_sha256},
                     {"top_k", r.manifest.top_k},
                     {"ctx_len", r.manifest.ctx_len},
@@ -122,6 +182,10 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
   j["top1_agreement"] = r.stats.top1_agreement;
   j["mean_captured_mass"] = r.stats.mean_mass;
   j["min_captured_mass"] = r.stats.min_mass;
+  j["candidate_mean_nll"] = number_or_null(r.stats.candidate_mean_nll);
+  j["candidate_ppl"] = number_or_null(std::exp(r.stats.candidate_mean_nll));
+  j["teacher_mean_nll"] = number_or_null(r.stats.teacher_mean_nll);
+  j["teacher_nll_positions"] = r.stats.teacher_nll_positions;
   j["positions"] = r.stats.positions;
   j["sequences"] = r.stats.sequences;
   j["sequence_mean_kl"] = r.sequence_mean_kl;
@@ -130,8 +194,11 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
   j["elapsed_seconds"] = r.stats.elapsed_seconds;
   j["positions_per_second"] = r.stats.positions_per_second;
   j["threads"] = r.threads;
-  j["proctor_version"] = PROCTOR_VERSION;
-  j["warnings"] = r.warnings;
+  j["scoring_positions_per_second"] =
+      r.timings.scoring_seconds > 0 ? static_cast<double>(r.stats.positions) /
+                                          r.timings.scoring_seconds
+                                    : 0.0;
+  if (r.mode == "two-model") j["reference_forward_seconds"] = r.reference_forward_seconds;
   return j;
 }
 

@@ -1,8 +1,12 @@
-// Scoring a candidate against a reference-logits dump: the saved-teacher KL evaluation.
+// Scoring a candidate: the saved-teacher KL evaluation (against a reference-logits dump) and the
+// two-model KL evaluation (teacher and candidate both resident, full-vocabulary KL).
 //
 // EvaluateKlVsReferenceLogits runs the candidate's teacher-forced forward over the dump's
 // tokens (an injected forward, or the engine's for a model path), and scores each chunk as it
 // arrives against the matching records, streamed from disk (FORMATS.md sections 2-3).
+// EvaluateKlTwoModels runs both models over a corpus in lockstep, chunk by chunk, and scores
+// the candidate's rows against the teacher's full rows. Both aggregate the same statistics and
+// can write the per-position scores (eval/per_position.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 #include "eval/kl_score.h"
 #include "eval/kl_stats.h"
 #include "eval/ref_logits.h"
+#include "eval/results_json.h"
 #include "eval/teacher_forced.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
@@ -30,24 +35,53 @@ struct KlEvalOptions {
   RuntimeOptions runtime{};       // engine options for a loaded candidate
   ThreadPool* pool = nullptr;     // rows of a chunk are scored across it; null = Global()
   bool quiet = false;             // no progress on stderr
+  std::filesystem::path per_position{};  // write the per-position scores here (empty: no)
+  // Compare the candidate's tokenizer with what the dump's manifest records (when the candidate
+  // is a model on disk and the manifest records anything).
+  bool check_tokenizer = true;
 };
 
 struct KlEvalResult {
-  std::string label;              // ref-logits:<model> top<K> (<dir>)
+  std::string mode = "saved-teacher";  // or "two-model"
+  std::string label;              // ref-logits:<model> top<K> (<dir>) / two-model:<ref> (<corpus>)
   std::string candidate;
-  ReferenceLogitsManifest manifest;
-  int64_t positions_per_seq = 0;  // records per sequence in the dump
+  std::string reference;          // the dump directory or the reference model spec
+  ReferenceLogitsManifest manifest;  // two-model: model = reference spec, top_k = 0
+  int64_t positions_per_seq = 0;  // scored positions per sequence
   int64_t candidate_vocab = 0;
   int64_t chunk_size = 0;
   int threads = 0;
   KlRunStats stats;
   std::vector<double> sequence_mean_kl;  // per scored sequence
   std::vector<std::string> warnings;
+  ResultsTimings timings;         // forward / scoring / I/O split of the run
+  double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
 };
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
 
-// Every statistic, the label, proctor's version and the thread count.
+struct KlTwoModelOptions {
+  std::string reference{};        // teacher model spec (or a display name with `reference_steps`)
+  std::string candidate{};
+  std::filesystem::path corpus_dir{};
+  int64_t max_seqs = 0;           // score the first N sequences; 0 = all
+  int64_t chunk_size = 512;
+  StartSequenceFn reference_steps{};  // empty: the engine's (MakeSteppedModel)
+  StartSequenceFn candidate_steps{};
+  RuntimeOptions runtime{};            // engine options of the candidate
+  RuntimeOptions reference_runtime{};  // and of the reference (self A/B: same model, two values)
+  ThreadPool* pool = nullptr;
+  bool quiet = false;
+  std::filesystem::path per_position{};
+  bool check_tokenizer = true;    // compare tokenizers (both models, and the corpus' record)
+};
+
+// Both models run teacher-forced over the corpus' tokens (src/eval/corpus.h) in lockstep; every
+// position but the last of each sequence is scored over the full vocabulary. Vocabularies must
+// match (logits width; tokenizers when both load) or it is an error naming both.
+KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
+
+// Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);
 // A readable table, one row per result (same reference).
 std::string FormatKlTable(const std::vector<KlEvalResult>& results);

@@ -226,8 +226,11 @@ TEST(KlEval, JsonHasEveryStatisticAndTheLabel) {
     EXPECT_TRUE(j["kl"].contains(key)) << key;
     EXPECT_TRUE(j["tail_kl"].contains(key)) << key;
   }
+  // (proctor_version, the command line and the inputs are in the envelope: results_json.h)
   for (const char* key : {"top1_agreement", "mean_captured_mass", "min_captured_mass", "positions",
-                          "elapsed_seconds", "positions_per_second", "threads", "proctor_version"}) {
+                          "elapsed_seconds", "positions_per_second", "threads", "mode",
+                          "candidate_mean_nll", "candidate_ppl", "teacher_mean_nll",
+                          "teacher_nll_positions", "scoring_positions_per_second"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["threads"], 2);

@@ -49,6 +49,8 @@ KlRunStats AggregateKlRun(const std::vector<std::vector<PositionScore>>& per_seq
   std::vector<std::vector<double>> tail(per_sequence.size());
   int64_t hits = 0;
   double mass_sum = 0;
+  double candidate_nll_sum = 0, teacher_nll_sum = 0;
+  int64_t candidate_nll_count = 0;
   double min_mass = std::numeric_limits<double>::infinity();
   for (size_t s = 0; s < per_sequence.size(); ++s) {
     if (!per_sequence[s].empty()) ++stats.sequences;
@@ -59,11 +61,25 @@ KlRunStats AggregateKlRun(const std::vector<std::vector<PositionScore>>& per_seq
       mass_sum += p.mass;
       min_mass = std::min(min_mass, p.mass);
       ++stats.positions;
+      if (!std::isnan(p.candidate_nll)) {
+        candidate_nll_sum += p.candidate_nll;
+        ++candidate_nll_count;
+      }
+      if (!std::isnan(p.teacher_nll)) {
+        teacher_nll_sum += p.teacher_nll;
+        ++stats.teacher_nll_positions;
+      }
     }
   }
   stats.kl = Summarize(kl);
   stats.tail_kl = Summarize(tail);
   stats.elapsed_seconds = elapsed_seconds;
+  if (candidate_nll_count > 0) {
+    stats.candidate_mean_nll = candidate_nll_sum / static_cast<double>(candidate_nll_count);
+  }
+  if (stats.teacher_nll_positions > 0) {
+    stats.teacher_mean_nll = teacher_nll_sum / static_cast<double>(stats.teacher_nll_positions);
+  }
   if (stats.positions > 0) {
     const double n = static_cast<double>(stats.positions);
     stats.top1_agreement = static_cast<double>(hits) / n;

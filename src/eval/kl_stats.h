@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace proctor {
@@ -13,6 +14,13 @@ struct PositionScore {
   double tail_kl = 0;  // kl plus the "everything outside top-k" bin: a lower bound on full KL
   double mass = 0;     // teacher probability inside its top-k (captured mass)
   bool top1 = false;   // full-vocabulary argmax of the candidate == the teacher's top index
+  // -log q(next token) under the candidate (NaN when the next token is not known).
+  double candidate_nll = std::numeric_limits<double>::quiet_NaN();
+  // -log p(next token) under the teacher (NaN when unknown or outside the teacher's top-k).
+  double teacher_nll = std::numeric_limits<double>::quiet_NaN();
+  int32_t next_token = -1;        // the corpus token this position predicts (-1: unknown)
+  int32_t candidate_argmax = -1;  // full vocabulary, lowest index on ties
+  int32_t teacher_argmax = -1;    // the teacher's top index
 };
 
 // Mean of per-sequence means, its standard error, and pooled nearest-rank percentiles.
@@ -38,6 +46,12 @@ struct KlRunStats {
   double min_mass = 0;
   int64_t positions = 0;
   int64_t sequences = 0;
+  // Mean NLL of the corpus' next tokens over the positions where it is known (NaN when none);
+  // exp() of it is a perplexity. The teacher's only counts positions whose token is in its
+  // top-k (teacher_nll_positions of them) in saved-teacher mode.
+  double candidate_mean_nll = std::numeric_limits<double>::quiet_NaN();
+  double teacher_mean_nll = std::numeric_limits<double>::quiet_NaN();
+  int64_t teacher_nll_positions = 0;
   double elapsed_seconds = 0;
   double positions_per_second = 0;
 };

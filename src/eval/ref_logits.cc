@@ -118,6 +118,19 @@ ReferenceLogitsManifest ReferenceLogitsManifest::Parse(const std::string& text,
   }
   m.created = OptionalString(j, "created", path);
   m.notes = OptionalString(j, "notes", path);
+  const auto optional_int = [&](const char* key, int64_t lo) -> std::optional<int64_t> {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    const auto& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() >= kMaxField) {
+      Fail(kComponent, "\"{}\" in '{}' must be an integer in [{}, 2^31), got {}", key,
+           path.string(), lo, v.dump());
+    }
+    return v.get<int64_t>();
+  };
+  m.vocab_size = optional_int("vocab_size", 1);
+  m.tokenizer_sha256 = OptionalString(j, "tokenizer_sha256", path);
+  if (const auto bos = optional_int("bos_id", -1)) m.bos_id = static_cast<int32_t>(*bos);
+  if (const auto eos = optional_int("eos_id", -1)) m.eos_id = static_cast<int32_t>(*eos);
   return m;
 }
 
@@ -130,6 +143,10 @@ std::string ReferenceLogitsManifest::ToJson() const {
   j["n_seqs"] = n_seqs;
   j["top_k"] = top_k;
   j["positions_per_seq"] = positions_per_seq;
+  if (vocab_size) j["vocab_size"] = *vocab_size;
+  if (tokenizer_sha256) j["tokenizer_sha256"] = *tokenizer_sha256;
+  if (bos_id) j["bos_id"] = *bos_id;
+  if (eos_id) j["eos_id"] = *eos_id;
   if (created) j["created"] = *created;
   if (notes) j["notes"] = *notes;
   return j.dump(2) + "\n";

@@ -31,6 +31,13 @@ struct ReferenceLogitsManifest {
   int64_t positions_per_seq = 0;  // as written; the reader trusts seq-0.bin's size instead
   std::optional<std::string> created;
   std::optional<std::string> notes;
+  // Optional keys recording the teacher's vocabulary (proctor dump writes them; older dumps and
+  // other writers may not): its logits width, TokenizerFingerprint (eval/vocab_check.h) and
+  // special ids. kl compares a candidate against them.
+  std::optional<int64_t> vocab_size;
+  std::optional<std::string> tokenizer_sha256;
+  std::optional<int32_t> bos_id;
+  std::optional<int32_t> eos_id;
 
   // Parses and validates manifest.json text; `path` only names the file in errors.
   static ReferenceLogitsManifest Parse(const std::string& text, const std::filesystem::path& path);

@@ -175,7 +175,10 @@ void ReferenceLogitsWriter::WriteRecord(const int32_t* indices, const float* log
     std::memcpy(rec + 4 * k + 2 * j, &h, 2);
   }
   std::memcpy(rec + 6 * k, &shifted_lse, 4);
+  const auto io_start = std::chrono::steady_clock::now();
   current_file_->Write(std::span<const uint8_t>(record_));
+  io_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
   ++current_records_;
 }
 
@@ -185,10 +188,23 @@ void ReferenceLogitsWriter::EndSequence() {
     Fail(kComponent, "sequence {} got {} records; a dump of ctx_len {} needs {}", current_seq_,
          current_records_, options_.ctx_len, positions());
   }
+  const auto io_start = std::chrono::steady_clock::now();
   current_file_->Commit();
   current_file_.reset();
+  io_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
   done_[current_seq_] = true;
   current_seq_ = -1;
+}
+
+void ReferenceLogitsWriter::SetTeacherVocabulary(std::optional<int64_t> vocab_size,
+                                                 std::optional<std::string> tokenizer_sha256,
+                                                 std::optional<int32_t> bos_id,
+                                                 std::optional<int32_t> eos_id) {
+  vocabulary_.vocab_size = vocab_size;
+  vocabulary_.tokenizer_sha256 = std::move(tokenizer_sha256);
+  vocabulary_.bos_id = bos_id;
+  vocabulary_.eos_id = eos_id;
 }
 
 void ReferenceLogitsWriter::Finish() {
@@ -205,6 +221,10 @@ void ReferenceLogitsWriter::Finish() {
   m.positions_per_seq = positions();
   m.created = options_.created;
   m.notes = options_.notes;
+  m.vocab_size = vocabulary_.vocab_size;
+  m.tokenizer_sha256 = vocabulary_.tokenizer_sha256;
+  m.bos_id = vocabulary_.bos_id;
+  m.eos_id = vocabulary_.eos_id;
   WriteFileAtomic(options_.dir / "manifest.json", m.ToJson());
   std::filesystem::remove(options_.dir / kInProgressName);
 }

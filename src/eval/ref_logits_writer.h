@@ -60,8 +60,17 @@ class ReferenceLogitsWriter {
                   float logsumexp);
   void EndSequence();
 
+  // Optional manifest keys recording the teacher's vocabulary (ReferenceLogitsManifest);
+  // call before Finish().
+  void SetTeacherVocabulary(std::optional<int64_t> vocab_size,
+                            std::optional<std::string> tokenizer_sha256,
+                            std::optional<int32_t> bos_id, std::optional<int32_t> eos_id);
+
   // After every sequence is done: writes manifest.json and removes .in-progress.json.
   void Finish();
+
+  // Seconds spent writing and committing sequence files (the I/O share of a dump).
+  double io_seconds() const { return io_seconds_; }
 
  private:
   void WriteRecord(const int32_t* indices, const float* logits, float max, float shifted_lse);
@@ -74,6 +83,8 @@ class ReferenceLogitsWriter {
   std::vector<uint8_t> record_;
   std::vector<int32_t> topk_scratch_;
   std::vector<float> logits_scratch_;
+  ReferenceLogitsManifest vocabulary_;  // only its vocabulary fields are used
+  double io_seconds_ = 0;
 };
 
 }  // namespace proctor

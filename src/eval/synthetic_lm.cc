@@ -77,6 +77,37 @@ TeacherForcedLogits SyntheticLm::Forward() const {
   };
 }
 
+StartSequenceFn SyntheticLm::Stepper() const {
+  class Stepper final : public LogitsStepper {
+   public:
+    explicit Stepper(const SyntheticLm& lm) : lm_(lm), hash_(SplitMix64(lm.seed_)) {}
+    MatView Step(std::span<const int32_t> tokens) override {
+      const int64_t rows = static_cast<int64_t>(tokens.size());
+      if (chunk_.rows() != rows) chunk_ = Tensor::F32(rows, lm_.vocab_);  // [rows, V]
+      std::vector<uint64_t> hashes(tokens.size());
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        hashes[i] = hash_ = SplitMix64(hash_ ^ static_cast<uint32_t>(tokens[i]));
+      }
+      ThreadPool::Global().ParallelFor(tokens.size(), [&](size_t b, size_t e, int) {
+        for (size_t r = b; r < e; ++r) {
+          lm_.Row(hashes[r], next_ + static_cast<int64_t>(r), chunk_.RowF32(static_cast<int64_t>(r)));
+        }
+      });
+      next_ += rows;
+      return chunk_.View();
+    }
+
+   private:
+    const SyntheticLm& lm_;
+    uint64_t hash_;
+    int64_t next_ = 0;
+    Tensor chunk_;
+  };
+  return [this](int64_t) -> std::unique_ptr<LogitsStepper> {
+    return std::make_unique<Stepper>(*this);
+  };
+}
+
 std::vector<int32_t> SyntheticTokens(int64_t n_seqs, int64_t ctx_len, int64_t vocab,
                                      uint64_t seed) {
   std::vector<int32_t> tokens(static_cast<size_t>(n_seqs * ctx_len));

@@ -24,6 +24,8 @@ class SyntheticLm {
   void RowLogits(std::span<const int32_t> tokens, int64_t pos, float* out) const;
   // The teacher-forced forward through the scoring seam (rows of a chunk built in parallel).
   TeacherForcedLogits Forward() const;
+  // The same logits through the stepping seam (the model must outlive the steppers).
+  StartSequenceFn Stepper() const;
 
  private:
   void Row(uint64_t prefix_hash, int64_t pos, float* out) const;

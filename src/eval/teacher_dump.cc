@@ -1,5 +1,6 @@
 #include "eval/teacher_dump.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -8,6 +9,8 @@
 #include "eval/candidate_forward.h"
 #include "eval/corpus.h"
 #include "eval/ref_logits_writer.h"
+#include "eval/vocab_check.h"
+#include "util/file.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -19,10 +22,17 @@ constexpr const char* kComponent = "dump";
 }  // namespace
 
 TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
-  const auto start_time = std::chrono::steady_clock::now();
+  const double start_time = MonotonicSeconds();
+  TeacherDumpResult result;
+  ResultsTimings& timings = result.timings;
   if (options.top_k < 1) Fail(kComponent, "--top-k must be >= 1, got {}", options.top_k);
   if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
-  const Corpus corpus = ReadCorpus(options.corpus_dir);
+  std::optional<Corpus> read;
+  {
+    ScopedSeconds io(&timings.io_seconds);
+    read.emplace(ReadCorpus(options.corpus_dir));
+  }
+  const Corpus& corpus = *read;
   const int64_t seq_end = options.seq_end < 0 ? corpus.n_seqs : options.seq_end;
   if (options.seq_start < 0 || options.seq_start >= seq_end || seq_end > corpus.n_seqs) {
     Fail(kComponent, "sequence slice [{}, {}) is not inside the corpus' {} sequences ('{}')",
@@ -54,13 +64,26 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 .top_k = options.top_k,
                                 .notes = notes},
                                tokens);
-  TeacherDumpResult result;
+  // The teacher's vocabulary: recorded in the manifest, checked against the corpus' record.
+  const bool engine_teacher = !options.forward;
+  VocabularyIdentity teacher_id, recorded;
+  if (options.check_tokenizer && engine_teacher) {
+    ScopedSeconds load(&timings.load_seconds);
+    teacher_id = ModelVocabularyIdentity(options.teacher, 0, "teacher");
+    const auto manifest_path = corpus.dir / "manifest.json";
+    recorded = RecordedVocabularyIdentity(
+        nlohmann::json::parse(ReadFileToString(manifest_path)), manifest_path);
+  }
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();
   const int64_t positions = writer.positions();
   if (result.sequences_resumed < n_seqs) {
-    const TeacherForcedLogits forward =
-        options.forward ? options.forward : MakeCandidateForward(options.teacher, options.runtime);
+    TeacherForcedLogits forward = options.forward;
+    if (!forward) {
+      ScopedSeconds load(&timings.load_seconds);
+      forward = MakeCandidateForward(options.teacher, options.runtime);
+    }
+    double forward_and_callbacks = 0, callbacks = 0, callback_io = 0;
     Progress progress({.label = "dump",
                        .unit = "positions",
                        .total = static_cast<uint64_t>((n_seqs - result.sequences_resumed) *
@@ -72,35 +95,46 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                              static_cast<size_t>(corpus.ctx_len));
       writer.BeginSequence(s);
       int64_t next = 0;  // next position to append
-      forward(seq_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
-        if (logits.type != DType::kF32) {
-          Fail(kComponent, "the teacher forward returned {} logits; f32 expected",
-               Name(logits.type));
-        }
-        if (start_pos != next && start_pos < positions) {
-          Fail(kComponent, "sequence {}: a chunk starts at position {}, expected {}",
-               options.seq_start + s, start_pos, next);
-        }
-        if (result.vocab == 0) {
-          result.vocab = logits.cols;
-          if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols) {
-            Fail(kComponent, "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
-                 "has {}: a different tokenizer", corpus.dir.string(), corpus.vocab_size,
-                 options.teacher, logits.cols);
+      {  // the forward, with the callbacks (timed separately) inside it
+        ScopedSeconds whole(&forward_and_callbacks);
+        forward(seq_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
+          ScopedSeconds in_callback(&callbacks);
+          if (logits.type != DType::kF32) {
+            Fail(kComponent, "the teacher forward returned {} logits; f32 expected",
+                 Name(logits.type));
           }
-          if (options.top_k > logits.cols) {
-            Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
-                 logits.cols);
+          if (start_pos != next && start_pos < positions) {
+            Fail(kComponent, "sequence {}: a chunk starts at position {}, expected {}",
+                 options.seq_start + s, start_pos, next);
           }
-        }
-        int64_t appended = 0;
-        for (int64_t r = 0; r < logits.rows && start_pos + r < positions; ++r, ++appended) {
-          writer.AppendLogitsRow(
-              std::span<const float>(logits.RowAs<float>(r), static_cast<size_t>(logits.cols)));
-        }
-        next += appended;
-        progress.Advance(static_cast<uint64_t>(appended));
-      });
+          if (result.vocab == 0) {
+            result.vocab = logits.cols;
+            teacher_id.logits_vocab = logits.cols;
+            if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols &&
+                corpus.vocab_size != teacher_id.tokenizer_vocab.value_or(-1)) {
+              Fail(kComponent, "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
+                   "has {}: a different tokenizer", corpus.dir.string(), corpus.vocab_size,
+                   options.teacher, logits.cols);
+            }
+            if (options.check_tokenizer && engine_teacher) {
+              CheckRecordedVocabulary(recorded, teacher_id);
+            }
+            if (options.top_k > logits.cols) {
+              Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
+                   logits.cols);
+            }
+          }
+          int64_t appended = 0;
+          const double io_before = writer.io_seconds();
+          for (int64_t r = 0; r < logits.rows && start_pos + r < positions; ++r, ++appended) {
+            writer.AppendLogitsRow(
+                std::span<const float>(logits.RowAs<float>(r), static_cast<size_t>(logits.cols)));
+          }
+          callback_io += writer.io_seconds() - io_before;
+          next += appended;
+          progress.Advance(static_cast<uint64_t>(appended));
+        });
+      }
       if (next != positions) {
         Fail(kComponent, "sequence {}: the teacher's chunks covered {} positions, expected {}",
              options.seq_start + s, next, positions);
@@ -109,10 +143,19 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
       result.positions_written += positions;
     }
     progress.Finish();
+    timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
+    // Inside the callbacks: the writer's file I/O, the rest is top-k selection, logsumexp and
+    // fp16 packing.
+    timings.scoring_seconds = std::max(0.0, callbacks - callback_io);
+  }
+  if (result.vocab > 0) {
+    writer.SetTeacherVocabulary(result.vocab, teacher_id.tokenizer_sha256, teacher_id.bos_id,
+                                teacher_id.eos_id);
   }
   writer.Finish();
-  result.elapsed_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  timings.io_seconds += writer.io_seconds();
+  timings.total_seconds = MonotonicSeconds() - start_time;
+  result.elapsed_seconds = timings.total_seconds;
   return result;
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "eval/results_json.h"
 #include "eval/teacher_forced.h"
 #include "model/runtime_model.h"
 
@@ -29,6 +30,9 @@ struct TeacherDumpOptions {
   TeacherForcedLogits forward{};     // empty: MakeCandidateForward(teacher, runtime)
   RuntimeOptions runtime{};
   bool quiet = false;
+  // Record the teacher's vocabulary in the manifest (vocab_size; tokenizer_sha256, bos_id,
+  // eos_id when its tokenizer loads) and check it against what the corpus records.
+  bool check_tokenizer = true;
 };
 
 struct TeacherDumpResult {
@@ -37,6 +41,7 @@ struct TeacherDumpResult {
   int64_t positions_written = 0;     // records written by this run
   int64_t vocab = 0;                 // the teacher's vocabulary (0 if nothing was run)
   double elapsed_seconds = 0;
+  ResultsTimings timings;            // forward / scoring (top-k, logsumexp) / I/O split
 };
 
 // Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 
 #include "tensor/tensor.h"
@@ -19,5 +20,17 @@ namespace proctor {
 using LogitsChunkFn = std::function<void(int64_t start_pos, const MatView& logits)>;
 using TeacherForcedLogits = std::function<void(std::span<const int32_t> tokens,
                                                int64_t chunk_size, const LogitsChunkFn& on_chunk)>;
+
+// The stepping form of the same forward, for running two models in lockstep (two-model KL):
+// one LogitsStepper per sequence (it owns that sequence's cache); each Step() runs the next
+// tokens of the sequence (positions continue from the previous call) and returns their logits,
+// float32 [tokens.size(), V], valid until the next Step() on the same stepper.
+class LogitsStepper {
+ public:
+  virtual ~LogitsStepper() = default;
+  virtual MatView Step(std::span<const int32_t> tokens) = 0;
+};
+// Starts a sequence of at most max_positions tokens.
+using StartSequenceFn = std::function<std::unique_ptr<LogitsStepper>(int64_t max_positions)>;
 
 }  // namespace proctor
