@@ -76,7 +76,10 @@ void WritePerPositionFile(const std::filesystem::path& path, PerPositionHeader h
 }
 
 PerPositionFile ReadPerPositionFile(const std::filesystem::path& path) {
-  const std::string bytes = ReadFileToString(path);
+  return ParsePerPositionFile(ReadFileToString(path), path);
+}
+
+PerPositionFile ParsePerPositionFile(std::string_view bytes, const std::filesystem::path& path) {
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
   if (bytes.size() < kPerPositionHeaderBytes) {
     Fail(kComponent, "'{}' is {} bytes, shorter than the {}-byte header", path.string(),

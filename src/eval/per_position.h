@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "eval/kl_stats.h"
@@ -48,5 +49,7 @@ struct PerPositionFile {
 // file size against record_count, reserved bytes zero. Error("[per-position] ...") names the
 // file and the values seen and expected.
 PerPositionFile ReadPerPositionFile(const std::filesystem::path& path);
+// The same checks on the file's bytes (`path` only names the file in errors).
+PerPositionFile ParsePerPositionFile(std::string_view bytes, const std::filesystem::path& path);
 
 }  // namespace proctor
