@@ -74,21 +74,18 @@ void RegisterDumpVerb(CLI::App& app) {
       env.inputs.push_back(DescribeModelInput("teacher", args->teacher));
       env.inputs.push_back(DescribeCorpusInput("corpus", args->corpus));
     }
-    env.settings = {{"top_k", args->top_k},
-                    {"chunk_size", args->engine.chunk},
-                    {"seq_start", args->seq_start},
-                    {"seq_end", args->seq_end},
-                    {"resume", args->resume},
-                    {"compute", args->engine.compute},
+    env.settings = {{"top_k", args->top_k},         {"chunk_size", args->engine.chunk},
+                    {"seq_start", args->seq_start}, {"seq_end", args->seq_end},
+                    {"resume", args->resume},       {"compute", args->engine.compute},
                     {"kv", args->engine.kv}};
     const double dump_seconds = result.timings.total_seconds;
-    env.results = {{"n_seqs", result.n_seqs},
-                   {"sequences_resumed", result.sequences_resumed},
-                   {"positions_written", result.positions_written},
-                   {"vocab", result.vocab},
-                   {"positions_per_second",
-                    dump_seconds > 0 ? static_cast<double>(result.positions_written) / dump_seconds
-                                     : 0.0}};
+    env.results = {
+        {"n_seqs", result.n_seqs},
+        {"sequences_resumed", result.sequences_resumed},
+        {"positions_written", result.positions_written},
+        {"vocab", result.vocab},
+        {"positions_per_second",
+         dump_seconds > 0 ? static_cast<double>(result.positions_written) / dump_seconds : 0.0}};
     env.timings = result.timings;
     env.timings.hash_seconds = hash_seconds;
     env.timings.total_seconds += hash_seconds;

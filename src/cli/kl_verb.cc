@@ -109,22 +109,23 @@ void RegisterKlVerb(CLI::App& app) {
         env.inputs.push_back(DescribeModelInput("reference", args->reference));
         env.inputs.push_back(DescribeCorpusInput("corpus", args->corpus));
       } else {
-        env.inputs.push_back(DescribeReferenceLogitsInput("reference_logits",
-                                                          args->reference_logits));
+        env.inputs.push_back(
+            DescribeReferenceLogitsInput("reference_logits", args->reference_logits));
       }
       env.inputs.push_back(DescribeModelInput("candidate", args->candidate));
     }
-    env.settings = {{"mode", result.mode},
-                    {"chunk_size", args->engine.chunk},
-                    {"max_seqs", args->n},
-                    {"compute", args->engine.compute},
-                    {"kv", args->engine.kv},
-                    {"reference_compute", two_model ? nlohmann::ordered_json(reference_engine.compute)
-                                                    : nlohmann::ordered_json(nullptr)},
-                    {"reference_kv", two_model ? nlohmann::ordered_json(reference_engine.kv)
-                                               : nlohmann::ordered_json(nullptr)},
-                    {"top_k", result.manifest.top_k},
-                    {"full_vocabulary", two_model}};
+    env.settings = {
+        {"mode", result.mode},
+        {"chunk_size", args->engine.chunk},
+        {"max_seqs", args->n},
+        {"compute", args->engine.compute},
+        {"kv", args->engine.kv},
+        {"reference_compute", two_model ? nlohmann::ordered_json(reference_engine.compute)
+                                        : nlohmann::ordered_json(nullptr)},
+        {"reference_kv",
+         two_model ? nlohmann::ordered_json(reference_engine.kv) : nlohmann::ordered_json(nullptr)},
+        {"top_k", result.manifest.top_k},
+        {"full_vocabulary", two_model}};
     env.results = KlEvalResultToJson(result);
     env.timings = result.timings;
     env.timings.hash_seconds = hash_seconds;

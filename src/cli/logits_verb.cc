@@ -26,8 +26,9 @@ void RegisterLogitsVerb(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
-      "logits", "Write teacher-forced logits as raw little-endian f32 ([tokens, vocab], or "
-                "[sequences, ctx_len, vocab] for --corpus)");
+      "logits",
+      "Write teacher-forced logits as raw little-endian f32 ([tokens, vocab], or "
+      "[sequences, ctx_len, vocab] for --corpus)");
   verb->add_option("model", args->model, "Model directory, .gguf file or cached HF id")->required();
   auto* prompt =
       verb->add_option("--prompt-ids", args->prompt_ids, "Comma-separated prompt token ids");
@@ -48,7 +49,8 @@ void RegisterLogitsVerb(CLI::App& app) {
     std::vector<std::vector<int32_t>> sequences;
     if (!args->corpus.empty()) {
       const Corpus tokens_source = ReadCorpus(args->corpus);
-      const int64_t n = args->n > 0 ? std::min(args->n, tokens_source.n_seqs) : tokens_source.n_seqs;
+      const int64_t n =
+          args->n > 0 ? std::min(args->n, tokens_source.n_seqs) : tokens_source.n_seqs;
       for (int64_t s = 0; s < n; ++s) {
         const auto seq = tokens_source.Sequence(s);
         sequences.emplace_back(seq.begin(), seq.end());

@@ -9,9 +9,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "eval/corpus.h"
 #include "eval/testing_dumps.h"
@@ -75,13 +74,15 @@ class KlEndToEnd : public ::testing::Test {
 
 TEST_F(KlEndToEnd, SavedTeacherStatisticsMatchTheNumpyRecomputation) {
   const std::string m = model_.string();
-  CommandResult r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {} "
-                              "--json {}", m, corpus().string(), Path("dump").string(), kChunk,
-                              Path("dump.json").string()));
+  CommandResult r = Proctor(
+      fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {} "
+                  "--json {}",
+                  m, corpus().string(), Path("dump").string(), kChunk, Path("dump.json").string()));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = Proctor(fmt::format("kl --reference-logits {} --candidate {} --compute bf16 --chunk {} "
-                          "--json {} --per-position {}", Path("dump").string(), m, kChunk,
-                          Path("kl.json").string(), Path("pp.bin").string()));
+  r = Proctor(fmt::format(
+      "kl --reference-logits {} --candidate {} --compute bf16 --chunk {} "
+      "--json {} --per-position {}",
+      Path("dump").string(), m, kChunk, Path("kl.json").string(), Path("pp.bin").string()));
   ASSERT_EQ(r.status, 0) << r.output;
   fmt::print("{}", r.output);
   r = Proctor(fmt::format("logits {} --corpus {} --compute bf16 --chunk {} --out {}", m,
@@ -89,11 +90,13 @@ TEST_F(KlEndToEnd, SavedTeacherStatisticsMatchTheNumpyRecomputation) {
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_EQ(fs::file_size(Path("cand.f32")), static_cast<uint64_t>(kSeqs * kCtx * kVocab * 4));
   r = Check(fmt::format("--dump {} --candidate-logits {} --results {} --per-position {}",
-                        Path("dump").string(), Path("cand.f32").string(),
-                        Path("kl.json").string(), Path("pp.bin").string()));
+                        Path("dump").string(), Path("cand.f32").string(), Path("kl.json").string(),
+                        Path("pp.bin").string()));
   EXPECT_EQ(r.status, 0) << r.output;
-  fmt::print("numpy recomputation (saved teacher, stories260K f32 dump top-64 vs bf16 compute):\n"
-             "{}\n", r.output);
+  fmt::print(
+      "numpy recomputation (saved teacher, stories260K f32 dump top-64 vs bf16 compute):\n"
+      "{}\n",
+      r.output);
   const auto kl = nlohmann::json::parse(ReadFileToString(Path("kl.json")));
   EXPECT_EQ(kl["schema"], "proctor-results");
   EXPECT_EQ(kl["command"], "kl");
@@ -116,10 +119,10 @@ TEST_F(KlEndToEnd, SavedTeacherStatisticsMatchTheNumpyRecomputation) {
 
 TEST_F(KlEndToEnd, TwoModelStatisticsMatchTheNumpyRecomputation) {
   const std::string m = model_.string();
-  CommandResult r = Proctor(fmt::format("kl --reference {} --reference-compute f32 --corpus {} --candidate "
-                              "{} --compute bf16 --chunk {} --json {} --per-position {} --n 3",
-                              m, corpus().string(), m, kChunk, Path("kl.json").string(),
-                              Path("pp.bin").string()));
+  CommandResult r = Proctor(fmt::format(
+      "kl --reference {} --reference-compute f32 --corpus {} --candidate "
+      "{} --compute bf16 --chunk {} --json {} --per-position {} --n 3",
+      m, corpus().string(), m, kChunk, Path("kl.json").string(), Path("pp.bin").string()));
   ASSERT_EQ(r.status, 0) << r.output;
   fmt::print("{}", r.output);
   for (const char* compute : {"f32", "bf16"}) {
@@ -128,13 +131,16 @@ TEST_F(KlEndToEnd, TwoModelStatisticsMatchTheNumpyRecomputation) {
                             Path(compute == std::string("f32") ? "t.f32" : "c.f32").string()));
     ASSERT_EQ(r.status, 0) << r.output;
   }
-  r = Check(fmt::format("--teacher-logits {} --tokens {} --candidate-logits {} --results {} "
-                        "--per-position {}", Path("t.f32").string(),
-                        (corpus() / "tokens.bin").string(), Path("c.f32").string(),
-                        Path("kl.json").string(), Path("pp.bin").string()));
+  r =
+      Check(fmt::format("--teacher-logits {} --tokens {} --candidate-logits {} --results {} "
+                        "--per-position {}",
+                        Path("t.f32").string(), (corpus() / "tokens.bin").string(),
+                        Path("c.f32").string(), Path("kl.json").string(), Path("pp.bin").string()));
   EXPECT_EQ(r.status, 0) << r.output;
-  fmt::print("numpy recomputation (two-model, stories260K f32 vs bf16 compute, full vocabulary):\n"
-             "{}\n", r.output);
+  fmt::print(
+      "numpy recomputation (two-model, stories260K f32 vs bf16 compute, full vocabulary):\n"
+      "{}\n",
+      r.output);
   const auto kl = nlohmann::json::parse(ReadFileToString(Path("kl.json")));
   EXPECT_EQ(kl["settings"]["mode"], "two-model");
   EXPECT_EQ(kl["results"]["positions"], 3 * (kCtx - 1));
@@ -146,8 +152,9 @@ TEST_F(KlEndToEnd, TwoModelStatisticsMatchTheNumpyRecomputation) {
 // size, and two-model self-scoring (exactly 0).
 TEST_F(KlEndToEnd, SelfScoringFloor) {
   const std::string m = model_.string();
-  CommandResult r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}", m,
-                              corpus().string(), Path("dump").string(), kChunk));
+  CommandResult r =
+      Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}", m,
+                          corpus().string(), Path("dump").string(), kChunk));
   ASSERT_EQ(r.status, 0) << r.output;
   std::string log;
   double same_chunk_mean = 0;
@@ -165,12 +172,14 @@ TEST_F(KlEndToEnd, SelfScoringFloor) {
     if (chunk == kChunk) same_chunk_mean = mean;
     // Other chunk sizes: the engine's logits move by float rounding only.
     EXPECT_LT(std::fabs(mean - same_chunk_mean), 1e-7) << "chunk " << chunk;
-    log += fmt::format("  dump chunk {} scored at chunk {:>2}: KL mean {:.3e} (SE {:.1e}) max "
-                       "{:.3e}, tail KL max {:.3e}, top-1 {}, mass {:.4f}\n",
-                       kChunk, chunk, res["kl"]["mean"].get<double>(),
-                       res["kl"]["standard_error"].get<double>(), res["kl"]["max"].get<double>(),
-                       res["tail_kl"]["max"].get<double>(), res["top1_agreement"].get<double>(),
-                       res["mean_captured_mass"].get<double>());
+    log += fmt::format(
+        "  dump chunk {} scored at chunk {:>2}: KL mean {:.3e} (differs from chunk {} "
+        "by {:.1e}, SE {:.1e}) max {:.3e}, tail KL max {:.3e}, top-1 {}, mass "
+        "{:.4f}\n",
+        kChunk, chunk, mean, kChunk, mean - same_chunk_mean,
+        res["kl"]["standard_error"].get<double>(), res["kl"]["max"].get<double>(),
+        res["tail_kl"]["max"].get<double>(), res["top1_agreement"].get<double>(),
+        res["mean_captured_mass"].get<double>());
   }
   r = Proctor(fmt::format("kl --reference {} --corpus {} --candidate {} --chunk {} --json {}", m,
                           corpus().string(), m, kChunk, Path("two.json").string()));

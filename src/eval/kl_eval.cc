@@ -195,9 +195,9 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
   j["positions_per_second"] = r.stats.positions_per_second;
   j["threads"] = r.threads;
   j["scoring_positions_per_second"] =
-      r.timings.scoring_seconds > 0 ? static_cast<double>(r.stats.positions) /
-                                          r.timings.scoring_seconds
-                                    : 0.0;
+      r.timings.scoring_seconds > 0
+          ? static_cast<double>(r.stats.positions) / r.timings.scoring_seconds
+          : 0.0;
   if (r.mode == "two-model") j["reference_forward_seconds"] = r.reference_forward_seconds;
   return j;
 }
@@ -208,15 +208,17 @@ std::string FormatKlTable(const std::vector<KlEvalResult>& results) {
   out += fmt::format("reference: {}\n", results.front().label);
   size_t width = 9;
   for (const auto& r : results) width = std::max(width, r.candidate.size());
-  out += fmt::format("{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
-                     "candidate", width, "KL mean +- SE", "median", "p95", "p99", "max",
-                     "tail KL", "top-1", "mass", "min m.", "positions", "pos/s");
+  out += fmt::format(
+      "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
+      "candidate", width, "KL mean +- SE", "median", "p95", "p99", "max", "tail KL", "top-1",
+      "mass", "min m.", "positions", "pos/s");
   for (const auto& r : results) {
     const KlRunStats& s = r.stats;
     out += fmt::format(
         "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7.4f}  {:>6.4f}  {:>6.4f}  {:>9}  "
         "{:>8.0f}\n",
-        r.candidate, width, FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
+        r.candidate, width,
+        FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
         FormatSci(s.kl.median), FormatSci(s.kl.p95), FormatSci(s.kl.p99), FormatSci(s.kl.max),
         FormatSci(s.tail_kl.mean), s.top1_agreement, s.mean_mass, s.min_mass, s.positions,
         s.positions_per_second);

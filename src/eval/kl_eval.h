@@ -11,10 +11,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "eval/kl_score.h"
 #include "eval/kl_stats.h"
@@ -28,13 +27,13 @@ namespace proctor {
 
 struct KlEvalOptions {
   std::filesystem::path reference_dir{};
-  std::string candidate{};        // model path (or a display name with an injected forward)
-  int64_t max_seqs = 0;           // score the first N sequences; 0 = all
-  int64_t chunk_size = 512;       // positions per forward chunk
-  TeacherForcedLogits forward{};  // empty: MakeCandidateForward(candidate, runtime)
-  RuntimeOptions runtime{};       // engine options for a loaded candidate
-  ThreadPool* pool = nullptr;     // rows of a chunk are scored across it; null = Global()
-  bool quiet = false;             // no progress on stderr
+  std::string candidate{};               // model path (or a display name with an injected forward)
+  int64_t max_seqs = 0;                  // score the first N sequences; 0 = all
+  int64_t chunk_size = 512;              // positions per forward chunk
+  TeacherForcedLogits forward{};         // empty: MakeCandidateForward(candidate, runtime)
+  RuntimeOptions runtime{};              // engine options for a loaded candidate
+  ThreadPool* pool = nullptr;            // rows of a chunk are scored across it; null = Global()
+  bool quiet = false;                    // no progress on stderr
   std::filesystem::path per_position{};  // write the per-position scores here (empty: no)
   // Compare the candidate's tokenizer with what the dump's manifest records (when the candidate
   // is a model on disk and the manifest records anything).
@@ -43,28 +42,28 @@ struct KlEvalOptions {
 
 struct KlEvalResult {
   std::string mode = "saved-teacher";  // or "two-model"
-  std::string label;              // ref-logits:<model> top<K> (<dir>) / two-model:<ref> (<corpus>)
+  std::string label;  // ref-logits:<model> top<K> (<dir>) / two-model:<ref> (<corpus>)
   std::string candidate;
-  std::string reference;          // the dump directory or the reference model spec
+  std::string reference;             // the dump directory or the reference model spec
   ReferenceLogitsManifest manifest;  // two-model: model = reference spec, top_k = 0
-  int64_t positions_per_seq = 0;  // scored positions per sequence
+  int64_t positions_per_seq = 0;     // scored positions per sequence
   int64_t candidate_vocab = 0;
   int64_t chunk_size = 0;
   int threads = 0;
   KlRunStats stats;
   std::vector<double> sequence_mean_kl;  // per scored sequence
   std::vector<std::string> warnings;
-  ResultsTimings timings;         // forward / scoring / I/O split of the run
+  ResultsTimings timings;                // forward / scoring / I/O split of the run
   double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
 };
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
 
 struct KlTwoModelOptions {
-  std::string reference{};        // teacher model spec (or a display name with `reference_steps`)
+  std::string reference{};  // teacher model spec (or a display name with `reference_steps`)
   std::string candidate{};
   std::filesystem::path corpus_dir{};
-  int64_t max_seqs = 0;           // score the first N sequences; 0 = all
+  int64_t max_seqs = 0;  // score the first N sequences; 0 = all
   int64_t chunk_size = 512;
   StartSequenceFn reference_steps{};  // empty: the engine's (MakeSteppedModel)
   StartSequenceFn candidate_steps{};
@@ -73,7 +72,7 @@ struct KlTwoModelOptions {
   ThreadPool* pool = nullptr;
   bool quiet = false;
   std::filesystem::path per_position{};
-  bool check_tokenizer = true;    // compare tokenizers (both models, and the corpus' record)
+  bool check_tokenizer = true;  // compare tokenizers (both models, and the corpus' record)
 };
 
 // Both models run teacher-forced over the corpus' tokens (src/eval/corpus.h) in lockstep; every

@@ -91,16 +91,16 @@ void ScoreChunk(const ReferenceRecords& records, const MatView& logits, int64_t 
   CHECK(logits.type == DType::kF32);
   pool.ParallelFor(static_cast<size_t>(count), [&](size_t begin, size_t end, int) {
     for (size_t r = begin; r < end; ++r) {
-      out[r] = ScoreOne(records, static_cast<int64_t>(r),
-                        logits.RowAs<float>(static_cast<int64_t>(r)), logits.cols, where,
-                        next_tokens);
+      out[r] =
+          ScoreOne(records, static_cast<int64_t>(r), logits.RowAs<float>(static_cast<int64_t>(r)),
+                   logits.cols, where, next_tokens);
     }
   });
 }
 
 void ScoreFullVocabularyChunk(const MatView& teacher, const MatView& candidate, int64_t count,
-                              int64_t first_position, const std::string& where, ThreadPool& pool, PositionScore* out,
-                              const int32_t* next_tokens) {
+                              int64_t first_position, const std::string& where, ThreadPool& pool,
+                              PositionScore* out, const int32_t* next_tokens) {
   CHECK(teacher.type == DType::kF32 && candidate.type == DType::kF32);
   CHECK(count <= teacher.rows && count <= candidate.rows);
   if (teacher.cols != candidate.cols) {
@@ -129,8 +129,8 @@ void ScoreFullVocabularyChunk(const MatView& teacher, const MatView& candidate, 
       ops::RowStats c_shifted_stats = c_stats;
       c_shifted_stats.max = 0;
       const ops::TopKTerms terms =
-          ops::ComputeTopKTerms(shifted.data(), indices.data(), vocab,
-                                t_stats.log_sum_exp_shifted, shifted_c.data(), c_shifted_stats);
+          ops::ComputeTopKTerms(shifted.data(), indices.data(), vocab, t_stats.log_sum_exp_shifted,
+                                shifted_c.data(), c_shifted_stats);
       PositionScore score;
       score.kl = terms.kl;
       score.tail_kl = terms.kl;

@@ -32,7 +32,7 @@ void ScoreChunk(const ReferenceRecords& records, const MatView& logits, int64_t 
 // rows score exactly 0. NaN or +inf logits in either row are errors naming `where` and the
 // position (first_position + row).
 void ScoreFullVocabularyChunk(const MatView& teacher, const MatView& candidate, int64_t count,
-                              int64_t first_position, const std::string& where, ThreadPool& pool, PositionScore* out,
-                              const int32_t* next_tokens = nullptr);
+                              int64_t first_position, const std::string& where, ThreadPool& pool,
+                              PositionScore* out, const int32_t* next_tokens = nullptr);
 
 }  // namespace proctor

@@ -1,9 +1,9 @@
 // Two-model KL (kl_eval.h): teacher and candidate both resident, run in lockstep over a corpus,
 // scored over the full vocabulary.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "eval/candidate_forward.h"
 #include "eval/corpus.h"
@@ -80,8 +80,8 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   const int64_t n_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, corpus.n_seqs) : corpus.n_seqs;
   const int64_t positions = corpus.ctx_len - 1;
-  result.label = fmt::format("two-model:{} full-vocab ({})", options.reference,
-                             options.corpus_dir.string());
+  result.label =
+      fmt::format("two-model:{} full-vocab ({})", options.reference, options.corpus_dir.string());
   result.candidate = options.candidate;
   result.reference = options.reference;
   result.manifest.model = options.reference;
@@ -101,8 +101,7 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   for (int64_t s = 0; s < n_seqs; ++s) {
     const std::span<const int32_t> tokens = corpus.Sequence(s);
-    const std::string where =
-        fmt::format("sequence {} of corpus '{}'", s, corpus.dir.string());
+    const std::string where = fmt::format("sequence {} of corpus '{}'", s, corpus.dir.string());
     std::unique_ptr<LogitsStepper> reference = reference_steps(corpus.ctx_len);
     std::unique_ptr<LogitsStepper> candidate = candidate_steps(corpus.ctx_len);
     auto& seq_scores = scores[s];
@@ -112,7 +111,8 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     // corpus token and is not scored.
     for (int64_t begin = 0; begin < corpus.ctx_len; begin += options.chunk_size) {
       const int64_t end = std::min(corpus.ctx_len, begin + options.chunk_size);
-      const auto chunk = tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+      const auto chunk =
+          tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
       MatView t, c;
       {
         ScopedSeconds forward(&result.reference_forward_seconds);

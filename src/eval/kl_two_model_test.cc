@@ -295,8 +295,8 @@ TEST(PerPosition, SavedTeacherRecordsCarryTheNextTokensNll) {
     std::iota(order.begin(), order.end(), 0);
     const float* t = c.TeacherRow(rec.seq, rec.position);
     std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return t[x] > t[y]; });
-    const bool in_top_k = std::find(order.begin(), order.begin() + c.top_k, next) !=
-                          order.begin() + c.top_k;
+    const bool in_top_k =
+        std::find(order.begin(), order.begin() + c.top_k, next) != order.begin() + c.top_k;
     EXPECT_EQ(!std::isnan(rec.score.teacher_nll), in_top_k);
     if (in_top_k) {
       EXPECT_NEAR(rec.score.teacher_nll, nll(t), 2e-3);

@@ -1,10 +1,10 @@
 #include "eval/results_json.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
 
 #include "model/load.h"
 #include "util/error.h"
@@ -193,8 +193,7 @@ ScopedSeconds::~ScopedSeconds() {
 }
 
 double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace proctor

@@ -15,10 +15,9 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace proctor {
 
@@ -34,23 +33,24 @@ struct ResultsTimings {
   double forward_seconds = 0;
   double scoring_seconds = 0;
   double io_seconds = 0;
-  double load_seconds = 0;   // model loading (part of "other")
-  double hash_seconds = 0;   // sha256 of the inputs (part of "other"); filled by the describers' callers
+  double load_seconds = 0;  // model loading (part of "other")
+  double hash_seconds =
+      0;  // sha256 of the inputs (part of "other"); filled by the describers' callers
   double other_seconds() const;  // total - forward - scoring - io (never below 0)
 };
 
 nlohmann::ordered_json ResultsTimingsToJson(const ResultsTimings& timings);
 
 struct ResultsEnvelope {
-  std::string command{};                  // "kl", "dump", "ppl", "corpus", ...
+  std::string command{};                    // "kl", "dump", "ppl", "corpus", ...
   std::vector<std::string> command_line{};  // empty: ProcessCommandLine()
-  int threads = 0;                        // 0: ThreadPool::Global().num_threads()
-  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();    // Describe*Input entries
+  int threads = 0;                          // 0: ThreadPool::Global().num_threads()
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // Describe*Input entries
   nlohmann::ordered_json settings = nlohmann::ordered_json::object();
   nlohmann::ordered_json results = nlohmann::ordered_json::object();  // every statistic
   ResultsTimings timings{};
   std::vector<std::string> warnings{};
-  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();   // files written besides this
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();  // files written besides this
 };
 
 // This process's argv from /proc/self/cmdline (empty if unreadable).

@@ -41,8 +41,11 @@ TEST(ResultsJson, EnvelopeHoldsEveryDocumentedKeyAndIsWrittenAtomically) {
   env.inputs.push_back(DescribeModelInput("candidate", "no-such-model-anywhere"));
   env.settings = {{"chunk_size", 16}};
   env.results = {{"kl", {{"mean", 0.5}}}};
-  env.timings = {.total_seconds = 10, .forward_seconds = 6, .scoring_seconds = 1,
-                 .io_seconds = 0.5, .load_seconds = 2};
+  env.timings = {.total_seconds = 10,
+                 .forward_seconds = 6,
+                 .scoring_seconds = 1,
+                 .io_seconds = 0.5,
+                 .load_seconds = 2};
   env.warnings = {"w"};
   const auto path = temp.path() / "out.json";
   WriteResultsJson(path, env);
@@ -50,9 +53,9 @@ TEST(ResultsJson, EnvelopeHoldsEveryDocumentedKeyAndIsWrittenAtomically) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
   // Key order as documented in docs/results-json.md (nlohmann::json sorts, so compare sets).
-  for (const char* key : {"schema", "schema_version", "command", "proctor_version", "threads",
-                          "command_line", "created", "inputs", "settings", "results", "timings",
-                          "warnings", "outputs"}) {
+  for (const char* key :
+       {"schema", "schema_version", "command", "proctor_version", "threads", "command_line",
+        "created", "inputs", "settings", "results", "timings", "warnings", "outputs"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(keys.size(), 13u);
@@ -67,8 +70,7 @@ TEST(ResultsJson, EnvelopeHoldsEveryDocumentedKeyAndIsWrittenAtomically) {
   EXPECT_EQ(j["inputs"][0]["bytes"], 6);
   EXPECT_EQ(j["inputs"][1]["kind"], "corpus");
   EXPECT_EQ(j["inputs"][1]["tokens_sha256"], Sha256sum(temp.path() / "corpus" / "tokens.bin"));
-  EXPECT_EQ(j["inputs"][1]["manifest_sha256"],
-            Sha256sum(temp.path() / "corpus" / "manifest.json"));
+  EXPECT_EQ(j["inputs"][1]["manifest_sha256"], Sha256sum(temp.path() / "corpus" / "manifest.json"));
   EXPECT_EQ(j["inputs"][1]["vocab_size"], 10);
   EXPECT_EQ(j["inputs"][2]["kind"], "reference-logits");
   EXPECT_EQ(j["inputs"][2]["tokens_sha256"], Sha256sum(temp.path() / "dump" / "tokens.bin"));

@@ -58,23 +58,25 @@ void SyntheticLm::RowLogits(std::span<const int32_t> tokens, int64_t pos, float*
 }
 
 TeacherForcedLogits SyntheticLm::Forward() const {
-  return [this](std::span<const int32_t> tokens, int64_t chunk_size,
-                const LogitsChunkFn& on_chunk) {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    std::vector<uint64_t> hashes(static_cast<size_t>(n));
-    uint64_t h = SplitMix64(seed_);
-    for (int64_t i = 0; i < n; ++i) hashes[i] = h = SplitMix64(h ^ static_cast<uint32_t>(tokens[i]));
-    Tensor chunk = Tensor::F32(std::min(chunk_size, n), vocab_);  // [C, V]
-    for (int64_t start = 0; start < n; start += chunk_size) {
-      const int64_t rows = std::min(chunk_size, n - start);
-      ThreadPool::Global().ParallelFor(static_cast<size_t>(rows), [&](size_t b, size_t e, int) {
-        for (size_t r = b; r < e; ++r) {
-          Row(hashes[start + r], start + static_cast<int64_t>(r), chunk.RowF32(static_cast<int64_t>(r)));
+  return
+      [this](std::span<const int32_t> tokens, int64_t chunk_size, const LogitsChunkFn& on_chunk) {
+        const int64_t n = static_cast<int64_t>(tokens.size());
+        std::vector<uint64_t> hashes(static_cast<size_t>(n));
+        uint64_t h = SplitMix64(seed_);
+        for (int64_t i = 0; i < n; ++i)
+          hashes[i] = h = SplitMix64(h ^ static_cast<uint32_t>(tokens[i]));
+        Tensor chunk = Tensor::F32(std::min(chunk_size, n), vocab_);  // [C, V]
+        for (int64_t start = 0; start < n; start += chunk_size) {
+          const int64_t rows = std::min(chunk_size, n - start);
+          ThreadPool::Global().ParallelFor(static_cast<size_t>(rows), [&](size_t b, size_t e, int) {
+            for (size_t r = b; r < e; ++r) {
+              Row(hashes[start + r], start + static_cast<int64_t>(r),
+                  chunk.RowF32(static_cast<int64_t>(r)));
+            }
+          });
+          on_chunk(start, chunk.View().RowRange(0, rows));
         }
-      });
-      on_chunk(start, chunk.View().RowRange(0, rows));
-    }
-  };
+      };
 }
 
 StartSequenceFn SyntheticLm::Stepper() const {
@@ -90,7 +92,8 @@ StartSequenceFn SyntheticLm::Stepper() const {
       }
       ThreadPool::Global().ParallelFor(tokens.size(), [&](size_t b, size_t e, int) {
         for (size_t r = b; r < e; ++r) {
-          lm_.Row(hashes[r], next_ + static_cast<int64_t>(r), chunk_.RowF32(static_cast<int64_t>(r)));
+          lm_.Row(hashes[r], next_ + static_cast<int64_t>(r),
+                  chunk_.RowF32(static_cast<int64_t>(r)));
         }
       });
       next_ += rows;
@@ -112,7 +115,8 @@ std::vector<int32_t> SyntheticTokens(int64_t n_seqs, int64_t ctx_len, int64_t vo
                                      uint64_t seed) {
   std::vector<int32_t> tokens(static_cast<size_t>(n_seqs * ctx_len));
   for (size_t i = 0; i < tokens.size(); ++i) {
-    tokens[i] = static_cast<int32_t>(SplitMix64(seed * 0x1000003ull + i) % static_cast<uint64_t>(vocab));
+    tokens[i] =
+        static_cast<int32_t>(SplitMix64(seed * 0x1000003ull + i) % static_cast<uint64_t>(vocab));
   }
   return tokens;
 }
@@ -135,7 +139,8 @@ void WriteSyntheticDump(const std::filesystem::path& dir, const SyntheticLm& lm,
   for (int64_t s = 0; s < n_seqs; ++s) {
     if (writer.SequenceDone(s)) continue;
     writer.BeginSequence(s);
-    const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * ctx_len), static_cast<size_t>(ctx_len));
+    const auto seq_tokens =
+        tokens.subspan(static_cast<size_t>(s * ctx_len), static_cast<size_t>(ctx_len));
     forward(seq_tokens, 64, [&](int64_t start, const MatView& logits) {
       for (int64_t r = 0; r < logits.rows && start + r < writer.positions(); ++r) {
         writer.AppendLogitsRow(std::span<const float>(logits.RowAs<float>(r), logits.cols));

@@ -1,17 +1,17 @@
 #include "eval/teacher_dump.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "eval/candidate_forward.h"
 #include "eval/corpus.h"
 #include "eval/ref_logits_writer.h"
 #include "eval/vocab_check.h"
-#include "util/file.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/progress.h"
 
 namespace proctor {
@@ -44,8 +44,10 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   }
   const bool interrupted = std::filesystem::exists(options.out_dir / ".in-progress.json");
   if (interrupted && !options.resume) {
-    Fail(kComponent, "'{}' holds an interrupted dump; pass --resume to continue it (or choose an "
-         "empty directory)", options.out_dir.string());
+    Fail(kComponent,
+         "'{}' holds an interrupted dump; pass --resume to continue it (or choose an "
+         "empty directory)",
+         options.out_dir.string());
   }
   const int64_t n_seqs = seq_end - options.seq_start;
   std::optional<std::string> notes;
@@ -71,8 +73,8 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
     ScopedSeconds load(&timings.load_seconds);
     teacher_id = ModelVocabularyIdentity(options.teacher, 0, "teacher");
     const auto manifest_path = corpus.dir / "manifest.json";
-    recorded = RecordedVocabularyIdentity(
-        nlohmann::json::parse(ReadFileToString(manifest_path)), manifest_path);
+    recorded = RecordedVocabularyIdentity(nlohmann::json::parse(ReadFileToString(manifest_path)),
+                                          manifest_path);
   }
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();
@@ -84,18 +86,18 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
       forward = MakeCandidateForward(options.teacher, options.runtime);
     }
     double forward_and_callbacks = 0, callbacks = 0, callback_io = 0;
-    Progress progress({.label = "dump",
-                       .unit = "positions",
-                       .total = static_cast<uint64_t>((n_seqs - result.sequences_resumed) *
-                                                      positions),
-                       .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+    Progress progress(
+        {.label = "dump",
+         .unit = "positions",
+         .total = static_cast<uint64_t>((n_seqs - result.sequences_resumed) * positions),
+         .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
     for (int64_t s = 0; s < n_seqs; ++s) {
       if (writer.SequenceDone(s)) continue;
       const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
                                              static_cast<size_t>(corpus.ctx_len));
       writer.BeginSequence(s);
       int64_t next = 0;  // next position to append
-      {  // the forward, with the callbacks (timed separately) inside it
+      {                  // the forward, with the callbacks (timed separately) inside it
         ScopedSeconds whole(&forward_and_callbacks);
         forward(seq_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
           ScopedSeconds in_callback(&callbacks);
@@ -112,9 +114,10 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
             teacher_id.logits_vocab = logits.cols;
             if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols &&
                 corpus.vocab_size != teacher_id.tokenizer_vocab.value_or(-1)) {
-              Fail(kComponent, "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
-                   "has {}: a different tokenizer", corpus.dir.string(), corpus.vocab_size,
-                   options.teacher, logits.cols);
+              Fail(kComponent,
+                   "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
+                   "has {}: a different tokenizer",
+                   corpus.dir.string(), corpus.vocab_size, options.teacher, logits.cols);
             }
             if (options.check_tokenizer && engine_teacher) {
               CheckRecordedVocabulary(recorded, teacher_id);

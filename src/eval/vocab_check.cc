@@ -22,13 +22,13 @@ std::string Show(const std::optional<T>& v) {
 }
 
 std::string Describe(const VocabularyIdentity& v) {
-  return fmt::format("{}: logits vocabulary {}, tokenizer size {}, tokenizer sha256 {}, bos {}, "
-                     "eos {}{}",
-                     v.source, Show(v.logits_vocab), Show(v.tokenizer_vocab),
-                     Show(v.tokenizer_sha256), Show(v.bos_id), Show(v.eos_id),
-                     v.tokenizer_description.empty()
-                         ? std::string()
-                         : fmt::format(" ({})", v.tokenizer_description));
+  return fmt::format(
+      "{}: logits vocabulary {}, tokenizer size {}, tokenizer sha256 {}, bos {}, "
+      "eos {}{}",
+      v.source, Show(v.logits_vocab), Show(v.tokenizer_vocab), Show(v.tokenizer_sha256),
+      Show(v.bos_id), Show(v.eos_id),
+      v.tokenizer_description.empty() ? std::string()
+                                      : fmt::format(" ({})", v.tokenizer_description));
 }
 
 template <typename T>

@@ -7,10 +7,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "text/tokenizer/tokenizer.h"
 
@@ -25,11 +24,12 @@ std::string TokenizerFingerprint(const text::Tokenizer& tokenizer);
 struct VocabularyIdentity {
   std::string source{};                   // "candidate model '<spec>'", "dump manifest '<file>'"
   std::optional<int64_t> logits_vocab{};  // the model's logits width
-  std::optional<int64_t> tokenizer_vocab{};  // the tokenizer's VocabSize() (or a recorded vocab_size)
+  std::optional<int64_t>
+      tokenizer_vocab{};  // the tokenizer's VocabSize() (or a recorded vocab_size)
   std::optional<std::string> tokenizer_sha256{};
   std::optional<int32_t> bos_id{};
   std::optional<int32_t> eos_id{};
-  std::string tokenizer_description{};    // Tokenizer::Describe() or a manifest's "tokenizer"
+  std::string tokenizer_description{};  // Tokenizer::Describe() or a manifest's "tokenizer"
 
   nlohmann::ordered_json ToJson() const;  // the recorded keys (vocab_size, tokenizer_sha256, ..)
 };

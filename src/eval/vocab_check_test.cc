@@ -45,24 +45,30 @@ TEST(TokenizerFingerprint, SameVocabularySameHashDifferentVocabularyDifferentHas
 }
 
 TEST(VocabularyCheck, RecordedValuesAgainstAModel) {
-  VocabularyIdentity model{.source = "candidate model 'm'", .logits_vocab = 151936,
-                           .tokenizer_vocab = 151669, .tokenizer_sha256 = "aa", .bos_id = -1,
+  VocabularyIdentity model{.source = "candidate model 'm'",
+                           .logits_vocab = 151936,
+                           .tokenizer_vocab = 151669,
+                           .tokenizer_sha256 = "aa",
+                           .bos_id = -1,
                            .eos_id = 151645};
   VocabularyIdentity recorded{.source = "'corpus/manifest.json'"};
   CheckRecordedVocabulary(recorded, model);  // records nothing: nothing to compare
   recorded.tokenizer_vocab = 151669;         // the tokenizer's size is fine
   CheckRecordedVocabulary(recorded, model);
-  recorded.tokenizer_vocab = 151936;         // and so is the logits width
+  recorded.tokenizer_vocab = 151936;  // and so is the logits width
   CheckRecordedVocabulary(recorded, model);
   recorded.tokenizer_vocab = 32000;
   std::string e = ErrorOf([&] { CheckRecordedVocabulary(recorded, model); });
   EXPECT_NE(e.find("'corpus/manifest.json' records vocab_size 32000"), std::string::npos) << e;
-  EXPECT_NE(e.find("logits vocabulary of 151936 and a tokenizer of 151669"), std::string::npos) << e;
+  EXPECT_NE(e.find("logits vocabulary of 151936 and a tokenizer of 151669"), std::string::npos)
+      << e;
   recorded.tokenizer_vocab.reset();
   recorded.tokenizer_sha256 = "bb";
   e = ErrorOf([&] { CheckRecordedVocabulary(recorded, model); });
   EXPECT_NE(e.find("records tokenizer_sha256 bb, but the tokenizer of candidate model 'm' has "
-                   "fingerprint aa"), std::string::npos) << e;
+                   "fingerprint aa"),
+            std::string::npos)
+      << e;
   recorded.tokenizer_sha256 = "aa";
   recorded.eos_id = 2;
   e = ErrorOf([&] { CheckRecordedVocabulary(recorded, model); });
@@ -76,11 +82,13 @@ TEST(VocabularyCheck, TwoModelsMustAgree) {
   CheckSameVocabulary(a, b);  // b's tokenizer unknown: widths agree
   b.tokenizer_sha256 = "y";
   std::string e = ErrorOf([&] { CheckSameVocabulary(a, b); });
-  EXPECT_NE(e.find("the tokenizers differ: reference 'a' and candidate 'b'"), std::string::npos) << e;
+  EXPECT_NE(e.find("the tokenizers differ: reference 'a' and candidate 'b'"), std::string::npos)
+      << e;
   b.logits_vocab = 513;
   e = ErrorOf([&] { CheckSameVocabulary(a, b); });
   EXPECT_NE(e.find("reference 'a' has a logits vocabulary of 512, candidate 'b' has 513"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 class Stories : public ::testing::Test {
@@ -90,14 +98,20 @@ class Stories : public ::testing::Test {
     std::vector<int32_t> tokens;
     for (int i = 0; i < 2 * 24; ++i) tokens.push_back(3 + (i * 37) % 500);
     WriteCorpus(temp_.path() / "corpus", tokens, 24, {{"vocab_size", 512}});
-    DumpTeacher({.teacher = Stories260K().string(), .corpus_dir = temp_.path() / "corpus",
-                 .out_dir = dump(), .top_k = 16, .chunk_size = 8, .quiet = true});
+    DumpTeacher({.teacher = Stories260K().string(),
+                 .corpus_dir = temp_.path() / "corpus",
+                 .out_dir = dump(),
+                 .top_k = 16,
+                 .chunk_size = 8,
+                 .quiet = true});
   }
   fs::path dump() const { return temp_.path() / "dump"; }
   std::string Score() {
     return ErrorOf([&] {
-      EvaluateKlVsReferenceLogits({.reference_dir = dump(), .candidate = Stories260K().string(),
-                                   .chunk_size = 8, .quiet = true});
+      EvaluateKlVsReferenceLogits({.reference_dir = dump(),
+                                   .candidate = Stories260K().string(),
+                                   .chunk_size = 8,
+                                   .quiet = true});
     });
   }
   void EditManifest(const char* key, const nlohmann::json& value) {
@@ -123,14 +137,17 @@ TEST_F(Stories, ACandidateWithADifferentTokenizerIsExplained) {
   EditManifest("tokenizer_sha256", std::string(64, '0'));
   std::string e = Score();
   EXPECT_NE(e.find(fmt::format("'{}' records tokenizer_sha256 {}", manifest, std::string(64, '0'))),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("different tokenizer"), std::string::npos) << e;
   EXPECT_NE(e.find(Stories260K().string()), std::string::npos) << e;
   EditManifest("tokenizer_sha256", nullptr);
   EditManifest("vocab_size", 32000);
   e = Score();
   EXPECT_NE(e.find("records vocab_size 32000, but candidate '" + Stories260K().string() +
-                   "' has a logits vocabulary of 512"), std::string::npos) << e;
+                   "' has a logits vocabulary of 512"),
+            std::string::npos)
+      << e;
   EditManifest("vocab_size", 512);
   EditManifest("eos_id", 7);
   e = Score();
@@ -142,8 +159,10 @@ TEST_F(Stories, TwoModelChecksTheCorpusRecord) {
   if (!fs::exists(spm)) GTEST_SKIP() << "fixture absent: " << spm;
   const auto run = [&] {
     return ErrorOf([&] {
-      EvaluateKlTwoModels({.reference = Stories260K().string(), .candidate = Stories260K().string(),
-                           .corpus_dir = temp_.path() / "corpus", .chunk_size = 8,
+      EvaluateKlTwoModels({.reference = Stories260K().string(),
+                           .candidate = Stories260K().string(),
+                           .corpus_dir = temp_.path() / "corpus",
+                           .chunk_size = 8,
                            .quiet = true});
     });
   };
@@ -155,7 +174,8 @@ TEST_F(Stories, TwoModelChecksTheCorpusRecord) {
   const std::string e = run();
   EXPECT_NE(e.find((temp_.path() / "corpus" / "manifest.json").string()), std::string::npos) << e;
   EXPECT_NE(e.find("records tokenizer_sha256 " + m["tokenizer_sha256"].get<std::string>()),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
