@@ -1,10 +1,12 @@
-// End to end through the built `proctor` binary: demo, inspect (valid and damaged dumps) and
-// kl's errors. Skips when the binary has not been built.
+// End to end through the built `proctor` binary: demo (--dir, --json), inspect (valid and
+// damaged dumps) and kl's errors. Skips when the binary has not been built.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "eval/testing_dumps.h"
 
@@ -35,22 +37,30 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, DemoThenInspectThenDamage) {
   const auto dir = temp_.path() / "demo";
-  const CommandRun demo = Proctor(fmt::format("demo --dir {} --vocab 500 --ctx 16 --top-k 32", dir.string()));
+  const auto json_path = temp_.path() / "demo.json";
+  const CommandRun demo = Proctor(fmt::format(
+      "demo --dir {} --n-seqs 3 --ctx 16 --top-k 32 --bits 4 --json {}", dir.string(),
+      json_path.string()));
   ASSERT_EQ(demo.status, 0) << demo.output;
-  EXPECT_NE(demo.output.find("SYNTHETIC"), std::string::npos);
-  EXPECT_NE(demo.output.find("noise sigma 0.5"), std::string::npos);
-  const CommandRun ok = Proctor("inspect " + dir.string());
+  EXPECT_NE(demo.output.find("teacher (bf16)"), std::string::npos) << demo.output;
+  EXPECT_NE(demo.output.find("mlx 4-bit g64"), std::string::npos) << demo.output;
+  EXPECT_NE(demo.output.find("perplexity"), std::string::npos) << demo.output;
+  const auto json = nlohmann::json::parse(testing::ReadBytes(json_path));
+  ASSERT_EQ(json["candidates"].size(), 2u);
+  EXPECT_EQ(json["candidates"][0]["kl"]["top1_agreement"], 1.0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "teacher" / "model.safetensors"));  // --dir keeps it
+  const CommandRun ok = Proctor("inspect " + (dir / "dump").string());
   EXPECT_EQ(ok.status, 0) << ok.output;
-  EXPECT_NE(ok.output.find("integrity: OK (60 records"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("integrity: OK (45 records"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("top_k              32"), std::string::npos) << ok.output;
   // A NaN logit in seq-2.bin, record 1: inspect fails and names the file.
-  const auto seq2 = dir / "seq-2.bin";
+  const auto seq2 = dir / "dump" / "seq-2.bin";
   std::string bytes = testing::ReadBytes(seq2);
   const size_t record = 6 * 32 + 4;
   bytes[record + 4 * 32 + 2] = 0x00;
   bytes[record + 4 * 32 + 3] = 0x7E;
   testing::WriteBytes(seq2, bytes);
-  const CommandRun bad = Proctor("inspect " + dir.string());
+  const CommandRun bad = Proctor("inspect " + (dir / "dump").string());
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find(seq2.string()), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("NaN"), std::string::npos) << bad.output;

@@ -1,0 +1,277 @@
+#include "eval/demo_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "eval/corpus.h"
+#include "eval/demo_candidates.h"
+#include "eval/demo_teacher.h"
+#include "eval/demo_texts.h"
+#include "model/load.h"
+#include "ops/logits_stats.h"
+#include "text/tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "demo";
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Wraps a forward so that, besides handing each chunk on, it records the next-token negative
+// log-likelihood of every position that has a next token (in position order, sequence after
+// sequence: the forward is called once per sequence, in order).
+TeacherForcedLogits WithNll(TeacherForcedLogits inner, std::shared_ptr<std::vector<double>> nll) {
+  return [inner = std::move(inner), nll](std::span<const int32_t> tokens, int64_t chunk,
+                                         const LogitsChunkFn& on_chunk) {
+    const auto scored = static_cast<int64_t>(tokens.size()) - 1;
+    inner(tokens, chunk, [&](int64_t start, const MatView& logits) {
+      for (int64_t r = 0; r < logits.rows && start + r < scored; ++r) {
+        const float* row = logits.RowAs<float>(r);
+        const ops::RowStats stats = ops::ComputeRowStats(row, logits.cols);
+        const int32_t target = tokens[static_cast<size_t>(start + r + 1)];
+        CHECK(target >= 0 && target < logits.cols);
+        nll->push_back(static_cast<double>(stats.max) +
+                       static_cast<double>(stats.log_sum_exp_shifted) -
+                       static_cast<double>(row[target]));
+      }
+      on_chunk(start, logits);
+    });
+  };
+}
+
+DemoPerplexity SummarizeNll(std::vector<double> nll) {
+  DemoPerplexity p;
+  p.positions = static_cast<int64_t>(nll.size());
+  if (nll.empty()) return p;
+  double sum = 0;
+  for (const double v : nll) sum += v;
+  p.mean_nll = sum / static_cast<double>(nll.size());
+  double squares = 0;
+  for (const double v : nll) squares += (v - p.mean_nll) * (v - p.mean_nll);
+  const double variance = nll.size() > 1 ? squares / static_cast<double>(nll.size() - 1) : 0.0;
+  p.perplexity = std::exp(p.mean_nll);
+  p.standard_error = p.perplexity * std::sqrt(variance / static_cast<double>(nll.size()));
+  p.per_position_nll = std::move(nll);
+  return p;
+}
+
+// Scores one model against the dump, with its perplexity from the same pass.
+DemoRow ScoreRow(const DemoOptions& options, const std::filesystem::path& dump_dir,
+                 const std::string& name, TeacherForcedLogits forward) {
+  const auto start = std::chrono::steady_clock::now();
+  auto nll = std::make_shared<std::vector<double>>();
+  DemoRow row;
+  row.candidate = name;
+  row.kl = EvaluateKlVsReferenceLogits({.reference_dir = dump_dir,
+                                        .candidate = name,
+                                        .chunk_size = options.chunk_size,
+                                        .forward = WithNll(std::move(forward), nll),
+                                        .runtime = options.runtime,
+                                        .pool = options.runtime.pool,
+                                        .quiet = options.quiet});
+  row.perplexity = SummarizeNll(std::move(*nll));
+  row.seconds = SecondsSince(start);
+  return row;
+}
+
+std::string ShortDType(const std::string& stored) {
+  if (stored == "bfloat16") return "bf16";
+  if (stored == "float16") return "f16";
+  if (stored == "float32") return "f32";
+  return stored;
+}
+
+}  // namespace
+
+DemoResult RunDemo(const DemoOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.work_dir.empty()) Fail(kComponent, "no work directory given");
+  if (options.ctx_len < 2 || options.n_seqs < 1 || options.top_k < 1 || options.chunk_size < 1) {
+    Fail(kComponent, "need ctx_len >= 2, n_seqs >= 1, top_k >= 1, chunk >= 1 (got {}, {}, {}, {})",
+         options.ctx_len, options.n_seqs, options.top_k, options.chunk_size);
+  }
+  const auto log = [&](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  std::filesystem::create_directories(options.work_dir);
+  DemoResult result;
+  result.group_size = options.group_size;
+  result.threads =
+      (options.runtime.pool ? *options.runtime.pool : ThreadPool::Global()).num_threads();
+  const std::vector<EmbeddedText> texts = DemoTexts();
+  if (texts.empty()) Fail(kComponent, "no embedded texts (the build found no docs/*.md)");
+
+  // 1. The teacher.
+  auto phase = std::chrono::steady_clock::now();
+  if (options.model.empty()) {
+    std::vector<std::string_view> training;
+    for (const auto& t : texts) training.push_back(t.text);
+    const DemoTeacherInfo info = WriteDemoTeacher(options.work_dir / "teacher", training);
+    result.teacher = info.dir.string();
+    result.teacher_summary = fmt::format(
+        "{}\n   generated: byte-level BPE trained on the embedded docs, seeded weights fitted to "
+        "their bigrams\n   (the bigram table's own perplexity on them: {:.1f})",
+        info.summary, info.bigram_perplexity);
+    result.generated_teacher = true;
+  } else {
+    result.teacher = options.model;
+  }
+  auto teacher = std::make_shared<LoadedModel>(LoadModel(result.teacher));
+  const ModelConfig& config = teacher->config;
+  if (!result.generated_teacher) {
+    result.teacher_summary =
+        fmt::format("{} ({:.2f}M parameters)", config.Summary(),
+                    static_cast<double>(CountParameters(teacher->weights)) / 1e6);
+  }
+  const auto tokenizer = text::LoadTokenizer(teacher->source);
+  result.tokenizer = tokenizer->Describe();
+  result.teacher_seconds = SecondsSince(phase);
+  log(fmt::format("1. teacher: {}\n   {}", result.teacher, result.teacher_summary));
+
+  // 2. The corpus.
+  phase = std::chrono::steady_clock::now();
+  std::vector<int32_t> tokens;
+  for (const auto& t : texts) {
+    const std::vector<int32_t> ids = tokenizer->Encode(t.text, true);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    result.corpus_sources.emplace_back(t.name);
+  }
+  const int64_t available = static_cast<int64_t>(tokens.size()) / options.ctx_len;
+  if (available < 1) {
+    Fail(kComponent,
+         "the embedded texts give {} tokens with this tokenizer; one sequence of "
+         "ctx_len {} needs {}",
+         tokens.size(), options.ctx_len, options.ctx_len);
+  }
+  result.n_seqs = std::min(options.n_seqs, available);
+  result.ctx_len = options.ctx_len;
+  tokens.resize(static_cast<size_t>(result.n_seqs * result.ctx_len));
+  result.corpus_dir = options.work_dir / "corpus";
+  nlohmann::ordered_json manifest;
+  manifest["tokenizer"] = result.teacher;
+  manifest["vocab_size"] = config.vocab_size;
+  manifest["sources"] = result.corpus_sources;
+  manifest["notes"] =
+      "proctor demo: the project's docs, BOS before each file, concatenated, cut "
+      "into rows in order";
+  WriteCorpus(result.corpus_dir, tokens, result.ctx_len, manifest);
+  result.corpus_sha256 = ReadCorpus(result.corpus_dir).tokens_sha256;
+  result.corpus_seconds = SecondsSince(phase);
+  log(
+      fmt::format("2. corpus: {} sequences x {} tokens from the project's docs ({} files, "
+                  "embedded) -> {}",
+                  result.n_seqs, result.ctx_len, texts.size(), result.corpus_dir.string()));
+
+  // 3. The teacher's dump.
+  const std::shared_ptr<const WeightStore> teacher_weights(teacher, &teacher->weights);
+  result.top_k = std::min<int64_t>(options.top_k, config.vocab_size);
+  result.dump_dir = options.work_dir / "dump";
+  std::filesystem::remove_all(result.dump_dir);
+  result.dump = DumpTeacher({.teacher = result.teacher,
+                             .corpus_dir = result.corpus_dir,
+                             .out_dir = result.dump_dir,
+                             .top_k = result.top_k,
+                             .chunk_size = options.chunk_size,
+                             .forward = CandidateForward(config, teacher_weights, options.runtime),
+                             .runtime = options.runtime,
+                             .quiet = options.quiet});
+  log(fmt::format("3. dumped the teacher's top-{} logits: {} positions in {:.2f} s -> {}",
+                  result.top_k, result.dump.positions_written, result.dump.elapsed_seconds,
+                  result.dump_dir.string()));
+
+  // 4. Scoring: the teacher itself (the fp16 storage floor), then each candidate.
+  DemoRow self = ScoreRow(options, result.dump_dir,
+                          fmt::format("teacher ({})", ShortDType(config.stored_dtype)),
+                          CandidateForward(config, teacher_weights, options.runtime));
+  self.bits_per_weight = BitsPerWeight(teacher->weights);
+  result.rows.push_back(std::move(self));
+  log(fmt::format("4. scored the teacher against its own dump (the floor) in {:.2f} s",
+                  result.rows.back().seconds));
+  for (const int bits : options.bits) {
+    const auto q_start = std::chrono::steady_clock::now();
+    QuantizedCandidate candidate = QuantizeCandidateMlx(*teacher, bits, options.group_size);
+    const double prepare_seconds = SecondsSince(q_start);
+    DemoRow row = ScoreRow(options, result.dump_dir, candidate.name,
+                           CandidateForward(config, candidate.weights, options.runtime));
+    row.bits = bits;
+    row.bits_per_weight = candidate.bits_per_weight;
+    row.prepare_seconds = prepare_seconds;
+    log(fmt::format("   quantized {} ({} tensors, {} kept) in {:.2f} s, scored in {:.2f} s",
+                    candidate.name, candidate.quantized_tensors, candidate.kept_tensors,
+                    prepare_seconds, row.seconds));
+    result.rows.push_back(std::move(row));
+  }
+  result.total_seconds = SecondsSince(start);
+  return result;
+}
+
+std::string FormatDemoTable(const DemoResult& result) {
+  size_t width = 9;
+  for (const auto& r : result.rows) width = std::max(width, r.candidate.size());
+  std::string out = fmt::format(
+      "{:<{}}  {:>6}  {:>21}  {:>9}  {:>9}  {:>7}  {:>6}  {:>17}  {:>7}\n", "candidate", width,
+      "bits/w", "KL mean +- SE", "median", "p95", "top-1", "mass", "perplexity +- SE", "seconds");
+  for (const auto& r : result.rows) {
+    const KlRunStats& s = r.kl.stats;
+    out += fmt::format(
+        "{:<{}}  {:>6.2f}  {:>21}  {:>9.3e}  {:>9.3e}  {:>7.4f}  {:>6.4f}  {:>17}  {:>7.2f}\n",
+        r.candidate, width, r.bits_per_weight,
+        fmt::format("{:.3e} +- {:.1e}", s.kl.mean, s.kl.standard_error), s.kl.median, s.kl.p95,
+        s.top1_agreement, s.mean_mass,
+        fmt::format("{:.3f} +- {:.3f}", r.perplexity.perplexity, r.perplexity.standard_error),
+        r.seconds);
+  }
+  return out;
+}
+
+nlohmann::ordered_json DemoResultToJson(const DemoResult& result) {
+  nlohmann::ordered_json j;
+  j["teacher"] = {{"model", result.teacher},
+                  {"summary", result.teacher_summary},
+                  {"generated", result.generated_teacher},
+                  {"tokenizer", result.tokenizer}};
+  j["corpus"] = {{"dir", result.corpus_dir.string()},
+                 {"tokens_sha256", result.corpus_sha256},
+                 {"n_seqs", result.n_seqs},
+                 {"ctx_len", result.ctx_len},
+                 {"sources", result.corpus_sources}};
+  j["dump"] = {{"dir", result.dump_dir.string()},
+               {"top_k", result.top_k},
+               {"positions", result.dump.positions_written},
+               {"vocab", result.dump.vocab},
+               {"seconds", result.dump.elapsed_seconds}};
+  j["quantization"] = {{"method", "mlx affine, in memory (quant/mlx_quant.h)"},
+                       {"group_size", result.group_size}};
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& r : result.rows) {
+    nlohmann::ordered_json row;
+    row["candidate"] = r.candidate;
+    row["bits"] = r.bits;
+    row["bits_per_weight"] = r.bits_per_weight;
+    row["kl"] = KlEvalResultToJson(r.kl);
+    row["perplexity"] = {{"perplexity", r.perplexity.perplexity},
+                         {"standard_error", r.perplexity.standard_error},
+                         {"mean_nll", r.perplexity.mean_nll},
+                         {"positions", r.perplexity.positions}};
+    row["prepare_seconds"] = r.prepare_seconds;
+    row["seconds"] = r.seconds;
+    rows.push_back(std::move(row));
+  }
+  j["candidates"] = std::move(rows);
+  j["timings"] = {{"teacher_seconds", result.teacher_seconds},
+                  {"corpus_seconds", result.corpus_seconds},
+                  {"dump_seconds", result.dump.elapsed_seconds},
+                  {"total_seconds", result.total_seconds}};
+  j["threads"] = result.threads;
+  return j;
+}
+
+}  // namespace proctor
