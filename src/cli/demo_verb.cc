@@ -10,7 +10,6 @@
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
 #include "eval/demo_pipeline.h"
-#include "util/file.h"
 
 namespace proctor::cli {
 
@@ -76,7 +75,7 @@ void RegisterDemoVerb(CLI::App& app) {
           args->model.empty() ? "a small Llama it generates" : args->model);
       std::fflush(stdout);
     }
-    const DemoResult result = RunDemo({
+    const DemoOptions options{
         .work_dir = dir,
         .model = args->model,
         .bits = args->bits,
@@ -93,7 +92,8 @@ void RegisterDemoVerb(CLI::App& app) {
               fmt::print("{}\n", line);
               std::fflush(stdout);
             },
-    });
+    };
+    const DemoResult result = RunDemo(options);
     if (!quiet) fmt::print("\n");
     fmt::print("{}", FormatDemoTable(result));
     if (!quiet) {
@@ -116,7 +116,7 @@ void RegisterDemoVerb(CLI::App& app) {
               : "");
     }
     if (!args->json.empty()) {
-      WriteFileAtomic(args->json, DemoResultToJson(result).dump(2) + "\n");
+      WriteResultsJson(args->json, DemoResultsEnvelope(result, options));
       if (!quiet) fmt::print(stderr, "wrote {}\n", args->json);
     }
     if (!quiet) {

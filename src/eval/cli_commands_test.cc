@@ -46,8 +46,13 @@ TEST_F(Cli, DemoThenInspectThenDamage) {
   EXPECT_NE(demo.output.find("mlx 4-bit g64"), std::string::npos) << demo.output;
   EXPECT_NE(demo.output.find("perplexity"), std::string::npos) << demo.output;
   const auto json = nlohmann::json::parse(testing::ReadBytes(json_path));
-  ASSERT_EQ(json["candidates"].size(), 2u);
-  EXPECT_EQ(json["candidates"][0]["kl"]["top1_agreement"], 1.0);
+  EXPECT_EQ(json["schema"], "proctor-results");
+  EXPECT_EQ(json["command"], "demo");
+  EXPECT_EQ(json["inputs"][0]["role"], "teacher");
+  EXPECT_EQ(json["outputs"].size(), 2u);  // corpus and dump
+  const auto& candidates = json["results"]["candidates"];
+  ASSERT_EQ(candidates.size(), 2u);
+  EXPECT_EQ(candidates[0]["kl"]["top1_agreement"], 1.0);
   EXPECT_TRUE(std::filesystem::exists(dir / "teacher" / "model.safetensors"));  // --dir keeps it
   const CommandRun ok = Proctor("inspect " + (dir / "dump").string());
   EXPECT_EQ(ok.status, 0) << ok.output;

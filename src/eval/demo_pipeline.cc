@@ -274,4 +274,46 @@ nlohmann::ordered_json DemoResultToJson(const DemoResult& result) {
   return j;
 }
 
+ResultsEnvelope DemoResultsEnvelope(const DemoResult& result, const DemoOptions& options) {
+  ResultsEnvelope env{.command = "demo", .threads = result.threads};
+  double hash_seconds = 0;
+  {
+    ScopedSeconds hashing(&hash_seconds);
+    if (std::filesystem::exists(result.teacher) || !result.generated_teacher) {
+      env.inputs.push_back(DescribeModelInput("teacher", result.teacher));
+    }
+    if (std::filesystem::exists(result.corpus_dir / "manifest.json")) {
+      env.outputs.push_back(DescribeCorpusInput("corpus", result.corpus_dir));
+    }
+    if (std::filesystem::exists(result.dump_dir / "manifest.json")) {
+      env.outputs.push_back(DescribeReferenceLogitsInput("reference_logits", result.dump_dir));
+    }
+  }
+  env.settings = {{"generated_teacher", result.generated_teacher},
+                  {"bits", options.bits},
+                  {"group_size", options.group_size},
+                  {"quantization", "mlx affine, in memory"},
+                  {"n_seqs", result.n_seqs},
+                  {"ctx_len", result.ctx_len},
+                  {"top_k", result.top_k},
+                  {"chunk_size", options.chunk_size},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))}};
+  env.results = DemoResultToJson(result);
+  ResultsTimings& t = env.timings;
+  const auto add = [&t](const ResultsTimings& part) {
+    t.forward_seconds += part.forward_seconds;
+    t.scoring_seconds += part.scoring_seconds;
+    t.io_seconds += part.io_seconds;
+  };
+  add(result.dump.timings);
+  for (const auto& row : result.rows) add(row.kl.timings);
+  t.total_seconds = result.total_seconds;
+  t.load_seconds = result.teacher_seconds;
+  t.hash_seconds = hash_seconds;
+  for (const auto& row : result.rows) {
+    for (const auto& w : row.kl.warnings) env.warnings.push_back(row.candidate + ": " + w);
+  }
+  return env;
+}
+
 }  // namespace proctor

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "eval/kl_eval.h"
+#include "eval/results_json.h"
 #include "eval/teacher_dump.h"
 #include "model/runtime_model.h"
 
@@ -89,5 +90,11 @@ std::string FormatDemoTable(const DemoResult& result);
 // "bits_per_weight", "kl": KlEvalResultToJson, "perplexity", "prepare_seconds", "seconds"}],
 // "timings"}.
 nlohmann::ordered_json DemoResultToJson(const DemoResult& result);
+
+// The results-JSON envelope (docs/results-json.md) of a run: command "demo"; inputs: the teacher
+// (hashed; while its directory still exists); settings: the options; results: DemoResultToJson;
+// timings: the dump's and every scoring pass's forward / scoring / I/O split summed; outputs:
+// the corpus and the dump (described while they exist).
+ResultsEnvelope DemoResultsEnvelope(const DemoResult& result, const DemoOptions& options);
 
 }  // namespace proctor

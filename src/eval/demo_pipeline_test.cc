@@ -175,6 +175,10 @@ TEST_F(DemoPipeline, PerplexityAgreesWithTheDump) {
   double sum = 0;
   for (const double v : nll) sum += v;
   EXPECT_NEAR(self.perplexity.perplexity, std::exp(sum / nll.size()), 1e-9);
+  // The scorer computes the candidate's NLL on its own: both agree for every row.
+  for (const auto& row : result_->rows) {
+    EXPECT_NEAR(row.perplexity.mean_nll, row.kl.stats.candidate_mean_nll, 1e-6) << row.candidate;
+  }
 }
 
 TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
@@ -200,6 +204,17 @@ TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
     EXPECT_TRUE(c["perplexity"].contains("perplexity"));
   }
   EXPECT_EQ(j["corpus"]["tokens_sha256"], result_->corpus_sha256);
+  const nlohmann::ordered_json envelope =
+      ResultsEnvelopeToJson(DemoResultsEnvelope(*result_, SmallDemo(temp_->path() / "a")));
+  EXPECT_EQ(envelope["command"], "demo");
+  EXPECT_EQ(envelope["results"], j);
+  EXPECT_EQ(envelope["settings"]["top_k"], kTopK);
+  ASSERT_EQ(envelope["inputs"].size(), 1u);
+  EXPECT_EQ(envelope["inputs"][0]["role"], "teacher");
+  EXPECT_EQ(envelope["inputs"][0]["kind"], "model-directory");
+  ASSERT_EQ(envelope["outputs"].size(), 2u);
+  EXPECT_EQ(envelope["outputs"][0]["tokens_sha256"], result_->corpus_sha256);
+  EXPECT_GT(envelope["timings"]["forward_seconds"].get<double>(), 0.0);
 }
 
 // The deterministic part of the JSON: every statistic, no paths or timings.
