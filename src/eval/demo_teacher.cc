@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "model/safetensors_writer.h"
 #include "text/tokenizer/bpe_trainer.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -151,6 +150,34 @@ struct Bf16Tensor {
   std::vector<uint16_t> values;
 };
 
+// Writes bf16 tensors as a safetensors file (u64 header length, JSON header padded with spaces
+// to a multiple of 8, the data in order), atomically. (Until the model layer's streaming
+// safetensors writer lands with `proctor quantize`.)
+void WriteBf16Safetensors(const std::filesystem::path& path,
+                          const std::vector<Bf16Tensor>& tensors) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    const uint64_t bytes = t.values.size() * 2;
+    header[t.name] = {
+        {"dtype", "BF16"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(uint64_t{text.size()} >> (8 * i));
+  AtomicFileWriter out(path);
+  out.Write(std::span<const uint8_t>(length, 8));
+  out.Write(text);
+  for (const auto& t : tensors) {
+    out.Write(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.values.data()),
+                                       t.values.size() * 2));
+  }
+  out.Commit();
+}
+
 }  // namespace
 
 DemoTeacherInfo WriteDemoTeacher(const std::filesystem::path& dir,
@@ -254,13 +281,7 @@ DemoTeacherInfo WriteDemoTeacher(const std::filesystem::path& dir,
   add("lm_head.weight", {vocab, hidden},
       [&](int64_t b, int64_t k) { return coefficients.Row(k)[b] * head_scale; });
 
-  std::vector<SafetensorsEntry> entries;
-  for (const auto& t : tensors) {
-    entries.push_back({t.name, DType::kBF16, t.shape,
-                       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.values.data()),
-                                                t.values.size() * 2)});
-  }
-  WriteSafetensors(dir / "model.safetensors", entries);
+  WriteBf16Safetensors(dir / "model.safetensors", tensors);
 
   nlohmann::ordered_json config;
   config["architectures"] = {"LlamaForCausalLM"};
