@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   cli::RegisterChatVerb(app);
   cli::RegisterTokenizeVerb(app);
   cli::RegisterDumpVerb(app);
+  cli::RegisterQuantizeVerb(app);
 
   try {
     app.parse(argc, argv);

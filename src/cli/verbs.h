@@ -25,5 +25,6 @@ void RegisterDemoVerb(CLI::App& app);
 void RegisterChatVerb(CLI::App& app);
 void RegisterTokenizeVerb(CLI::App& app);
 void RegisterDumpVerb(CLI::App& app);
+void RegisterQuantizeVerb(CLI::App& app);
 
 }  // namespace proctor::cli

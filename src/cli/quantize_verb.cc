@@ -1,0 +1,79 @@
+// `proctor quantize SRC --out DIR [--bits B] [--group-size G] [--mode M] [--recipe R]
+// [--skip PATTERN]... [--json FILE]`: a full-precision model to an MLX-format directory
+// (model/mlx_export.h), with a summary of what was quantized, the bits per weight and the size.
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "model/mlx_export.h"
+#include "model/quant_recipe.h"
+#include "util/error.h"
+#include "util/file.h"
+#include "util/progress.h"
+
+namespace proctor::cli {
+
+void RegisterQuantizeVerb(CLI::App& app) {
+  struct Args {
+    std::string source;
+    std::string out;
+    int bits = 0;
+    int group_size = 0;
+    std::string mode = "affine";
+    std::string recipe;
+    std::vector<std::string> skip;
+    std::string json;
+  };
+  auto args = std::make_shared<Args>();
+  auto* verb = app.add_subcommand(
+      "quantize", "Quantize a full-precision model into an MLX-format directory (mlx-lm layout)");
+  verb->add_option("source", args->source,
+                   "Model directory (f32/f16/bf16 safetensors), .gguf with float tensors, or "
+                   "cached HF id")
+      ->required();
+  verb->add_option("-o,--out", args->out, "Output directory (must not exist, or be empty)")
+      ->required();
+  verb->add_option("--bits", args->bits,
+                   "Bits per weight: affine 2, 3, 4, 5, 6, 8 (default 4); mxfp4/nvfp4 4; mxfp8 8");
+  verb->add_option("--group-size", args->group_size,
+                   "Weights per scale: affine 32, 64, 128 (default 64); mxfp4/mxfp8 32; nvfp4 16");
+  verb->add_option("--mode", args->mode, "affine (default), mxfp4, mxfp8 or nvfp4");
+  verb->add_option("--recipe", args->recipe,
+                   "Mixed precision as mlx-lm: " + QuantRecipeNames() +
+                       " (low/high bits; high bits for lm_head and, in the first and last "
+                       "eighth of the layers and every third layer between, v_proj and "
+                       "down_proj)");
+  verb->add_option("--skip", args->skip,
+                   "Keep modules matching this glob in full precision (repeatable; '*' matches "
+                   "anything, e.g. 'lm_head' or 'model.layers.0.*')");
+  verb->add_option("--json", args->json, "Also write the summary as JSON to this file");
+  verb->callback([args] {
+    MlxQuantizeOptions options;
+    const std::optional<quant::MlxMode> mode = quant::ParseMlxMode(args->mode);
+    if (!mode) {
+      Fail("quantize", "unknown --mode \"{}\" (affine, mxfp4, mxfp8, nvfp4)", args->mode);
+    }
+    options.mode = *mode;
+    options.bits = args->bits;
+    options.group_size = args->group_size;
+    options.recipe = args->recipe;
+    options.skip_patterns = args->skip;
+    const bool quiet = Globals().quiet;
+    std::unique_ptr<Progress> progress;
+    options.on_tensor = [&](const std::string&, size_t, size_t count) {
+      if (!progress) {
+        progress = std::make_unique<Progress>(
+            Progress::Options{.label = "quantize",
+                              .unit = "tensors",
+                              .total = count,
+                              .mode = quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+      }
+      progress->Advance();
+    };
+    const MlxQuantizeReport report = QuantizeModelToMlx(args->source, args->out, options);
+    if (progress) progress->Finish();
+    fmt::print("{}", report.Summary());
+    if (!args->json.empty()) WriteFileAtomic(args->json, report.ToJson().dump(2) + "\n");
+  });
+}
+
+}  // namespace proctor::cli

@@ -1,0 +1,137 @@
+// End-to-end tests of `proctor quantize` (the built executable, PROCTOR_BIN): the summary and
+// --json of a real model, and clear errors for bad input. The written files themselves are
+// checked by model/mlx_export_test.cc (numpy oracle).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Fixtures() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
+}
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result Proctor(const std::string& args) {
+  Result r;
+  FILE* pipe = popen(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args).c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / fmt::format("proctor-quantize-cli-{}-{}", rd(), rd());
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(QuantizeVerb, Stories260kSaysWhichTensorsStayUnquantizedAndWritesJson) {
+  const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  TempDir tmp;
+  const fs::path out = tmp.path() / "s4";
+  const fs::path json_path = tmp.path() / "summary.json";
+  const Result r = Proctor(fmt::format("quantize {} --out {} --bits 4 --group-size 32 --json {}",
+                                       gguf.string(), out.string(), json_path.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (int layer = 0; layer < 5; ++layer) {
+    EXPECT_TRUE(Contains(r.out, fmt::format("kept model.layers.{}.mlp.down_proj.weight: input "
+                                            "width 172 is not a multiple of the group size 32",
+                                            layer)))
+        << r.out;
+  }
+  EXPECT_TRUE(Contains(r.out, "quantized 31 tensors")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "bits per weight")) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(json_path));
+  EXPECT_EQ(j["tensors_quantized"], 31);
+  EXPECT_EQ(j["tensors_kept"], 16);  // 5 down projections, 10 layer norms, the final norm
+  EXPECT_EQ(j["bits"], 4);
+  EXPECT_EQ(j["group_size"], 32);
+  EXPECT_EQ(j["mode"], "affine");
+  // The output size is the sum of the files written; bpw = 8 * tensor bytes / parameters.
+  uint64_t files = 0;
+  for (const auto& entry : fs::directory_iterator(out)) files += entry.file_size();
+  EXPECT_EQ(j["output_bytes"].get<uint64_t>(), files);
+  EXPECT_DOUBLE_EQ(j["bits_per_weight"].get<double>(),
+                   8.0 * j["tensor_bytes"].get<double>() / j["total_parameters"].get<double>());
+  // Quantized tensors at 4 bits, group 32, f32 scales and biases: 4 + 2 * 32 / 32 = 6 bits.
+  EXPECT_DOUBLE_EQ(j["quantized_bits_per_weight"].get<double>(), 6.0);
+  // 512 x 64 embedding + 5 x (q 64x64 + k, v 32x64 + o 64x64 + 3 x 172x64 + 2 norms) + norm.
+  EXPECT_EQ(j["total_parameters"], 32768 + 5 * (4096 + 2 * 2048 + 4096 + 3 * 11008 + 128) + 64);
+}
+
+TEST(QuantizeVerb, BadInputIsAClearError) {
+  const fs::path src = Fixtures() / "hf-goldens" / "llama-f32";
+  if (!fs::exists(src)) GTEST_SKIP() << "fixture absent: " << src;
+  TempDir tmp;
+  const std::string out = (tmp.path() / "q").string();
+  struct Case {
+    std::string flags;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"--recipe mixed_9_9", {"unknown recipe \"mixed_9_9\"", "mixed_2_6"}},
+      {"--mode int4", {"unknown --mode \"int4\"", "affine, mxfp4"}},
+      {"--bits 7", {"bits", "7"}},
+      {"--group-size 48", {"48"}},
+      {"--mode mxfp4 --group-size 64", {"mxfp4", "64"}},
+      {"--recipe mixed_3_6 --mode nvfp4", {"mixed_3_6", "affine"}},
+      {"--recipe mixed_3_6 --bits 4", {"--bits 4 contradicts recipe mixed_3_6"}},
+  };
+  for (const Case& c : cases) {
+    const Result r = Proctor(fmt::format("quantize {} --out {} {}", src.string(), out, c.flags));
+    EXPECT_EQ(r.status, 1) << c.flags << "\n" << r.out;
+    for (const std::string& part : c.expected) {
+      EXPECT_TRUE(Contains(r.out, part)) << c.flags << ": missing " << part << " in\n" << r.out;
+    }
+    EXPECT_FALSE(fs::exists(out)) << c.flags;
+  }
+  // A complete run, then: the same --out again, and the quantized output as a source.
+  ASSERT_EQ(Proctor(fmt::format("quantize {} --out {}", src.string(), out)).status, 0);
+  Result r = Proctor(fmt::format("quantize {} --out {}", src.string(), out));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "exists and is not empty")) << r.out;
+  const std::string again = (tmp.path() / "q2").string();
+  r = Proctor(fmt::format("quantize {} --out {}", out, again));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "already quantized")) << r.out;
+  EXPECT_FALSE(fs::exists(again));
+  r = Proctor(fmt::format("quantize {} --out {}", (tmp.path() / "missing").string(), again));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "missing")) << r.out;
+}
+
+}  // namespace
