@@ -93,6 +93,25 @@ TEST(QuantizeVerb, Stories260kSaysWhichTensorsStayUnquantizedAndWritesJson) {
   EXPECT_EQ(j["total_parameters"], 32768 + 5 * (4096 + 2 * 2048 + 4096 + 3 * 11008 + 128) + 64);
 }
 
+TEST(QuantizeVerb, SameBytesForAnyThreadCountAndUnmatchedSkipIsNoted) {
+  const fs::path src = Fixtures() / "hf-goldens" / "qwen3-bf16";
+  if (!fs::exists(src)) GTEST_SKIP() << "fixture absent: " << src;
+  TempDir tmp;
+  std::vector<std::string> files;
+  for (int threads : {1, 2, 3}) {
+    const fs::path out = tmp.path() / fmt::format("t{}", threads);
+    const Result r = Proctor(fmt::format("-t {} quantize {} --out {} --bits 3 --skip 'nothing.*'",
+                                         threads, src.string(), out.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(Contains(r.out, "note: --skip nothing.* matched no quantizable module")) << r.out;
+    std::ifstream in(out / "model.safetensors", std::ios::binary);
+    files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_GT(files[0].size(), 0u);
+  EXPECT_EQ(files[0], files[1]);
+  EXPECT_EQ(files[0], files[2]);
+}
+
 TEST(QuantizeVerb, BadInputIsAClearError) {
   const fs::path src = Fixtures() / "hf-goldens" / "llama-f32";
   if (!fs::exists(src)) GTEST_SKIP() << "fixture absent: " << src;

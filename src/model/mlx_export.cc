@@ -135,6 +135,10 @@ std::vector<PlannedTensor> Plan(const LoadedModel& model, const MlxQuantizeOptio
     }
     r.quantizable =
         name.ends_with(".weight") && t.shape.size() == 2 && IsQuantizableModule(p.module);
+    if (r.quantizable && t.type != DType::kF32 && t.type != DType::kF16 && t.type != DType::kBF16) {
+      Fail("quantize", "{}: \"{}\" is {}; proctor quantize reads f32, f16 or bf16 weights",
+           model.source.string(), name, Name(t.type));
+    }
     if (r.quantizable) {
       const int64_t in = t.shape[1];
       auto skip = std::find_if(
@@ -405,6 +409,18 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
 
   std::vector<PlannedTensor> plan = Plan(model, opt, recipe);
   MlxQuantizeReport report;
+  for (const std::string& pattern : opt.skip_patterns) {
+    const bool used = std::any_of(plan.begin(), plan.end(), [&](const PlannedTensor& p) {
+      return p.result.quantizable &&
+             (GlobMatch(pattern, p.module) || GlobMatch(pattern, p.result.name));
+    });
+    if (!used) {
+      report.notes.push_back(
+          fmt::format("--skip {} matched no quantizable module (paths look like "
+                      "model.layers.0.mlp.down_proj, lm_head, model.embed_tokens)",
+                      pattern));
+    }
+  }
   report.source = model.source;
   report.out_dir = out_dir;
   report.mode = opt.mode;
