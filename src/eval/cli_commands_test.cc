@@ -49,7 +49,7 @@ TEST_F(Cli, DemoThenInspectThenDamage) {
   EXPECT_EQ(json["schema"], "proctor-results");
   EXPECT_EQ(json["command"], "demo");
   EXPECT_EQ(json["inputs"][0]["role"], "teacher");
-  EXPECT_EQ(json["outputs"].size(), 2u);  // corpus and dump
+  EXPECT_EQ(json["outputs"].size(), 3u);  // corpus, dump, the 4-bit candidate
   const auto& candidates = json["results"]["candidates"];
   ASSERT_EQ(candidates.size(), 2u);
   EXPECT_EQ(candidates[0]["kl"]["top1_agreement"], 1.0);

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <memory>
 
+#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
-#include "eval/demo_candidates.h"
 #include "eval/demo_teacher.h"
 #include "eval/demo_texts.h"
+#include "eval/vocab_check.h"
 #include "model/load.h"
+#include "model/mlx_export.h"
 #include "ops/logits_stats.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -20,6 +22,20 @@ namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "demo";
+
+// Every stored value of a model (block types count their values).
+int64_t CountParameters(const WeightStore& weights) {
+  int64_t n = 0;
+  for (const auto& name : weights.Names()) n += weights.Get(name).NumElements();
+  return n;
+}
+
+// 8 * stored bytes / parameters (mlx-lm's bits per weight).
+double BitsPerWeight(const WeightStore& weights) {
+  const int64_t params = CountParameters(weights);
+  return params > 0 ? 8.0 * static_cast<double>(weights.TotalBytes()) / static_cast<double>(params)
+                    : 0.0;
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -124,19 +140,27 @@ DemoResult RunDemo(const DemoOptions& options) {
   } else {
     result.teacher = options.model;
   }
-  auto teacher = std::make_shared<LoadedModel>(LoadModel(result.teacher));
-  const ModelConfig& config = teacher->config;
-  if (!result.generated_teacher) {
-    result.teacher_summary =
-        fmt::format("{} ({:.2f}M parameters)", config.Summary(),
-                    static_cast<double>(CountParameters(teacher->weights)) / 1e6);
+  int64_t vocab = 0;
+  std::string stored_dtype;
+  std::filesystem::path tokenizer_source;
+  {
+    const LoadedModel teacher = LoadModel(result.teacher);
+    vocab = teacher.config.vocab_size;
+    stored_dtype = teacher.config.stored_dtype;
+    tokenizer_source = teacher.source;
+    result.teacher_bits_per_weight = BitsPerWeight(teacher.weights);
+    if (!result.generated_teacher) {
+      result.teacher_summary =
+          fmt::format("{} ({:.2f}M parameters)", teacher.config.Summary(),
+                      static_cast<double>(CountParameters(teacher.weights)) / 1e6);
+    }
   }
-  const auto tokenizer = text::LoadTokenizer(teacher->source);
+  const auto tokenizer = text::LoadTokenizer(tokenizer_source);
   result.tokenizer = tokenizer->Describe();
   result.teacher_seconds = SecondsSince(phase);
   log(fmt::format("1. teacher: {}\n   {}", result.teacher, result.teacher_summary));
 
-  // 2. The corpus.
+  // 2. The corpus, recording the teacher's vocabulary (dump and kl check it).
   phase = std::chrono::steady_clock::now();
   std::vector<int32_t> tokens;
   for (const auto& t : texts) {
@@ -155,9 +179,9 @@ DemoResult RunDemo(const DemoOptions& options) {
   result.ctx_len = options.ctx_len;
   tokens.resize(static_cast<size_t>(result.n_seqs * result.ctx_len));
   result.corpus_dir = options.work_dir / "corpus";
-  nlohmann::ordered_json manifest;
+  nlohmann::ordered_json manifest =
+      ModelVocabularyIdentity(result.teacher, vocab, "teacher").ToJson();
   manifest["tokenizer"] = result.teacher;
-  manifest["vocab_size"] = config.vocab_size;
   manifest["sources"] = result.corpus_sources;
   manifest["notes"] =
       "proctor demo: the project's docs, BOS before each file, concatenated, cut "
@@ -170,9 +194,8 @@ DemoResult RunDemo(const DemoOptions& options) {
                   "embedded) -> {}",
                   result.n_seqs, result.ctx_len, texts.size(), result.corpus_dir.string()));
 
-  // 3. The teacher's dump.
-  const std::shared_ptr<const WeightStore> teacher_weights(teacher, &teacher->weights);
-  result.top_k = std::min<int64_t>(options.top_k, config.vocab_size);
+  // 3. The teacher's dump (as `proctor dump`).
+  result.top_k = std::min<int64_t>(options.top_k, vocab);
   result.dump_dir = options.work_dir / "dump";
   std::filesystem::remove_all(result.dump_dir);
   result.dump = DumpTeacher({.teacher = result.teacher,
@@ -180,33 +203,42 @@ DemoResult RunDemo(const DemoOptions& options) {
                              .out_dir = result.dump_dir,
                              .top_k = result.top_k,
                              .chunk_size = options.chunk_size,
-                             .forward = CandidateForward(config, teacher_weights, options.runtime),
                              .runtime = options.runtime,
                              .quiet = options.quiet});
   log(fmt::format("3. dumped the teacher's top-{} logits: {} positions in {:.2f} s -> {}",
                   result.top_k, result.dump.positions_written, result.dump.elapsed_seconds,
                   result.dump_dir.string()));
 
-  // 4. Scoring: the teacher itself (the fp16 storage floor), then each candidate.
-  DemoRow self = ScoreRow(options, result.dump_dir,
-                          fmt::format("teacher ({})", ShortDType(config.stored_dtype)),
-                          CandidateForward(config, teacher_weights, options.runtime));
-  self.bits_per_weight = BitsPerWeight(teacher->weights);
+  // 4. Scoring: the teacher itself (the fp16 storage floor), then each candidate, quantized
+  //    to an MLX directory (as `proctor quantize`) and loaded back by the engine.
+  DemoRow self =
+      ScoreRow(options, result.dump_dir, fmt::format("teacher ({})", ShortDType(stored_dtype)),
+               MakeCandidateForward(result.teacher, options.runtime));
+  self.bits_per_weight = result.teacher_bits_per_weight;
   result.rows.push_back(std::move(self));
   log(fmt::format("4. scored the teacher against its own dump (the floor) in {:.2f} s",
                   result.rows.back().seconds));
   for (const int bits : options.bits) {
     const auto q_start = std::chrono::steady_clock::now();
-    QuantizedCandidate candidate = QuantizeCandidateMlx(*teacher, bits, options.group_size);
+    const std::filesystem::path dir =
+        options.work_dir / "candidates" / fmt::format("mlx-{}bit-g{}", bits, options.group_size);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir.parent_path());
+    const MlxQuantizeReport report =
+        QuantizeModelToMlx(result.teacher, dir, {.bits = bits, .group_size = options.group_size});
     const double prepare_seconds = SecondsSince(q_start);
-    DemoRow row = ScoreRow(options, result.dump_dir, candidate.name,
-                           CandidateForward(config, candidate.weights, options.runtime));
+    DemoRow row =
+        ScoreRow(options, result.dump_dir, fmt::format("mlx {}-bit g{}", bits, options.group_size),
+                 MakeCandidateForward(dir.string(), options.runtime));
+    row.model = dir.string();
     row.bits = bits;
-    row.bits_per_weight = candidate.bits_per_weight;
+    row.bits_per_weight = report.bits_per_weight;
     row.prepare_seconds = prepare_seconds;
-    log(fmt::format("   quantized {} ({} tensors, {} kept) in {:.2f} s, scored in {:.2f} s",
-                    candidate.name, candidate.quantized_tensors, candidate.kept_tensors,
-                    prepare_seconds, row.seconds));
+    log(
+        fmt::format("   quantized {} ({} tensors quantized, {} kept) in {:.2f} s -> {}; scored "
+                    "in {:.2f} s",
+                    row.candidate, report.quantized_count, report.kept_count, prepare_seconds,
+                    dir.string(), row.seconds));
     result.rows.push_back(std::move(row));
   }
   result.total_seconds = SecondsSince(start);
@@ -248,12 +280,13 @@ nlohmann::ordered_json DemoResultToJson(const DemoResult& result) {
                {"positions", result.dump.positions_written},
                {"vocab", result.dump.vocab},
                {"seconds", result.dump.elapsed_seconds}};
-  j["quantization"] = {{"method", "mlx affine, in memory (quant/mlx_quant.h)"},
+  j["quantization"] = {{"method", "mlx affine (proctor quantize)"},
                        {"group_size", result.group_size}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& r : result.rows) {
     nlohmann::ordered_json row;
     row["candidate"] = r.candidate;
+    row["model"] = r.model;
     row["bits"] = r.bits;
     row["bits_per_weight"] = r.bits_per_weight;
     row["kl"] = KlEvalResultToJson(r.kl);
@@ -288,11 +321,16 @@ ResultsEnvelope DemoResultsEnvelope(const DemoResult& result, const DemoOptions&
     if (std::filesystem::exists(result.dump_dir / "manifest.json")) {
       env.outputs.push_back(DescribeReferenceLogitsInput("reference_logits", result.dump_dir));
     }
+    for (const auto& row : result.rows) {
+      if (!row.model.empty() && std::filesystem::exists(row.model)) {
+        env.outputs.push_back(DescribeModelInput("candidate", row.model));
+      }
+    }
   }
   env.settings = {{"generated_teacher", result.generated_teacher},
                   {"bits", options.bits},
                   {"group_size", options.group_size},
-                  {"quantization", "mlx affine, in memory"},
+                  {"quantization", "mlx affine (proctor quantize)"},
                   {"n_seqs", result.n_seqs},
                   {"ctx_len", result.ctx_len},
                   {"top_k", result.top_k},

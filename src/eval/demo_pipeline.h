@@ -2,8 +2,9 @@
 //
 //   1. teacher: the generated demo teacher (eval/demo_teacher.h) written into work_dir/teacher,
 //      or the model given;
-//   2. candidates: the teacher re-quantized with MLX affine quantization at each of `bits`
-//      (eval/demo_candidates.h);
+//   2. candidates: the teacher quantized with MLX affine quantization at each of `bits` into
+//      work_dir/candidates/mlx-<bits>bit-g<group> (QuantizeModelToMlx, as `proctor quantize`),
+//      loaded back by the engine;
 //   3. corpus: the project's documentation (eval/demo_texts.h) tokenized with the teacher's
 //      tokenizer, BOS before each file, concatenated and cut into n_seqs x ctx_len
 //      (work_dir/corpus, FORMATS.md section 4);
@@ -53,6 +54,7 @@ struct DemoPerplexity {
 
 struct DemoRow {
   std::string candidate;       // "teacher (bf16)", "mlx 4-bit g64"
+  std::string model;           // the candidate's MLX directory ("" for the teacher)
   int bits = 0;                // 0 for the teacher
   double bits_per_weight = 0;  // stored bits over the teacher's parameter count
   KlEvalResult kl;
@@ -66,6 +68,7 @@ struct DemoResult {
   std::string teacher_summary;
   bool generated_teacher = false;
   std::string tokenizer;  // Describe() of the teacher's tokenizer
+  double teacher_bits_per_weight = 0;
   std::filesystem::path corpus_dir, dump_dir;
   std::string corpus_sha256;
   std::vector<std::string> corpus_sources;

@@ -212,8 +212,13 @@ TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
   ASSERT_EQ(envelope["inputs"].size(), 1u);
   EXPECT_EQ(envelope["inputs"][0]["role"], "teacher");
   EXPECT_EQ(envelope["inputs"][0]["kind"], "model-directory");
-  ASSERT_EQ(envelope["outputs"].size(), 2u);
+  ASSERT_EQ(envelope["outputs"].size(), 5u);  // corpus, dump, the three candidates
   EXPECT_EQ(envelope["outputs"][0]["tokens_sha256"], result_->corpus_sha256);
+  EXPECT_EQ(envelope["outputs"][1]["kind"], "reference-logits");
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_EQ(envelope["outputs"][i]["role"], "candidate");
+    EXPECT_EQ(envelope["outputs"][i]["kind"], "model-directory");
+  }
   EXPECT_GT(envelope["timings"]["forward_seconds"].get<double>(), 0.0);
 }
 
