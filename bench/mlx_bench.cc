@@ -2,6 +2,7 @@
 // decode (T = 1, the matrix-vector kernel) and prefill (T = 512, the blocked kernel over decoded
 // panels), f32 compute, 1 and 2 threads. Counters: weight_bytes_per_second (packed codes + scales
 // + biases streamed per second: decode is memory-bound, compare with ops_bench's StreamRead),
+// prefill on AMX or the f32 FMA kernel (arg amx), f32 or bf16 compute (arg bf16),
 // FLOPS, and tokens_per_second_22_layers (this layer's projections only, x 22).
 //   build/bench/mlx_bench
 #include <benchmark/benchmark.h>
@@ -50,6 +51,10 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   const int format = static_cast<int>(state.range(0));
   const int64_t T = state.range(1);
   const int threads = static_cast<int>(state.range(2));
+  const auto mode = state.range(3) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
+  const bool amx = state.range(4) != 0;  // prefill on AMX (when the CPU has it) or FMA
+  SetF32AmxForTesting(amx);
+  SetBF16KernelForTesting(amx ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback);
   ThreadPool pool(threads);
   const auto& weights = LayerWeights(format);
   std::vector<Tensor> outs;
@@ -64,7 +69,7 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   for (auto _ : state) {
     for (size_t i = 0; i < weights.size(); ++i) {
       const MatView xv{DType::kF32, T, kLayer[i].in, 5632 * 4, x.bytes()};
-      MatMul(xv, weights[i].View(), outs[i].MutF32(), ComputeMode::kF32, pool);
+      MatMul(xv, weights[i].View(), outs[i].MutF32(), mode, pool);
     }
   }
   state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -73,13 +78,17 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   state.counters["tokens_per_second_22_layers"] = benchmark::Counter(
       static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
   const Format& f = kFormats[format];
-  state.SetLabel(fmt::format("{} T={} threads={}", MlxTypeName(f.mode, f.bits, f.group), T,
-                             threads));
+  state.SetLabel(fmt::format("{} T={} threads={} {} {}", MlxTypeName(f.mode, f.bits, f.group),
+                             T, threads, mode == ComputeMode::kF32 ? "f32" : "bf16",
+                             T == 1 ? "matvec" : amx ? "amx" : "fma"));
+  SetF32AmxForTesting(true);
+  SetBF16KernelForTesting(BF16Kernel::kAuto);
 }
 BENCHMARK(BM_MlxMatMulLayer)
-    ->ArgNames({"format", "T", "threads"})
-    ->ArgsProduct({{0, 1}, {1, 512}, {1, 2}})
-    ->ArgsProduct({{2, 3, 4, 5}, {1, 512}, {1}})
+    ->ArgNames({"format", "T", "threads", "bf16", "amx"})
+    ->ArgsProduct({{0, 1}, {1}, {1, 2}, {0}, {1}})
+    ->ArgsProduct({{0, 1}, {512}, {1, 2}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{2, 3, 4, 5}, {1, 512}, {1}, {0}, {1}})
     ->Unit(benchmark::kMillisecond);
 
 // One 1024 x 2048 matrix (1 MiB at 4 bits: stays in L2), T = 1, one thread: the kernel's compute

@@ -37,7 +37,23 @@ BF16Kernel ChooseBF16Kernel(int64_t T) {
   return dot ? BF16Kernel::kAvx512Bf16 : BF16Kernel::kF32Fallback;
 }
 
+// MLX prefill runs on AMX under the same switches as bf16 weights.
+bool MlxUsesAmx(const quant::MlxQuantizedMatrix& w, ComputeMode mode, int64_t T) {
+  const bool allowed = mode == ComputeMode::kF32 ? g_f32_amx
+                                                 : g_bf16_kernel == BF16Kernel::kAuto ||
+                                                       g_bf16_kernel == BF16Kernel::kAmx;
+  return allowed && T >= 2 && internal::AmxSupportsMlx(w) && internal::HaveAmxBf16();
+}
+
 }  // namespace
+
+const char* MlxKernelName(const quant::MlxQuantizedMatrix& w, ComputeMode mode, int64_t T) {
+  if (T == 1) return "mlx-matvec";
+  if (MlxUsesAmx(w, mode, T)) {
+    return mode == ComputeMode::kF32 ? "mlx-amx-exact" : "mlx-amx-bf16-weights";
+  }
+  return "mlx-f32-blocked";
+}
 
 const char* BF16KernelName(int64_t T) {
   switch (ChooseBF16Kernel(T)) {
@@ -61,8 +77,8 @@ const char* F32KernelName(DType weight_type, int64_t T) {
 
 void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
-  if (weight.is_mlx()) {
-    internal::MatMulMlx(x, weight.mlx(), out, mode, pool);
+  if (weight.is_mlx()) {  // matmul_mlx.cc
+    internal::MatMulMlx(x, weight.mlx(), out, mode, pool, MlxUsesAmx(weight.mlx(), mode, x.rows));
     return;
   }
   const MatView& w = weight.dense();

@@ -9,7 +9,8 @@
 //    vdpbf16ps dot instruction (which also flushes bf16 subnormals to zero); otherwise the same
 //    rounded activations go through the f32 kernels. The difference from kF32 is bounded by
 //    |x - bf16(x)| <= 2^-8 |x| per element: |out_bf16 - out_f32| <= 2^-8 * sum_k |x_k w_k| (+ f32
-//    summation error).
+//    summation error). MLX matrices on AMX (T >= 2) are the one exception that also rounds the
+//    decoded weights to bf16 (MlxKernelName below): a further 2^-9 |w| per weight.
 // Threads split N statically (partitions aligned to the kernel's panel width), T == 1 uses a
 // matrix-vector path. Results are bit-identical for the same inputs, mode, and thread count.
 #pragma once
@@ -51,5 +52,12 @@ void SetBF16KernelForTesting(BF16Kernel kernel);
 // the AMX path off (tests, benchmarks; not thread-safe with concurrent MatMul calls).
 const char* F32KernelName(DType weight_type, int64_t T);
 void SetF32AmxForTesting(bool enabled);
+
+// MLX matrices (matmul_mlx.cc, matmul_amx_mlx.cc): "mlx-matvec" (T == 1), "mlx-amx-exact" (f32
+// mode, AMX: exact code values times the three-part x, scaled per group in f32),
+// "mlx-amx-bf16-weights" (bf16 mode, AMX: the decoded weights are also rounded to bf16, as MLX
+// computes bf16 models: a further |w - bf16(w)| <= 2^-9 |w| per weight) or "mlx-f32-blocked"
+// (no AMX, or groups of 16). The same switches as above select AMX.
+const char* MlxKernelName(const quant::MlxQuantizedMatrix& w, ComputeMode mode, int64_t T);
 
 }  // namespace proctor::ops

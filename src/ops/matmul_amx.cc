@@ -49,6 +49,9 @@ PROCTOR_AMX_TARGET void ConfigureTiles() {
     config.rows[i] = kTile;
     config.colsb[i] = 64;
   }
+  // ldtilecfg reads the struct, but GCC 12 may drop the stores above as dead (seen when this
+  // function is compiled on its own): force them to memory first.
+  asm volatile("" : : "r"(&config) : "memory");
   _tile_loadconfig(&config);
 }
 
@@ -62,6 +65,8 @@ inline void StoreTransposed(const float* c, int64_t n_valid, int64_t t_valid, fl
 }
 
 }  // namespace
+
+PROCTOR_AMX_TARGET void ConfigureAmxTiles() { ConfigureTiles(); }
 
 bool HaveAmxBf16() {
   static const bool have = [] {

@@ -29,9 +29,10 @@ void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float
              int64_t b_stride, int64_t N, float* c, int64_t c_stride);
 
 // MatMul for an MLX quantized matrix (matmul_mlx.cc): activations prepared for the mode, then the
-// matrix-vector kernel (T == 1) or the blocked kernel, N split statically across the pool.
+// matrix-vector kernel (T == 1), the AMX kernel (use_amx: T >= 2, AmxSupportsMlx) or the blocked
+// kernel, N split statically across the pool.
 void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
-               ComputeMode mode, ThreadPool& pool);
+               ComputeMode mode, ThreadPool& pool, bool use_amx);
 // Decodes columns [k0, k0 + kc) (whole groups) of row `row` for the blocked kernel, in the order
 // MatMulMlx permutes x into (matmul_mlx.cc).
 void DecodeMlxPanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0, int64_t kc,
@@ -69,5 +70,15 @@ void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int pa
 void MatMulAmxBF16(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
                    const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end);
 inline constexpr int64_t kAmxPanelWidth = 32;
+// Loads the tile configuration the AMX kernels use (tiles 0-7: 16 rows x 64 bytes).
+void ConfigureAmxTiles();
+
+// AMX kernel for MLX matrices (matmul_amx_mlx.cc): exact bf16 element values of the codes times
+// x_packed (as for MatMulAmxBF16), one group at a time, scaled and biased in f32.
+// x_group_sums: [groups][T rounded up to 16] sums of the packed activations over each group.
+bool AmxSupportsMlx(const quant::MlxQuantizedMatrix& w);  // groups of whole 32-k tile steps
+void MatMulAmxMlx(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
+                  const quant::MlxQuantizedMatrix& w, const float* x_group_sums, MutMatF32 out,
+                  int64_t n_begin, int64_t n_end);
 
 }  // namespace proctor::ops::internal

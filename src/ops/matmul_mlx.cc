@@ -387,14 +387,53 @@ namespace {
 constexpr int64_t kMatVecGrain = 64;  // rows per partition unit for T == 1
 }  // namespace
 
+namespace {
+
+// AMX prefill (matmul_amx_mlx.cc): x packed as bf16 tiles (rounded, or three exact parts in f32
+// mode, where it is also summed per group for the bias term).
+void MatMulMlxAmx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
+                  ComputeMode mode, ThreadPool& pool) {
+  const int64_t T = x.rows, K = x.cols, N = w.rows(), G = w.group_size, groups = K / G;
+  const int parts = mode == ComputeMode::kF32 ? 3 : 1;
+  const int64_t k_padded = (K + 31) / 32 * 32, t_padded = (T + 15) / 16 * 16;
+  thread_local std::vector<uint32_t> packed;  // [parts][T/16][k_padded/2][16]
+  packed.resize(static_cast<size_t>(parts * t_padded * k_padded / 2));
+  uint32_t* const packed_data = packed.data();
+  pool.ParallelFor(static_cast<size_t>(t_padded / 16), [&](size_t begin, size_t end, int) {
+    PackTokensVnni(x, k_padded, t_padded, parts, static_cast<int64_t>(begin),
+                   static_cast<int64_t>(end), packed_data);
+  });
+  // f32 mode: the activations summed over each group (the three parts add up to x exactly).
+  std::vector<float> sums(parts == 3 ? static_cast<size_t>(groups * t_padded) : 0, 0.0f);
+  for (int64_t t = 0; parts == 3 && t < T; ++t) {  // sums: [groups][t_padded]
+    const float* xt = x.RowAs<float>(t);
+    for (int64_t g = 0; g < groups; ++g) {
+      float sum = 0.0f;
+      for (int64_t k = g * G; k < (g + 1) * G; ++k) sum += xt[k];
+      sums[static_cast<size_t>(g * t_padded + t)] = sum;
+    }
+  }
+  pool.ParallelForGrain(static_cast<size_t>(N), kAmxPanelWidth,
+                        [&](size_t begin, size_t end, int) {
+    MatMulAmxMlx(packed_data, parts, T, k_padded, w, sums.data(), out,
+                 static_cast<int64_t>(begin), static_cast<int64_t>(end));
+  });
+}
+
+}  // namespace
+
 void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
-               ComputeMode mode, ThreadPool& pool) {
+               ComputeMode mode, ThreadPool& pool, bool use_amx) {
   CHECK(x.type == DType::kF32 && x.row_stride % sizeof(float) == 0);
   CHECK_MSG(x.cols == w.cols() && out.rows == x.rows && out.cols == w.rows(),
             "x [{}, {}] w [{}, {}] out [{}, {}]", x.rows, x.cols, w.rows(), w.cols(), out.rows,
             out.cols);
   const int64_t T = x.rows, K = x.cols, N = w.rows();
   if (T == 0 || N == 0) return;
+  if (use_amx && T >= 2) {
+    MatMulMlxAmx(x, w, out, mode, pool);
+    return;
+  }
   MatView xs = x;
   std::vector<float> rounded;  // [T, K]: activations rounded to bf16 (bf16 mode)
   if (mode == ComputeMode::kBF16) {
