@@ -149,10 +149,12 @@ void BM_MatMulLayer(benchmark::State& state) {
 BENCHMARK(BM_MatMulLayer)
     ->ArgNames({"mode", "T", "threads", "type"})
     ->ArgsProduct({{0, 1}, {512, 1}, {1, 2}, {static_cast<int64_t>(DType::kBF16)}})
-    ->Args({0, 512, 1, static_cast<int64_t>(DType::kQ8_0)})
-    ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ8_0)})
-    ->Args({0, 512, 1, static_cast<int64_t>(DType::kQ4_0)})
-    ->Args({0, 1, 1, static_cast<int64_t>(DType::kQ4_0)})
+    ->ArgsProduct({{0}, {512, 1}, {1},
+                   {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ4_1), static_cast<int64_t>(DType::kQ5_0),
+                    static_cast<int64_t>(DType::kQ5_1), static_cast<int64_t>(DType::kQ2_K),
+                    static_cast<int64_t>(DType::kQ3_K), static_cast<int64_t>(DType::kQ4_K),
+                    static_cast<int64_t>(DType::kQ5_K), static_cast<int64_t>(DType::kQ6_K)}})
     ->Unit(benchmark::kMillisecond);
 
 // One bf16-weight MatMul out[T, N] = x[T, K] · w[N, K]^T on one thread.

@@ -83,7 +83,8 @@ void RegisterBenchVerb(CLI::App& app) {
                    fmt::format("Random weights with the shapes of a real model ({})",
                                fmt::join(SyntheticModelNames(), ", ")));
   verb->add_option("--dtype", args->dtype,
-                   "Weight type of a --synthetic model: f32, f16, bf16 (default), q8_0, q4_0");
+                   "Weight type of a --synthetic model: f32, f16, bf16 (default) or a GGUF "
+                   "block type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k)");
   verb->add_option("--prompt-tokens", args->prompt_tokens, "Prefill length (default 512)")
       ->check(CLI::PositiveNumber);
   verb->add_option("--decode-tokens", args->decode_tokens, "Tokens to decode (default 32)")

@@ -19,6 +19,20 @@ namespace {
 MatView Absent() { return MatView{}; }
 
 MutMatF32 Rows(Tensor& t) { return t.MutF32(); }
+MutMatF32 Rows(MutMatF32 m) { return m; }
+
+// The activation buffers of a forward pass. They are kept per thread and reused by every layer
+// and call: fresh multi-megabyte buffers cost page faults on first touch and, once two threads
+// run, TLB shootdowns when they are unmapped again (together a quarter of prefill time).
+enum Buffer { kNormed, kQ, kK, kV, kAttended, kProjected, kGate, kUp, kDown, kBufferCount };
+
+// A [rows, cols] f32 view of the calling thread's buffer `which` (contents undefined).
+MutMatF32 Scratch(Buffer which, int64_t rows, int64_t cols) {
+  thread_local Tensor buffers[kBufferCount];
+  Tensor& buf = buffers[which];
+  if (buf.rows() < rows * cols) buf = Tensor::F32(rows * cols, 1);
+  return MutMatF32{rows, cols, cols, buf.f32()};
+}
 
 // Views an f32 [T, heads*D] buffer as [T*heads, D] (one row per head).
 MutMatF32 PerHead(MutMatF32 m, int head_dim) {
@@ -112,12 +126,12 @@ void RuntimeModel::AttentionBlock(int layer, MutMatF32 x, std::span<const int32_
   const int hq = config_.num_heads, hkv = config_.num_kv_heads, d = config_.head_dim;
   const ops::ComputeMode mode = options_.compute;
 
-  Tensor normed = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  const MutMatF32 normed = Scratch(kNormed, t, config_.hidden_size);  // [T, hidden]
   ops::RmsNorm(x.View(), w.input_norm, config_.rms_norm_eps, false, Rows(normed));
 
-  Tensor q = Tensor::F32(t, int64_t{hq} * d);   // [T, Hq*D]
-  Tensor k = Tensor::F32(t, int64_t{hkv} * d);  // [T, Hkv*D]
-  Tensor v = Tensor::F32(t, int64_t{hkv} * d);  // [T, Hkv*D]
+  const MutMatF32 q = Scratch(kQ, t, int64_t{hq} * d);   // [T, Hq*D]
+  const MutMatF32 k = Scratch(kK, t, int64_t{hkv} * d);  // [T, Hkv*D]
+  const MutMatF32 v = Scratch(kV, t, int64_t{hkv} * d);  // [T, Hkv*D]
   ops::MatMul(normed.View(), w.q, Rows(q), mode, pool_);
   ops::MatMul(normed.View(), w.k, Rows(k), mode, pool_);
   ops::MatMul(normed.View(), w.v, Rows(v), mode, pool_);
@@ -136,11 +150,11 @@ void RuntimeModel::AttentionBlock(int layer, MutMatF32 x, std::span<const int32_
   CHECK(kv.length() == positions.front());
   kv.Append(k.View(), v.View());
 
-  Tensor attended = Tensor::F32(t, int64_t{hq} * d);  // [T, Hq*D]
+  const MutMatF32 attended = Scratch(kAttended, t, int64_t{hq} * d);  // [T, Hq*D]
   ops::Attention(q.View(), kv.Keys(), kv.Values(), positions.front(), hq, hkv, d, attention_scale_,
                  config_.SlidingWindowForLayer(layer), Rows(attended), pool_);
 
-  Tensor projected = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  const MutMatF32 projected = Scratch(kProjected, t, config_.hidden_size);  // [T, hidden]
   ops::MatMul(attended.View(), w.o, Rows(projected), mode, pool_);
   if (w.o_bias.rows) ops::AddBias(Rows(projected), w.o_bias);
   ops::AddInPlace(x, projected.View());
@@ -151,14 +165,14 @@ void RuntimeModel::MlpBlock(int layer, MutMatF32 x) const {
   const int64_t t = x.rows;
   const ops::ComputeMode mode = options_.compute;
 
-  Tensor normed = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  const MutMatF32 normed = Scratch(kNormed, t, config_.hidden_size);  // [T, hidden]
   ops::RmsNorm(x.View(), w.post_attention_norm, config_.rms_norm_eps, false, Rows(normed));
-  Tensor gate = Tensor::F32(t, config_.intermediate_size);  // [T, ff]
-  Tensor up = Tensor::F32(t, config_.intermediate_size);    // [T, ff]
+  const MutMatF32 gate = Scratch(kGate, t, config_.intermediate_size);  // [T, ff]
+  const MutMatF32 up = Scratch(kUp, t, config_.intermediate_size);      // [T, ff]
   ops::MatMul(normed.View(), w.gate, Rows(gate), mode, pool_);
   ops::MatMul(normed.View(), w.up, Rows(up), mode, pool_);
   ops::SiluMul(Rows(gate), up.View());
-  Tensor down = Tensor::F32(t, config_.hidden_size);  // [T, hidden]
+  const MutMatF32 down = Scratch(kDown, t, config_.hidden_size);  // [T, hidden]
   ops::MatMul(gate.View(), w.down, Rows(down), mode, pool_);
   ops::AddInPlace(x, down.View());
 }

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "model/greedy.h"
 #include "model/kv_cache.h"
 #include "model/synthetic_model.h"
 #include "model/test_util.h"
+#include "ops/convert.h"
 #include "util/half.h"
 
 namespace proctor {
@@ -158,6 +160,50 @@ TEST(Synthetic, RealShapesAndErrors) {
   EXPECT_EQ(SyntheticConfig("llama-3.2-1b").rope.type, RopeType::kLlama3);
   EXPECT_ERROR_CONTAINS(SyntheticConfig("gpt-2"), "gpt-2", "tinyllama-1.1b");
   EXPECT_ERROR_CONTAINS(BuildSyntheticModel(SyntheticConfig("tiny"), DType::kI32), "i32");
+}
+
+// A one-layer toy whose widths are multiples of 256, so every GGUF type (K-quants too) applies.
+ModelConfig ToyForKQuants() {
+  ModelConfig c = SyntheticConfig("tiny");
+  c.hidden_size = 256, c.intermediate_size = 512, c.num_layers = 1;
+  c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64, c.rotary_dim = 64;
+  return c;
+}
+
+TEST(Synthetic, EveryGgufTypeGivesValidBlocksOfRealisticMagnitude) {
+  const ModelConfig c = ToyForKQuants();
+  const float amplitude = std::sqrt(3.0f) / std::sqrt(256.0f);  // up_proj: uniform(+-amplitude)
+  for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    SCOPED_TRACE(Name(type));
+    const SyntheticModel m = BuildSyntheticModel(c, type);
+    EXPECT_EQ(m.config.stored_dtype, Name(type));
+    const MatView up = m.weights.Matrix("model.layers.0.mlp.up_proj.weight");
+    ASSERT_EQ(up.type, type);
+    std::vector<float> row(static_cast<size_t>(up.cols));
+    double abs_sum = 0.0, sum = 0.0;
+    float max_abs = 0.0f;
+    for (int64_t r = 0; r < up.rows; ++r) {
+      ops::DequantizeRow(up, r, row);
+      for (const float v : row) {
+        ASSERT_TRUE(std::isfinite(v));
+        max_abs = std::max(max_abs, std::fabs(v));
+        abs_sum += std::fabs(v), sum += v;
+      }
+    }
+    const double n = static_cast<double>(up.rows * up.cols);
+    EXPECT_LE(max_abs, 1.5f * amplitude);
+    EXPECT_GT(abs_sum / n, 0.1 * amplitude);
+    EXPECT_LT(std::fabs(sum / n), 0.1 * amplitude);  // centred
+    // The model runs and its logits are finite.
+    const RuntimeModel model(m.config, m.weights);
+    ModelCache cache = model.MakeCache();
+    const std::vector<int32_t> ids = {1, 7, 300, 42};
+    const Tensor logits = model.LogitsFromHidden(model.ForwardHidden(ids, cache).View());
+    for (int64_t t = 0; t < logits.rows(); ++t) {
+      for (int64_t v = 0; v < logits.cols(); ++v) ASSERT_TRUE(std::isfinite(logits.RowF32(t)[v]));
+    }
+  }
 }
 
 TEST(RuntimeModel, RejectsOutOfRangeTokensAndMissingWeights) {

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
+
+#include "quant/ggml_blocks.h"
 
 #include "util/error.h"
 #include "util/half.h"
@@ -29,6 +33,72 @@ uint64_t HashName(std::string_view name, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;
   for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   return h;
+}
+
+// Where a block type keeps its fp16 scale `d` and, for types with one, its fp16 minimum scale
+// (`m` of Q4_1/Q5_1, `dmin` of the K-quants); -1 when absent.
+struct ScaleFields {
+  int d;
+  int min;
+};
+
+ScaleFields ScaleFieldsOf(DType type) {
+  switch (type) {
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      return {0, 2};
+    case DType::kQ2_K:
+      return {80, 82};
+    case DType::kQ3_K:
+      return {108, -1};
+    case DType::kQ6_K:
+      return {208, -1};
+    default:  // Q8_0, Q4_0, Q5_0
+      return {0, -1};
+  }
+}
+
+void StoreHalf(uint8_t* p, float v) {
+  const uint16_t h = F32ToF16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Fills one row of GGUF blocks: random codes and sub-block scales, then the fp16 scale fields
+// chosen so values lie within about [-amplitude, amplitude] and (types with a minimum) centre on
+// zero. Every byte pattern of codes is a valid block, so the blocks are valid by construction.
+void RandomBlocks(DType type, uint8_t* row, size_t row_bytes, float amplitude, uint64_t& state) {
+  const quant::BlockTraits* traits = quant::FindBlockTraits(type);
+  CHECK_MSG(traits != nullptr, "no block traits for {}", Name(type));
+  const ScaleFields fields = ScaleFieldsOf(type);
+  const size_t block_bytes = static_cast<size_t>(traits->block_bytes);
+  std::vector<float> a(static_cast<size_t>(traits->block_elems));  // values with d=1, min=0
+  std::vector<float> b(static_cast<size_t>(traits->block_elems));  // values with d=0, min=1
+  for (size_t offset = 0; offset < row_bytes; offset += block_bytes) {
+    uint8_t* block = row + offset;
+    for (size_t i = 0; i < block_bytes; i += 8) {
+      const uint64_t bits = SplitMix64(state);
+      std::memcpy(block + i, &bits, std::min<size_t>(8, block_bytes - i));
+    }
+    StoreHalf(block + fields.d, 1.0f);
+    if (fields.min >= 0) StoreHalf(block + fields.min, 0.0f);
+    traits->dequantize_ref(block, 1, a.data());
+    float max_abs = 0.0f, mean_a = 0.0f;
+    for (const float v : a) max_abs = std::max(max_abs, std::fabs(v)), mean_a += v;
+    const float d = max_abs > 0.0f ? amplitude / max_abs : 1.0f;
+    StoreHalf(block + fields.d, d);
+    if (fields.min < 0) continue;
+    StoreHalf(block + fields.d, 0.0f);
+    StoreHalf(block + fields.min, 1.0f);
+    traits->dequantize_ref(block, 1, b.data());
+    float mean_b = 0.0f;
+    for (const float v : b) mean_b += v;
+    // Q4_1 / Q5_1 add m; the K-quants subtract dmin * min: pick the sign that centres the block.
+    const float min_scale = mean_b != 0.0f ? -d * mean_a / mean_b : 0.0f;
+    StoreHalf(block + fields.d, d);
+    StoreHalf(block + fields.min, min_scale);
+  }
 }
 
 // rows x cols of `type`; values center + uniform(-amplitude, amplitude).
@@ -56,22 +126,9 @@ Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t col
           }
           break;
         }
-        case DType::kQ8_0:
-        case DType::kQ4_0: {
-          // Each block: an fp16 scale, then random quants.
-          const DTypeInfo& info = Info(type);
-          const float levels = type == DType::kQ8_0 ? 127.0f : 8.0f;
-          for (size_t b = 0; b < row_bytes; b += info.block_bytes) {
-            const uint16_t scale = F32ToF16(amplitude / levels);
-            std::memcpy(row + b, &scale, 2);
-            for (size_t i = 2; i < info.block_bytes; ++i) {
-              row[b + i] = static_cast<uint8_t>(SplitMix64(state));
-            }
-          }
+        default:  // GGUF block types
+          RandomBlocks(type, row, row_bytes, amplitude, state);
           break;
-        }
-        default:
-          CHECK(false);
       }
     }
   });
@@ -140,8 +197,10 @@ ModelConfig SyntheticConfig(std::string_view name) {
 
 SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint64_t seed) {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 &&
-      dtype != DType::kQ8_0 && dtype != DType::kQ4_0) {
-    Fail("model", "synthetic weights can be f32, f16, bf16, q8_0 or q4_0 (asked for {})",
+      quant::FindBlockTraits(dtype) == nullptr) {
+    Fail("model",
+         "synthetic weights can be f32, f16, bf16 or a GGUF block type (q8_0, q4_0, q4_1, q5_0, "
+         "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k); asked for {}",
          Name(dtype));
   }
   SyntheticModel m;

@@ -2,9 +2,10 @@
 // forward pass exercised) without downloading anything.
 //
 // Values are seeded and reproducible: matrices uniform with variance 1/fan_in, norms 1 + small
-// noise, embeddings std 0.02 ... 1. Float types (f32, f16, bf16) store the values rounded; block
-// types (q8_0, q4_0) get random quants with a scale of the same magnitude (norms stay f32, as in
-// GGUF files).
+// noise, embeddings std 0.02 ... 1. Float types (f32, f16, bf16) store the values rounded; GGUF
+// block types (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k ... q6_k) get random codes and sub-block
+// scales with fp16 scales chosen so values have the same magnitude (norms stay f32, as in GGUF
+// files). A matrix whose rows are not whole blocks (e.g. K-quants on a 64-wide toy) is f16.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ std::vector<std::string> SyntheticModelNames();
 // The config of a named shape; Error listing the names for an unknown one.
 ModelConfig SyntheticConfig(std::string_view name);
 
-// Builds the weights for `config` in `dtype` (f32, f16, bf16, q8_0, q4_0); Error otherwise.
+// Builds the weights for `config` in `dtype` (f32, f16, bf16 or a GGUF block type); Error
+// otherwise.
 SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint64_t seed = 1);
 
 }  // namespace proctor

@@ -27,6 +27,7 @@ void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
 
 BF16Kernel g_bf16_kernel = BF16Kernel::kAuto;
 bool g_f32_amx = true;
+bool g_fused_gguf = true;
 
 BF16Kernel ChooseBF16Kernel(int64_t T) {
   const bool amx = (g_bf16_kernel == BF16Kernel::kAuto || g_bf16_kernel == BF16Kernel::kAmx) &&
@@ -68,7 +69,9 @@ const char* BF16KernelName(int64_t T) {
 
 void SetBF16KernelForTesting(BF16Kernel kernel) { g_bf16_kernel = kernel; }
 void SetF32AmxForTesting(bool enabled) { g_f32_amx = enabled; }
+void SetFusedGgufMatVecForTesting(bool enabled) { g_fused_gguf = enabled; }
 const char* F32KernelName(DType weight_type, int64_t T) {
+  if (T == 1 && g_fused_gguf && internal::HasFusedGgufMatVec(weight_type)) return "gguf-matvec";
   if (weight_type == DType::kBF16 && T >= 2 && g_f32_amx && internal::HaveAmxBf16()) {
     return "amx-bf16x3";
   }
@@ -138,12 +141,21 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     return;
   }
   MatView xs = x;
-  std::vector<float> rounded;  // [T, K]: activations rounded to bf16 (bf16 mode fallback)
+  // [T, K]: activations rounded to bf16 (bf16 mode fallback); reused by the calling thread.
+  thread_local std::vector<float> rounded;
   if (mode == ComputeMode::kBF16) {
     rounded.resize(static_cast<size_t>(T * K));
     for (int64_t t = 0; t < T; ++t) RoundToBF16Floats(x.RowAs<float>(t), K, &rounded[t * K]);
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
+  }
+  if (T == 1 && g_fused_gguf && internal::HasFusedGgufMatVec(w.type)) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
+                          [&](size_t begin, size_t end, int) {
+      internal::MatVecGguf(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
+                           static_cast<int64_t>(end));
+    });
+    return;
   }
   if (T == 1) {
     pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,

@@ -52,6 +52,10 @@ void SetBF16KernelForTesting(BF16Kernel kernel);
 // the AMX path off (tests, benchmarks; not thread-safe with concurrent MatMul calls).
 const char* F32KernelName(DType weight_type, int64_t T);
 void SetF32AmxForTesting(bool enabled);
+// GGUF block weights with T == 1 run the fused AVX-512 matrix-vector kernels ("gguf-matvec":
+// codes decoded in registers, four rows per pass) when the CPU has AVX-512 (F, BW, VL, DQ,
+// VBMI); SetFusedGgufMatVecForTesting(false) selects the per-row dot kernels instead.
+void SetFusedGgufMatVecForTesting(bool enabled);
 
 // MLX matrices (matmul_mlx.cc, matmul_amx_mlx.cc): "mlx-matvec" (T == 1), "mlx-amx-exact" (f32
 // mode, AMX: exact code values times the three-part x, scaled per group in f32),

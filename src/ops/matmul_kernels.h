@@ -47,6 +47,13 @@ void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float s
 // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (Highway Exp).
 void SiluMulRow(float* gate, const float* up, int64_t n);
 
+// Fused AVX-512 matrix-vector kernels for the GGUF block types (matvec_gguf.cc): rows
+// [n_begin, n_end) of w times x[K] (f32). HasFusedGgufMatVec(type) says whether one exists for
+// `type` on this CPU; MatVecGguf CHECKs it.
+bool HaveAvx512Gguf();
+bool HasFusedGgufMatVec(DType type);
+void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
+
 // AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
 bool HaveAvx512Bf16();
 // x_bf16: [T, x_stride] bf16 bits of the activations, x_stride = K rounded up to a multiple of

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "quant/ggml_blocks.h"
+#include "quant/test_blocks.h"
 #include "tensor/tensor.h"
 #include "util/half.h"
 
@@ -46,8 +47,12 @@ inline Tensor RandomMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed
       case DType::kQ4_0:
         quant::QuantizeQ4_0Ref(src, cols / 32, dst);
         break;
-      default:
+      default: {  // other GGUF block types: random codes with finite scales
+        const auto blocks = quant::testing::RandomBlocks(
+            type, static_cast<int>(row_bytes / Info(type).block_bytes), seed + static_cast<uint32_t>(r));
+        std::memcpy(dst, blocks.data(), row_bytes);
         break;
+      }
     }
   }
   return t;
