@@ -12,6 +12,7 @@
 #include "cli/verbs.h"
 #include "model/greedy.h"
 #include "model/load.h"
+#include "model/synthetic_mlx.h"
 #include "model/synthetic_model.h"
 #include "ops/matmul.h"
 #include "util/error.h"
@@ -83,8 +84,10 @@ void RegisterBenchVerb(CLI::App& app) {
                    fmt::format("Random weights with the shapes of a real model ({})",
                                fmt::join(SyntheticModelNames(), ", ")));
   verb->add_option("--dtype", args->dtype,
-                   "Weight type of a --synthetic model: f32, f16, bf16 (default) or a GGUF "
-                   "block type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k)");
+                   "Weight type of a --synthetic model: f32, f16, bf16 (default), a GGUF "
+                   "block type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k) or "
+                   "MLX quantization (affine<bits>-g<group> such as affine4-g64, mxfp4, mxfp8, "
+                   "nvfp4)");
   verb->add_option("--prompt-tokens", args->prompt_tokens, "Prefill length (default 512)")
       ->check(CLI::PositiveNumber);
   verb->add_option("--decode-tokens", args->decode_tokens, "Tokens to decode (default 32)")
@@ -99,10 +102,15 @@ void RegisterBenchVerb(CLI::App& app) {
     const auto load_start = std::chrono::steady_clock::now();
     nlohmann::json measured;
     if (!args->synthetic.empty()) {
+      const ModelConfig config = SyntheticConfig(args->synthetic);
       const auto dtype = ParseDType(args->dtype);
-      if (!dtype) Fail("cli", "--dtype: unknown type '{}'", args->dtype);
+      const auto mlx = ParseMlxQuantSpec(args->dtype);
+      if (!dtype && !mlx) {
+        Fail("cli", "--dtype: unknown weight type '{}' (f32, f16, bf16, q8_0 ... q6_k, "
+             "affine<bits>-g<group>, mxfp4, mxfp8, nvfp4)", args->dtype);
+      }
       const SyntheticModel synthetic =
-          BuildSyntheticModel(SyntheticConfig(args->synthetic), *dtype);
+          dtype ? BuildSyntheticModel(config, *dtype) : BuildSyntheticMlxModel(config, *mlx);
       report["load_seconds"] = Seconds(load_start);
       report["model"] = "synthetic:" + args->synthetic;
       report["weights"] = args->dtype;

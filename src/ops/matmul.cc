@@ -28,6 +28,7 @@ void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
 BF16Kernel g_bf16_kernel = BF16Kernel::kAuto;
 bool g_f32_amx = true;
 bool g_fused_gguf = true;
+bool g_amx_quant = true;
 
 BF16Kernel ChooseBF16Kernel(int64_t T) {
   const bool amx = (g_bf16_kernel == BF16Kernel::kAuto || g_bf16_kernel == BF16Kernel::kAmx) &&
@@ -70,6 +71,12 @@ const char* BF16KernelName(int64_t T) {
 void SetBF16KernelForTesting(BF16Kernel kernel) { g_bf16_kernel = kernel; }
 void SetF32AmxForTesting(bool enabled) { g_f32_amx = enabled; }
 void SetFusedGgufMatVecForTesting(bool enabled) { g_fused_gguf = enabled; }
+void SetAmxQuantForTesting(bool enabled) { g_amx_quant = enabled; }
+const char* F32KernelName(const LinearWeight& w, int64_t T) {
+  if (T >= 2 && g_amx_quant && internal::AmxQuantSupports(w)) return "amx-quant";
+  if (w.is_mlx()) return "mlx";
+  return F32KernelName(w.dense().type, T);
+}
 const char* F32KernelName(DType weight_type, int64_t T) {
   if (T == 1 && g_fused_gguf && internal::HasFusedGgufMatVec(weight_type)) return "gguf-matvec";
   if (weight_type == DType::kBF16 && T >= 2 && g_f32_amx && internal::HaveAmxBf16()) {
@@ -138,6 +145,11 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
                                        static_cast<int64_t>(begin), static_cast<int64_t>(end));
       });
     }
+    return;
+  }
+  // Block-quantized weights, T >= 2: AMX tiles on their exact integer codes.
+  if (T >= 2 && g_amx_quant && internal::AmxQuantSupports(w)) {
+    internal::MatMulAmxQuant(x, w, out, mode, pool);
     return;
   }
   MatView xs = x;

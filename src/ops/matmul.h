@@ -56,6 +56,15 @@ void SetF32AmxForTesting(bool enabled);
 // codes decoded in registers, four rows per pass) when the CPU has AVX-512 (F, BW, VL, DQ,
 // VBMI); SetFusedGgufMatVecForTesting(false) selects the per-row dot kernels instead.
 void SetFusedGgufMatVecForTesting(bool enabled);
+// GGUF block-quantized weights with T >= 2 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K) run on
+// AMX tiles over their exact integer codes ("amx-quant", matmul_amx_quant.cc):
+// w = scale * code - offset per 32-wide block, x as bf16 (bf16 mode) or split exactly into three
+// bf16 parts (f32 mode), block scales applied to the f32 tile sums. Products are exact, so both
+// modes keep their contracts. SetAmxQuantForTesting(false) selects the FMA kernels instead.
+void SetAmxQuantForTesting(bool enabled);
+// F32KernelName for any linear weight: "amx-quant" where that path runs, "mlx" for MLX matrices
+// (matmul_mlx.cc), otherwise as for the dense type.
+const char* F32KernelName(const LinearWeight& w, int64_t T);
 
 // MLX matrices (matmul_mlx.cc, matmul_amx_mlx.cc): "mlx-matvec" (T == 1), "mlx-amx-exact" (f32
 // mode, AMX: exact code values times the three-part x, scaled per group in f32),

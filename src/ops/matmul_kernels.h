@@ -54,6 +54,13 @@ bool HaveAvx512Gguf();
 bool HasFusedGgufMatVec(DType type);
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
 
+// AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, both compute modes.
+// AmxQuantSupports: the CPU has AMX-BF16 and AVX-512 BF16 and the weight's type is one of those.
+bool AmxQuantSupports(const LinearWeight& w);
+void MatMulAmxQuant(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode,
+                    ThreadPool& pool);
+
 // AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
 bool HaveAvx512Bf16();
 // x_bf16: [T, x_stride] bf16 bits of the activations, x_stride = K rounded up to a multiple of

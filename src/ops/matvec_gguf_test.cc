@@ -10,6 +10,7 @@
 #include "ops/convert.h"
 #include "ops/matmul.h"
 #include "ops/matmul_kernels.h"
+#include "ops/test_util.h"
 #include "quant/test_blocks.h"
 
 namespace proctor::ops {
@@ -18,30 +19,6 @@ namespace {
 constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                             DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
                             DType::kQ5_K, DType::kQ6_K};
-
-// Reference values of row n split as value = a - b (b: the minimum's part, zero for types
-// without one), by dequantizing copies of the blocks with one scale field zeroed. The kernels
-// apply scales to partial sums, so their error is bounded by f32 rounding of sum |x| (|a| + |b|).
-void SplitRow(DType type, const uint8_t* row, int64_t K, std::vector<float>& a,
-              std::vector<float>& b) {
-  const size_t block_bytes = Info(type).block_bytes;
-  const size_t row_bytes = BytesFor(type, static_cast<uint64_t>(K));
-  const std::vector<int> fields = quant::testing::HalfFieldOffsets(type);
-  std::vector<uint8_t> copy(row, row + row_bytes);
-  a.assign(static_cast<size_t>(K), 0.0f);
-  b.assign(static_cast<size_t>(K), 0.0f);
-  const MatView view{type, 1, K, row_bytes, copy.data()};
-  if (fields.size() == 2) {
-    for (size_t o = 0; o < row_bytes; o += block_bytes) std::memset(&copy[o + fields[1]], 0, 2);
-  }
-  DecodeRowSegmentRef(view, 0, 0, K, a.data());
-  if (fields.size() == 2) {
-    std::copy(row, row + row_bytes, copy.begin());
-    for (size_t o = 0; o < row_bytes; o += block_bytes) std::memset(&copy[o + fields[0]], 0, 2);
-    DecodeRowSegmentRef(view, 0, 0, K, b.data());
-    for (float& v : b) v = -v;
-  }
-}
 
 TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
   if (!internal::HaveAvx512Gguf()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
@@ -64,7 +41,7 @@ TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
         EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
         std::vector<float> a, b;
         for (int64_t n = 0; n < N; ++n) {
-          SplitRow(type, w.Row(n), K, a, b);
+          testing::SplitWeightRow(w, n, a, b);
           double exact = 0.0, magnitude = 0.0;
           for (int64_t k = 0; k < K; ++k) {
             exact += static_cast<double>(x[k]) * (static_cast<double>(a[k]) - b[k]);
@@ -101,7 +78,7 @@ TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
     SetFusedGgufMatVecForTesting(true);
     std::vector<float> a, b;
     for (int64_t n = 0; n < N; ++n) {
-      SplitRow(type, w.Row(n), K, a, b);
+      testing::SplitWeightRow(w, n, a, b);
       double magnitude = 0.0;
       for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(x[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
       EXPECT_NEAR(fused.RowF32(0)[n], per_row.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;

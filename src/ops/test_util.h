@@ -5,7 +5,10 @@
 #include <random>
 #include <vector>
 
+#include "ops/convert.h"
+#include "ops/linear_weight.h"
 #include "quant/ggml_blocks.h"
+#include "quant/mlx_quant.h"
 #include "quant/test_blocks.h"
 #include "tensor/tensor.h"
 #include "util/half.h"
@@ -56,6 +59,44 @@ inline Tensor RandomMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed
     }
   }
   return t;
+}
+
+// Row n of w split as value = a - b, b being the part a block minimum / MLX bias contributes
+// (zero for types without one): GGUF blocks are decoded (reference decoder) with the minimum's
+// fp16 field zeroed for a and with the scale zeroed for b; MLX affine a = s * q, b = -bias. The
+// quantized kernels apply scales to partial sums, so their error is bounded by f32 rounding of
+// sum |x| (|a| + |b|), which tests use as the tolerance scale.
+inline void SplitWeightRow(const LinearWeight& w, int64_t n, std::vector<float>& a,
+                           std::vector<float>& b) {
+  const int64_t K = w.cols();
+  a.assign(static_cast<size_t>(K), 0.0f);
+  b.assign(static_cast<size_t>(K), 0.0f);
+  if (w.is_mlx()) {
+    const quant::MlxQuantizedMatrix& m = w.mlx();
+    DecodeWeightRowRef(w, n, 0, K, a.data());
+    for (int64_t k = 0; k < K; ++k) {
+      const float bias = quant::internal::MlxGroupBias(m, n, k / m.group_size);
+      a[k] -= bias;
+      b[k] = -bias;
+    }
+    return;
+  }
+  const MatView& d = w.dense();
+  const size_t block_bytes = Info(d.type).block_bytes;
+  const size_t row_bytes = d.RowBytes();
+  const std::vector<int> fields = quant::testing::HalfFieldOffsets(d.type);
+  std::vector<uint8_t> copy(d.Row(n), d.Row(n) + row_bytes);
+  const MatView view{d.type, 1, K, row_bytes, copy.data()};
+  if (fields.size() == 2) {
+    for (size_t o = 0; o < row_bytes; o += block_bytes) std::memset(&copy[o + fields[1]], 0, 2);
+  }
+  DecodeRowSegmentRef(view, 0, 0, K, a.data());
+  if (fields.size() == 2) {
+    std::copy(d.Row(n), d.Row(n) + row_bytes, copy.begin());
+    for (size_t o = 0; o < row_bytes; o += block_bytes) std::memset(&copy[o + fields[0]], 0, 2);
+    DecodeRowSegmentRef(view, 0, 0, K, b.data());
+    for (float& v : b) v = -v;
+  }
 }
 
 }  // namespace proctor::ops::testing
