@@ -65,10 +65,6 @@ bool HasFusedGgufMatVec(DType type) {
 namespace {
 
 constexpr int kRows = 4;  // weight rows per pass (they share the x loads)
-// Software prefetch distance along each row. Rows are short (a 2048-wide Q4_0 row is 1152 bytes)
-// and four are read at once, too many short streams for the hardware prefetcher alone; reading
-// past a row's end prefetches the next rows, which the following passes use.
-constexpr int kPrefetchBytes = 1024;
 
 // f32 value of every fp16 bit pattern: a block scale costs one load instead of a conversion.
 const float* F16Table() {
@@ -86,12 +82,30 @@ inline float HalfAt(const float* f16, const uint8_t* p) {
   return f16[h];
 }
 
+// Software prefetch of the next pass's rows while this pass runs. Rows are short (a 2048-wide
+// Q4_0 row is 1152 bytes) and four are read at once, too many short streams for the hardware
+// prefetcher alone; the next four rows are one contiguous range, prefetched line by line in step
+// with the blocks consumed, so it is in cache when the next pass starts.
+struct Prefetcher {
+  const char* next = nullptr;  // next line to prefetch (nullptr: off)
+  const char* end = nullptr;   // end of the next pass's rows
+  int64_t step = 0;            // bytes of the next pass per block of this pass
+
+  PROCTOR_GGUF_TARGET inline void Advance(const char* base, int64_t blocks_done) {
+    if (next == nullptr) return;
+    const char* target = std::min(end, base + blocks_done * step);
+    for (; next < target; next += 64) _mm_prefetch(next, _MM_HINT_T0);
+  }
+};
+
 struct Inputs {
   const float* x;      // [K]
   const float* xsum;   // [K / 16]: sums of x over each group of 16
   const float* xsum32;  // [K / 32]: sums of x over each group of 32
   int64_t n_blocks;    // blocks per row
   const float* f16;    // F16Table()
+  mutable Prefetcher prefetch;
+  const char* prefetch_base = nullptr;
 };
 
 // Sum of the 16 lanes in a fixed pairwise order.
@@ -177,9 +191,9 @@ PROCTOR_GGUF_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, __
     const __m512 x0 = _mm512_loadu_ps(in.x + 32 * b);
     const __m512 x1 = _mm512_loadu_ps(in.x + 32 * b + 16);
     const float xs = Block::kHasMin ? in.xsum32[b] : 0.0f;
+    in.prefetch.Advance(in.prefetch_base, b + 1);
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + b * Block::kBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes, _MM_HINT_T0);
       const __m512 dot = Block::Dot(block, x0, x1, table_lo, table_hi);
       acc[r] = _mm512_fmadd_ps(dot, _mm512_set1_ps(HalfAt(in.f16, block)), acc[r]);
       if constexpr (Block::kHasMin) min_sum[r] += HalfAt(in.f16, block + Block::kMinAt) * xs;
@@ -344,13 +358,8 @@ PROCTOR_GGUF_TARGET void RowsK(const Inputs& in, const uint8_t* const* rows, flo
   __m512 acc[R], min_acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), min_acc[r] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows[r] + sb * Decode::kBytes;
-      for (int line = 0; line < Decode::kBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes + line, _MM_HINT_T0);
-      }
-      Decode::Run(block, in.f16, &dec[r]);
-    }
+    in.prefetch.Advance(in.prefetch_base, sb + 1);
+    for (int r = 0; r < R; ++r) Decode::Run(rows[r] + sb * Decode::kBytes, in.f16, &dec[r]);
     const float* x = in.x + 256 * sb;
     for (int g = 0; g < 16; ++g) {
       const __m512 xv = _mm512_loadu_ps(x + 16 * g);
@@ -383,11 +392,9 @@ PROCTOR_GGUF_TARGET void RowsQ4_K(const Inputs& in, const uint8_t* const* rows, 
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
     const __m256 xs32 = _mm256_loadu_ps(in.xsum32 + 8 * sb);
+    in.prefetch.Advance(in.prefetch_base, sb + 1);
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + sb * kBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes + 64, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPrefetchBytes + 128, _MM_HINT_T0);
       __m128i sc, m;
       UnpackK4(block + 4, &sc, &m);
       _mm256_store_ps(scale[r], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)),
@@ -466,9 +473,20 @@ void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, i
   xsum32.resize(static_cast<size_t>(w.cols / 32));
   GroupSums(x, w.cols, xsum.data());
   for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
-  const Inputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16Table()};
+  Inputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16Table(), Prefetcher{}, nullptr};
+  const int64_t row_bytes = static_cast<int64_t>(w.RowBytes());
+  const bool contiguous = static_cast<int64_t>(w.row_stride) == row_bytes;
   for (int64_t n = n_begin; n < n_end; n += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, n_end - n));
+    const int64_t next_rows = std::min<int64_t>(kRows, n_end - n - rows);
+    if (contiguous && next_rows > 0) {
+      const char* next = reinterpret_cast<const char*>(w.Row(n + rows));
+      in.prefetch = Prefetcher{next, next + next_rows * row_bytes,
+                               next_rows * row_bytes / in.n_blocks};
+      in.prefetch_base = next;
+    } else {
+      in.prefetch = Prefetcher{};
+    }
     const uint8_t* row_ptrs[kRows];
     for (int r = 0; r < rows; ++r) row_ptrs[r] = w.Row(n + r);
     switch (rows) {
