@@ -42,7 +42,8 @@ void MatVecMlxF32(const float* x, const quant::MlxQuantizedMatrix& w, float* out
                   int64_t n_end);
 
 // row[0, n): entries outside [begin, end) become 0; inside, softmax(row * scale) in f32 with max
-// subtraction (Highway Exp, <= 1 ulp), normalised.
+// subtraction (Highway Exp, <= 1 ulp), normalised; probabilities below FLT_MIN become 0 (no
+// subnormal operands for P · V).
 void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale);
 // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (Highway Exp).
 void SiluMulRow(float* gate, const float* up, int64_t n);

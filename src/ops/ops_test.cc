@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/matmul_kernels.h"
 #include "ops/ops.h"
 #include "ops/test_util.h"
 #include "util/half.h"
@@ -181,6 +182,23 @@ TEST(Attention, SameBitsForAnyThreadCount) {
   Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, a.MutF32(), one);
   Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, b.MutF32(), three);
   EXPECT_EQ(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()), 0);
+}
+
+TEST(Attention, SubnormalProbabilitiesAreZeroAndTheRestExact) {
+  // Scores 0, -80, -100, -200 (scale 1) over 19 keys (SIMD body and tail): e^-100 and e^-200
+  // are below FLT_MIN after normalisation and must be exactly 0; e^-80 (1.8e-35) stays.
+  std::vector<float> row(19, -300.0f);
+  row[0] = 0.0f, row[3] = -80.0f, row[7] = -100.0f, row[17] = -200.0f, row[18] = -100.0f;
+  internal::MaskedSoftmaxRow(row.data(), 19, 0, 19, 1.0f);
+  double sum = 0.0;
+  for (const float p : row) {
+    EXPECT_TRUE(p == 0.0f || std::fpclassify(p) == FP_NORMAL) << p;
+    sum += p;
+  }
+  EXPECT_EQ(row[7], 0.0f);
+  EXPECT_EQ(row[18], 0.0f);
+  EXPECT_NEAR(row[3], std::exp(-80.0), 1e-6 * std::exp(-80.0));
+  EXPECT_NEAR(sum, 1.0, 1e-6);
 }
 
 TEST(Elementwise, SiluMulAddBiasAddInPlace) {
