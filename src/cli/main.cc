@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   cli::RegisterTokenizeVerb(app);
   cli::RegisterDumpVerb(app);
   cli::RegisterQuantizeVerb(app);
+  cli::RegisterCorpusVerb(app);
+  cli::RegisterPplVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -26,5 +26,7 @@ void RegisterChatVerb(CLI::App& app);
 void RegisterTokenizeVerb(CLI::App& app);
 void RegisterDumpVerb(CLI::App& app);
 void RegisterQuantizeVerb(CLI::App& app);
+void RegisterCorpusVerb(CLI::App& app);
+void RegisterPplVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -1,0 +1,161 @@
+// End-to-end tests of `proctor corpus` and `proctor ppl` (the built executable, PROCTOR_BIN) on
+// stories260K and the TinyStories excerpt: outputs, --json files, errors, and that ppl over a
+// corpus equals ppl over the text the corpus was cut from.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+fs::path Fixtures() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
+}
+fs::path Stories260K() { return Fixtures() / "stories260K" / "stories260K.gguf"; }
+fs::path TinyStories() { return Fixtures() / "tinystories" / "tinystories_sample.txt"; }
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result Proctor(const std::string& args) {
+  Result r;
+  static std::random_device rd;
+  const fs::path err = fs::temp_directory_path() / fmt::format("proctor-cli-err-{}", rd());
+  FILE* pipe = popen(fmt::format("{} {} 2>{}", PROCTOR_BIN, args, err.string()).c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  fs::remove(err);
+  return r;
+}
+
+json ReadJson(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+class CorpusPplVerbs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(Stories260K()) || !fs::exists(TinyStories())) {
+      GTEST_SKIP() << "fixtures absent: " << Stories260K() << " / " << TinyStories();
+    }
+    static std::random_device rd;
+    dir_ = fs::temp_directory_path() / fmt::format("proctor-corpus-ppl-{}", rd());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  fs::path dir_;
+};
+
+TEST_F(CorpusPplVerbs, CorpusWritesTokensManifestAndJsonSummary) {
+  const Result r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 64 --n-seqs 4 "
+                                       "--seed 5 --json {} {}",
+                                       Stories260K().string(), (dir_ / "c").string(),
+                                       (dir_ / "c.json").string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 sequences x 64 tokens"), std::string::npos) << r.out;
+  const json summary = ReadJson(dir_ / "c.json");
+  const json manifest = ReadJson(dir_ / "c" / "manifest.json");
+  EXPECT_EQ(fs::file_size(dir_ / "c" / "tokens.bin"), 4u * 64 * 4);
+  EXPECT_EQ(summary["tokens_sha256"], manifest["tokens_sha256"]);
+  EXPECT_EQ(summary["n_tokens"], 256);
+  EXPECT_EQ(summary["rows_used"], 1);
+  EXPECT_EQ(manifest["seed"], 5);
+  EXPECT_EQ(manifest["sources"][0]["path"], TinyStories().string());
+}
+
+TEST_F(CorpusPplVerbs, CorpusErrorsSayWhatIsWrong) {
+  Result r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 512 --n-seqs 100 {}",
+                                 Stories260K().string(), (dir_ / "c").string(),
+                                 TinyStories().string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("[corpus] not enough text: --n-seqs 100 x --ctx-len 512 needs 51200 "
+                       "tokens, but the 1 row(s) of the inputs gave"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c" / "manifest.json"));
+  std::ofstream(dir_ / "bad.jsonl") << "{\"text\": \"ok\"}\n{\"text\": \"ok\"\n";
+  r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 4 --n-seqs 1 {}",
+                          Stories260K().string(), (dir_ / "c").string(),
+                          (dir_ / "bad.jsonl").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(fmt::format("'{}' line 2: not valid JSON", (dir_ / "bad.jsonl").string())),
+            std::string::npos)
+      << r.err;
+}
+
+// ppl over text and ppl over a corpus cut from the same text with the same seed score the same
+// rows, so they agree exactly; --batch-size changes nothing.
+TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSize) {
+  const std::string model = Stories260K().string();
+  Result r = Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+                                 "--batch-size 4 --json {}",
+                                 model, TinyStories().string(), (dir_ / "text.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Perplexity: "), std::string::npos) << r.out;
+  const json text = ReadJson(dir_ / "text.json");
+  EXPECT_EQ(text["rows"], 6);
+  EXPECT_EQ(text["positions"], 6 * 127);
+  EXPECT_EQ(text["settings"]["sequence_length"], 128);
+  EXPECT_EQ(text["data"][0]["kind"], "text");
+  EXPECT_EQ(text["data"][0]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(text["threads"].get<int>(), 0);
+  EXPECT_TRUE(text.contains("proctor_version"));
+  EXPECT_GT(text["ppl"].get<double>(), 1.5);
+  EXPECT_LT(text["ppl"].get<double>(), 30.0);
+
+  r = Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+                          "--batch-size 1 --json {}",
+                          model, TinyStories().string(), (dir_ / "batch1.json").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ReadJson(dir_ / "batch1.json")["ppl"], text["ppl"]);
+
+  r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 128 --n-seqs 6 {}", model,
+                          (dir_ / "c").string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Proctor(fmt::format("-q ppl {} --data {} --json {}", model, (dir_ / "c").string(),
+                          (dir_ / "corpus.json").string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json corpus = ReadJson(dir_ / "corpus.json");
+  EXPECT_EQ(corpus["data"][0]["kind"], "corpus");
+  EXPECT_EQ(corpus["rows_sha256"], text["rows_sha256"]);
+  EXPECT_EQ(corpus["ppl"], text["ppl"]);
+  EXPECT_EQ(corpus["standard_error"], text["standard_error"]);
+}
+
+TEST_F(CorpusPplVerbs, PplErrors) {
+  Result r = Proctor(fmt::format("ppl {} --data {} --sequence-length 100000",
+                                 Stories260K().string(), TinyStories().string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("[ppl] not enough text: one row of --sequence-length 100000 needs 100000 "
+                       "tokens"),
+            std::string::npos)
+      << r.err;
+  r = Proctor(fmt::format("ppl {} --data {} --num-samples 0", Stories260K().string(),
+                          TinyStories().string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--num-samples must be positive or -1"), std::string::npos) << r.err;
+}
+
+}  // namespace

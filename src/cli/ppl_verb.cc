@@ -1,0 +1,66 @@
+// `proctor ppl MODEL --data FILE [--sequence-length 512] [--num-samples 256] [--seed 123]
+// [--batch-size 8] [--json FILE]`: perplexity the mlx_lm way through the serving forward.
+#include <fmt/format.h>
+
+#include "cli/engine_flags.h"
+#include "cli/verbs.h"
+#include "eval/ppl.h"
+#include "util/file.h"
+
+namespace proctor::cli {
+
+void RegisterPplVerb(CLI::App& app) {
+  struct Args {
+    std::string model;
+    std::vector<std::string> data;
+    int64_t sequence_length = 0;
+    int64_t num_samples = 256;
+    uint32_t seed = 123;
+    int64_t batch_size = 8;
+    std::string tokenizer;
+    std::string json;
+    EngineFlags engine;
+  };
+  auto args = std::make_shared<Args>();
+  auto* verb = app.add_subcommand(
+      "ppl", "Perplexity of a model over text the mlx_lm way (exp of the mean next-token NLL)");
+  verb->add_option("model", args->model, "Model: directory, .gguf file or cached HF id")
+      ->required();
+  verb->add_option("--data", args->data,
+                   ".jsonl ({\"text\"} or chat rows) or text file (.txt, .raw: one document) "
+                   "(repeatable), or a corpus directory from `proctor corpus`")
+      ->required();
+  verb->add_option("--sequence-length", args->sequence_length,
+                   "Tokens per row (default 512; for a corpus: its ctx_len)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+  verb->add_option("--num-samples", args->num_samples, "Rows to score (default 256; -1: all)");
+  verb->add_option("--seed", args->seed, "Row shuffle seed (mulberry32; default 123)");
+  verb->add_option("--batch-size", args->batch_size,
+                   "Rows per step (default 8; rows run one after another on all threads, so "
+                   "this only paces progress; results do not depend on it)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--tokenizer", args->tokenizer,
+                   "Tokenizer to use instead of the model's (folder, tokenizer.json or .gguf)");
+  verb->add_option("--json", args->json, "Also write every statistic as JSON to this file");
+  args->engine.Add(*verb);
+  verb->callback([args] {
+    PplOptions options{.model = args->model,
+                       .sequence_length = args->sequence_length,
+                       .num_samples = args->num_samples,
+                       .seed = args->seed,
+                       .batch_size = args->batch_size,
+                       .chunk_size = args->engine.chunk,
+                       .runtime = args->engine.Options(),
+                       .tokenizer = args->tokenizer,
+                       .quiet = Globals().quiet};
+    for (const auto& d : args->data) options.data.emplace_back(d);
+    const PplResult result = EvaluatePerplexity(options);
+    fmt::print("{}", FormatPplSummary(result));
+    if (!args->json.empty()) {
+      WriteFileAtomic(args->json, PplResultToJson(result).dump(2) + "\n");
+      if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
+    }
+  });
+}
+
+}  // namespace proctor::cli

@@ -1,0 +1,127 @@
+#include "eval/corpus_builder.h"
+
+#include <chrono>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "eval/corpus.h"
+#include "eval/token_stream.h"
+#include "model/load.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "corpus";
+
+// A path as given, else a cached Hugging Face id (model/load.h).
+std::filesystem::path ResolveTokenizerPath(const std::string& spec) {
+  if (std::filesystem::exists(spec)) return spec;
+  return LocateModel(spec).path;
+}
+
+}  // namespace
+
+CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.ctx_len < 1) Fail(kComponent, "--ctx-len must be >= 1, got {}", options.ctx_len);
+  if (options.n_seqs < 1) Fail(kComponent, "--n-seqs must be >= 1, got {}", options.n_seqs);
+  if (options.out_dir.empty()) Fail(kComponent, "no output directory given");
+  const int64_t needed = options.ctx_len * options.n_seqs;
+
+  const TextRows rows = ReadTextRows(options.inputs);
+  const std::filesystem::path tokenizer_path = ResolveTokenizerPath(options.tokenizer);
+  const auto tokenizer = text::LoadTokenizer(tokenizer_path);
+  const TokenStream stream = BuildTokenStream(
+      rows, *tokenizer,
+      {.seed = options.seed,
+       .tokens_needed = needed,
+       .chat_model_dir = std::filesystem::is_directory(tokenizer_path)
+                             ? tokenizer_path
+                             : tokenizer_path.parent_path(),
+       .chat_template_file = options.chat_template_file,
+       .chat_now = options.chat_now,
+       .quiet = options.quiet});
+  const auto have = static_cast<int64_t>(stream.tokens.size());
+  if (have < needed) {
+    Fail(kComponent,
+         "not enough text: --n-seqs {} x --ctx-len {} needs {} tokens, but the {} row(s) of the "
+         "inputs gave {} tokens ({} short); add text or lower --n-seqs / --ctx-len",
+         options.n_seqs, options.ctx_len, needed, rows.rows.size(), have, needed - have);
+  }
+  const auto tokens = std::span<const int32_t>(stream.tokens).first(static_cast<size_t>(needed));
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    // The tokenizer never yields ids outside its vocabulary; ReadCorpus checks this again.
+    CHECK_MSG(tokens[i] >= 0 && static_cast<size_t>(tokens[i]) < tokenizer->VocabSize(),
+              "token {} at {}", tokens[i], i);
+  }
+
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  for (const TextSource& s : rows.sources) {
+    sources.push_back({{"path", s.path.string()}, {"sha256", s.sha256}, {"bytes", s.bytes},
+                       {"rows", s.rows}});
+  }
+  nlohmann::ordered_json chat_template = nullptr;
+  if (stream.chat_rows_used > 0) {
+    chat_template = {{"origin", stream.chat_template_origin},
+                     {"sha256", stream.chat_template_sha256},
+                     {"add_generation_prompt", false},
+                     {"enable_thinking", false},
+                     {"add_special_tokens", false}};
+  }
+  nlohmann::ordered_json descriptive;
+  descriptive["tokenizer"] = options.tokenizer;
+  descriptive["vocab_size"] = tokenizer->VocabSize();
+  descriptive["seed"] = options.seed;
+  descriptive["chat_template"] = chat_template;
+  descriptive["sources"] = sources;
+  descriptive["notes"] = fmt::format(
+      "proctor corpus: {} of {} rows taken in mulberry32 order (seed {}), {} of them chat; text "
+      "rows encoded with special tokens plus EOS, chat rows rendered and encoded without; {} "
+      "tokens tokenized, the first {} kept; tokenizer {}",
+      stream.rows_used, rows.rows.size(), options.seed, stream.chat_rows_used, have, needed,
+      tokenizer->Describe());
+  WriteCorpus(options.out_dir, tokens, options.ctx_len, descriptive);
+
+  CorpusBuildResult result;
+  result.out_dir = options.out_dir;
+  result.tokenizer = tokenizer->Describe();
+  result.vocab_size = static_cast<int64_t>(tokenizer->VocabSize());
+  result.ctx_len = options.ctx_len;
+  result.n_seqs = options.n_seqs;
+  result.n_tokens = needed;
+  result.rows_total = static_cast<int64_t>(rows.rows.size());
+  result.rows_used = stream.rows_used;
+  result.chat_rows_used = stream.chat_rows_used;
+  result.tokens_tokenized = have;
+  // Read back what was written: the manifest is the record (and ReadCorpus validates it).
+  const Corpus written = ReadCorpus(options.out_dir);
+  result.tokens_sha256 = written.tokens_sha256;
+  result.manifest =
+      nlohmann::ordered_json::parse(ReadFileToString(options.out_dir / "manifest.json"));
+  result.elapsed_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+nlohmann::ordered_json CorpusBuildResultToJson(const CorpusBuildResult& r) {
+  nlohmann::ordered_json j;
+  j["out"] = r.out_dir.string();
+  j["tokenizer"] = r.tokenizer;
+  j["vocab_size"] = r.vocab_size;
+  j["ctx_len"] = r.ctx_len;
+  j["n_seqs"] = r.n_seqs;
+  j["n_tokens"] = r.n_tokens;
+  j["tokens_sha256"] = r.tokens_sha256;
+  j["rows_total"] = r.rows_total;
+  j["rows_used"] = r.rows_used;
+  j["chat_rows_used"] = r.chat_rows_used;
+  j["tokens_tokenized"] = r.tokens_tokenized;
+  j["elapsed_seconds"] = r.elapsed_seconds;
+  j["manifest"] = r.manifest;
+  return j;
+}
+
+}  // namespace proctor
