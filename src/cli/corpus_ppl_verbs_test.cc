@@ -75,14 +75,27 @@ TEST_F(CorpusPplVerbs, CorpusWritesTokensManifestAndJsonSummary) {
                                        (dir_ / "c.json").string(), TinyStories().string()));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("4 sequences x 64 tokens"), std::string::npos) << r.out;
-  const json summary = ReadJson(dir_ / "c.json");
+  const json envelope = ReadJson(dir_ / "c.json");
+  const json& summary = envelope["results"];
   const json manifest = ReadJson(dir_ / "c" / "manifest.json");
+  EXPECT_EQ(envelope["schema"], "proctor-results");
+  EXPECT_EQ(envelope["command"], "corpus");
+  EXPECT_EQ(envelope["settings"]["ctx_len"], 64);
   EXPECT_EQ(fs::file_size(dir_ / "c" / "tokens.bin"), 4u * 64 * 4);
   EXPECT_EQ(summary["tokens_sha256"], manifest["tokens_sha256"]);
+  EXPECT_EQ(envelope["outputs"][0]["tokens_sha256"], manifest["tokens_sha256"]);
   EXPECT_EQ(summary["n_tokens"], 256);
   EXPECT_EQ(summary["rows_used"], 1);
   EXPECT_EQ(manifest["seed"], 5);
   EXPECT_EQ(manifest["sources"][0]["path"], TinyStories().string());
+  EXPECT_EQ(manifest["tokenizer_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(manifest["bos_id"], 1);
+  EXPECT_EQ(manifest["eos_id"], 2);
+  // The inputs: the tokenizer (the .gguf) and the text, each with its sha256.
+  ASSERT_EQ(envelope["inputs"].size(), 2u);
+  EXPECT_EQ(envelope["inputs"][0]["role"], "tokenizer");
+  EXPECT_EQ(envelope["inputs"][1]["role"], "input");
+  EXPECT_EQ(envelope["inputs"][1]["sha256"], manifest["sources"][0]["sha256"]);
 }
 
 TEST_F(CorpusPplVerbs, CorpusErrorsSayWhatIsWrong) {
@@ -114,14 +127,21 @@ TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSiz
                                  model, TinyStories().string(), (dir_ / "text.json").string()));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Perplexity: "), std::string::npos) << r.out;
-  const json text = ReadJson(dir_ / "text.json");
+  const json text_envelope = ReadJson(dir_ / "text.json");
+  const json& text = text_envelope["results"];
+  EXPECT_EQ(text_envelope["command"], "ppl");
   EXPECT_EQ(text["rows"], 6);
   EXPECT_EQ(text["positions"], 6 * 127);
-  EXPECT_EQ(text["settings"]["sequence_length"], 128);
+  EXPECT_EQ(text_envelope["settings"]["sequence_length"], 128);
+  EXPECT_EQ(text_envelope["settings"]["batch_size"], 4);
   EXPECT_EQ(text["data"][0]["kind"], "text");
-  EXPECT_EQ(text["data"][0]["sha256"].get<std::string>().size(), 64u);
-  EXPECT_GT(text["threads"].get<int>(), 0);
-  EXPECT_TRUE(text.contains("proctor_version"));
+  ASSERT_EQ(text_envelope["inputs"].size(), 2u);
+  EXPECT_EQ(text_envelope["inputs"][0]["role"], "model");
+  EXPECT_EQ(text_envelope["inputs"][1]["role"], "data");
+  EXPECT_EQ(text_envelope["inputs"][1]["sha256"], text["data"][0]["sha256"]);
+  EXPECT_GT(text_envelope["threads"].get<int>(), 0);
+  EXPECT_TRUE(text_envelope.contains("proctor_version"));
+  EXPECT_GT(text_envelope["timings"]["forward_seconds"].get<double>(), 0.0);
   EXPECT_GT(text["ppl"].get<double>(), 1.5);
   EXPECT_LT(text["ppl"].get<double>(), 30.0);
 
@@ -129,7 +149,7 @@ TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSiz
                           "--batch-size 1 --json {}",
                           model, TinyStories().string(), (dir_ / "batch1.json").string()));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(ReadJson(dir_ / "batch1.json")["ppl"], text["ppl"]);
+  EXPECT_EQ(ReadJson(dir_ / "batch1.json")["results"]["ppl"], text["ppl"]);
 
   r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 128 --n-seqs 6 {}", model,
                           (dir_ / "c").string(), TinyStories().string()));
@@ -137,11 +157,27 @@ TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSiz
   r = Proctor(fmt::format("-q ppl {} --data {} --json {}", model, (dir_ / "c").string(),
                           (dir_ / "corpus.json").string()));
   ASSERT_EQ(r.status, 0) << r.err;
-  const json corpus = ReadJson(dir_ / "corpus.json");
+  const json corpus = ReadJson(dir_ / "corpus.json")["results"];
   EXPECT_EQ(corpus["data"][0]["kind"], "corpus");
   EXPECT_EQ(corpus["rows_sha256"], text["rows_sha256"]);
   EXPECT_EQ(corpus["ppl"], text["ppl"]);
   EXPECT_EQ(corpus["standard_error"], text["standard_error"]);
+}
+
+// A corpus records its tokenizer's fingerprint; ppl (like dump and kl) refuses a model whose
+// tokenizer differs.
+TEST_F(CorpusPplVerbs, PplOnACorpusOfAnotherTokenizerIsAnError) {
+  const std::string model = Stories260K().string();
+  Result r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 32 --n-seqs 2 {}",
+                                 model, (dir_ / "c").string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json manifest = ReadJson(dir_ / "c" / "manifest.json");
+  manifest["tokenizer_sha256"] = std::string(64, '0');
+  std::ofstream(dir_ / "c" / "manifest.json") << manifest.dump(2);
+  r = Proctor(fmt::format("-q ppl {} --data {}", model, (dir_ / "c").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("tokenizer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::string(64, '0')), std::string::npos) << r.err;
 }
 
 TEST_F(CorpusPplVerbs, PplErrors) {

@@ -5,7 +5,7 @@
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
 #include "eval/ppl.h"
-#include "util/file.h"
+#include "eval/results_json.h"
 
 namespace proctor::cli {
 
@@ -57,7 +57,28 @@ void RegisterPplVerb(CLI::App& app) {
     const PplResult result = EvaluatePerplexity(options);
     fmt::print("{}", FormatPplSummary(result));
     if (!args->json.empty()) {
-      WriteFileAtomic(args->json, PplResultToJson(result).dump(2) + "\n");
+      ResultsEnvelope env{.command = "ppl"};
+      double hash_seconds = 0;
+      {
+        ScopedSeconds hashing(&hash_seconds);
+        env.inputs.push_back(DescribeModelInput("model", args->model));
+        for (const auto& d : options.data) {
+          env.inputs.push_back(std::filesystem::is_directory(d) ? DescribeCorpusInput("data", d)
+                                                                : DescribeFileInput("data", d));
+        }
+        if (!args->tokenizer.empty() && std::filesystem::is_regular_file(args->tokenizer)) {
+          env.inputs.push_back(DescribeFileInput("tokenizer", args->tokenizer));
+        }
+      }
+      env.settings = PplSettingsToJson(result);
+      env.settings["compute"] = args->engine.compute;
+      env.settings["kv"] = args->engine.kv;
+      env.results = PplResultToJson(result);
+      env.timings = result.timings;
+      env.timings.hash_seconds = hash_seconds;
+      env.timings.total_seconds += hash_seconds;
+      env.warnings = result.warnings;
+      WriteResultsJson(args->json, env);
       if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
     }
   });

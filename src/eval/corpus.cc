@@ -105,6 +105,9 @@ void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> toke
   m["kind"] = "kl-eval-corpus";
   m["tokenizer"] = manifest.value("tokenizer", "");
   m["vocab_size"] = manifest.contains("vocab_size") ? manifest["vocab_size"] : nullptr;
+  for (const char* key : {"tokenizer_sha256", "bos_id", "eos_id"}) {  // eval/vocab_check.h
+    if (manifest.contains(key)) m[key] = manifest[key];
+  }
   m["ctx_len"] = ctx_len;
   m["n_seqs"] = static_cast<int64_t>(tokens.size()) / ctx_len;
   m["n_tokens"] = tokens.size();

@@ -36,7 +36,8 @@ struct Corpus {
 Corpus ReadCorpus(const std::filesystem::path& dir);
 
 // Writes tokens.bin and manifest.json into `dir` (created if missing). `manifest` supplies the
-// descriptive keys (tokenizer, vocab_size, seed, chat_template, sources, notes); format_version,
+// descriptive keys (tokenizer, vocab_size, tokenizer_sha256 / bos_id / eos_id when given, seed,
+// chat_template, sources, notes); format_version,
 // kind, ctx_len, n_seqs, n_tokens, tokens_sha256 and created are filled in here.
 void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens,
                  int64_t ctx_len, const nlohmann::ordered_json& manifest);

@@ -7,6 +7,7 @@
 
 #include "eval/corpus.h"
 #include "eval/token_stream.h"
+#include "eval/vocab_check.h"
 #include "model/load.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -15,6 +16,10 @@ namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "corpus";
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // A path as given, else a cached Hugging Face id (model/load.h).
 std::filesystem::path ResolveTokenizerPath(const std::string& spec) {
@@ -31,9 +36,14 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
   if (options.out_dir.empty()) Fail(kComponent, "no output directory given");
   const int64_t needed = options.ctx_len * options.n_seqs;
 
+  CorpusBuildResult result;
+  auto t0 = std::chrono::steady_clock::now();
   const TextRows rows = ReadTextRows(options.inputs);
+  result.io_seconds += SecondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
   const std::filesystem::path tokenizer_path = ResolveTokenizerPath(options.tokenizer);
   const auto tokenizer = text::LoadTokenizer(tokenizer_path);
+  result.load_seconds = SecondsSince(t0);
   const TokenStream stream = BuildTokenStream(
       rows, *tokenizer,
       {.seed = options.seed,
@@ -74,6 +84,9 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
   nlohmann::ordered_json descriptive;
   descriptive["tokenizer"] = options.tokenizer;
   descriptive["vocab_size"] = tokenizer->VocabSize();
+  descriptive["tokenizer_sha256"] = TokenizerFingerprint(*tokenizer);  // checked by dump / kl
+  descriptive["bos_id"] = tokenizer->BosId();
+  descriptive["eos_id"] = tokenizer->EosId();
   descriptive["seed"] = options.seed;
   descriptive["chat_template"] = chat_template;
   descriptive["sources"] = sources;
@@ -83,11 +96,11 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
       "tokens tokenized, the first {} kept; tokenizer {}",
       stream.rows_used, rows.rows.size(), options.seed, stream.chat_rows_used, have, needed,
       tokenizer->Describe());
+  t0 = std::chrono::steady_clock::now();
   WriteCorpus(options.out_dir, tokens, options.ctx_len, descriptive);
-
-  CorpusBuildResult result;
   result.out_dir = options.out_dir;
   result.tokenizer = tokenizer->Describe();
+  result.tokenizer_path = tokenizer_path;
   result.vocab_size = static_cast<int64_t>(tokenizer->VocabSize());
   result.ctx_len = options.ctx_len;
   result.n_seqs = options.n_seqs;
@@ -101,8 +114,8 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
   result.tokens_sha256 = written.tokens_sha256;
   result.manifest =
       nlohmann::ordered_json::parse(ReadFileToString(options.out_dir / "manifest.json"));
-  result.elapsed_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.io_seconds += SecondsSince(t0);
+  result.elapsed_seconds = SecondsSince(start);
   return result;
 }
 
@@ -120,6 +133,7 @@ nlohmann::ordered_json CorpusBuildResultToJson(const CorpusBuildResult& r) {
   j["chat_rows_used"] = r.chat_rows_used;
   j["tokens_tokenized"] = r.tokens_tokenized;
   j["elapsed_seconds"] = r.elapsed_seconds;
+  j["tokenize_seconds"] = r.elapsed_seconds - r.load_seconds - r.io_seconds;
   j["manifest"] = r.manifest;
   return j;
 }

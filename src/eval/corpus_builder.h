@@ -39,7 +39,10 @@ struct CorpusBuildResult {
   int64_t rows_used = 0;            // rows tokenized before the stream was long enough
   int64_t chat_rows_used = 0;
   int64_t tokens_tokenized = 0;     // stream length (>= n_tokens; the tail is dropped)
+  std::filesystem::path tokenizer_path;  // the tokenizer file or folder loaded
   double elapsed_seconds = 0;
+  double load_seconds = 0;          // loading the tokenizer
+  double io_seconds = 0;            // reading the inputs, writing (and re-reading) the corpus
   nlohmann::ordered_json manifest;  // what manifest.json says
 };
 

@@ -10,9 +10,11 @@
 #include "eval/candidate_forward.h"
 #include "eval/corpus.h"
 #include "eval/token_stream.h"
+#include "eval/vocab_check.h"
 #include "model/load.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/progress.h"
 #include "util/sha256.h"
 
@@ -196,6 +198,17 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     const Corpus corpus = ReadCorpus(options.data.front());
+    result.timings.io_seconds += SecondsSince(t0);
+    result.data_seconds = SecondsSince(t0);
+    if (!options.forward) {  // a model with another tokenizer than the corpus' is an error
+      const auto t1 = std::chrono::steady_clock::now();
+      const auto manifest_path = corpus.dir / "manifest.json";
+      CheckRecordedVocabulary(
+          RecordedVocabularyIdentity(nlohmann::json::parse(ReadFileToString(manifest_path)),
+                                     manifest_path),
+          ModelVocabularyIdentity(options.model, 0, "model"));
+      result.timings.load_seconds += SecondsSince(t1);
+    }
     if (options.sequence_length != 0 && options.sequence_length != corpus.ctx_len) {
       Fail(kComponent, "--sequence-length {} differs from the corpus' ctx_len {} ('{}')",
            options.sequence_length, corpus.ctx_len, corpus.dir.string());
@@ -209,7 +222,6 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
                            {"tokenizer", corpus.tokenizer},
                            {"n_seqs", corpus.n_seqs},
                            {"ctx_len", corpus.ctx_len}});
-    result.data_seconds = SecondsSince(t0);
   } else {
     result.sequence_length =
         options.sequence_length != 0 ? options.sequence_length : kDefaultSequenceLength;
@@ -221,7 +233,8 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     if (tokenizer_path.empty()) tokenizer_path = LocateModel(options.model).path;
     const auto tokenizer = text::LoadTokenizer(tokenizer_path);
     result.tokenizer = tokenizer->Describe();
-    result.load_seconds += SecondsSince(t0);
+    result.tokenizer_path = tokenizer_path;
+    result.timings.load_seconds += SecondsSince(t0);
     t0 = std::chrono::steady_clock::now();
     const TextRows text_rows = ReadTextRows(options.data);
     const int64_t needed =
@@ -266,7 +279,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   const TeacherForcedLogits forward =
       options.forward ? options.forward : MakeCandidateForward(options.model, options.runtime);
-  result.load_seconds += SecondsSince(t0);
+  result.timings.load_seconds += SecondsSince(t0);
   const PerplexityScores scores =
       ScorePerplexityRows(rows, result.sequence_length, forward,
                           {.chunk_size = options.chunk_size,
@@ -280,12 +293,12 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
         Mean(std::span<const double>(scores.nlls).subspan(static_cast<size_t>(r * per_row),
                                                           static_cast<size_t>(per_row))));
   }
-  result.forward_seconds = scores.forward_seconds;
-  result.scoring_seconds = scores.scoring_seconds;
+  result.timings.forward_seconds = scores.forward_seconds;
+  result.timings.scoring_seconds = scores.scoring_seconds;
   const double scored_seconds = scores.forward_seconds + scores.scoring_seconds;
   result.tokens_per_second =
       scored_seconds > 0 ? static_cast<double>(result.stats.positions) / scored_seconds : 0;
-  result.total_seconds = SecondsSince(start);
+  result.timings.total_seconds = SecondsSince(start);
   return result;
 }
 
@@ -294,11 +307,6 @@ nlohmann::ordered_json PplResultToJson(const PplResult& r) {
   j["model"] = r.model;
   j["tokenizer"] = r.tokenizer;
   j["data"] = r.data;
-  j["settings"] = {{"sequence_length", r.sequence_length},
-                   {"num_samples", r.num_samples},
-                   {"seed", r.seed},
-                   {"batch_size", r.batch_size},
-                   {"chunk_size", r.chunk_size}};
   j["rows_available"] = r.rows_available;
   j["data_rows_used"] = r.data_rows_used;
   j["rows_sha256"] = r.rows_sha256;
@@ -311,16 +319,18 @@ nlohmann::ordered_json PplResultToJson(const PplResult& r) {
   j["mean_nll"] = r.stats.mean_nll;
   j["nll_std"] = r.stats.nll_std;
   j["row_mean_nll"] = r.row_mean_nll;
-  j["timings"] = {{"total_seconds", r.total_seconds},
-                  {"load_seconds", r.load_seconds},
-                  {"data_seconds", r.data_seconds},
-                  {"forward_seconds", r.forward_seconds},
-                  {"scoring_seconds", r.scoring_seconds}};
+  j["data_seconds"] = r.data_seconds;
   j["tokens_per_second"] = r.tokens_per_second;
   j["threads"] = r.threads;
-  j["proctor_version"] = PROCTOR_VERSION;
-  j["warnings"] = r.warnings;
   return j;
+}
+
+nlohmann::ordered_json PplSettingsToJson(const PplResult& r) {
+  return {{"sequence_length", r.sequence_length},
+          {"num_samples", r.num_samples},
+          {"seed", r.seed},
+          {"batch_size", r.batch_size},
+          {"chunk_size", r.chunk_size}};
 }
 
 std::string FormatPplSummary(const PplResult& r) {
@@ -332,8 +342,8 @@ std::string FormatPplSummary(const PplResult& r) {
                      r.stats.mean_nll, r.stats.positions, r.stats.rows, r.sequence_length);
   out += fmt::format("Time: {:.2f} s forward, {:.2f} s scoring, {:.2f} s total; {:.0f} tokens/s "
                      "({} threads)\n",
-                     r.forward_seconds, r.scoring_seconds, r.total_seconds, r.tokens_per_second,
-                     r.threads);
+                     r.timings.forward_seconds, r.timings.scoring_seconds,
+                     r.timings.total_seconds, r.tokens_per_second, r.threads);
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);
   return out;
 }

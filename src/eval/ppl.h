@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/results_json.h"
 #include "eval/teacher_forced.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
@@ -96,6 +97,7 @@ struct PplOptions {
 struct PplResult {
   std::string model;
   std::string tokenizer;          // Describe() of the tokenizer ("" for a corpus)
+  std::filesystem::path tokenizer_path;  // the tokenizer file or folder used ("" for a corpus)
   nlohmann::ordered_json data;    // [{path, kind, sha256 | tokens_sha256, ...}]
   int64_t sequence_length = 0;
   int64_t num_samples = 0;        // as asked
@@ -108,19 +110,20 @@ struct PplResult {
   PerplexityStats stats;
   std::vector<double> row_mean_nll;
   int threads = 0;
-  double load_seconds = 0;        // model and tokenizer loading
-  double data_seconds = 0;        // reading and tokenizing the data
-  double forward_seconds = 0;
-  double scoring_seconds = 0;
-  double total_seconds = 0;
+  // forward, scoring (the NLLs), io (reading a corpus), load (model and tokenizer), total.
+  ResultsTimings timings;
+  double data_seconds = 0;        // reading and tokenizing the data (part of io / other)
   double tokens_per_second = 0;   // scored positions / (forward + scoring)
   std::vector<std::string> warnings;
 };
 
 PplResult EvaluatePerplexity(const PplOptions& options);
 
-// Every statistic, the settings, the inputs with their sha256, timings, version and threads.
+// The `results` of the ppl results envelope (docs/results-json.md): every statistic, the data
+// with its sha256, the scored rows' sha256, per-row mean NLL.
 nlohmann::ordered_json PplResultToJson(const PplResult& result);
+// The `settings` of the envelope: sequence_length, num_samples, seed, batch_size, chunk_size.
+nlohmann::ordered_json PplSettingsToJson(const PplResult& result);
 // "Perplexity: 5.123 ± 0.021 ..." lines for the terminal.
 std::string FormatPplSummary(const PplResult& result);
 
