@@ -9,6 +9,7 @@
 
 #include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/sum_exp.h"
 #include "eval/token_stream.h"
 #include "eval/vocab_check.h"
 #include "model/load.h"
@@ -68,18 +69,19 @@ double NextTokenNll(std::span<const float> logits, int32_t target) {
     Fail(kComponent, "target token {} is outside the model's vocabulary [0, {})", target,
          logits.size());
   }
+  // Branch-free so the compiler vectorizes it: a NaN compares unequal to itself.
   float max = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (float x : logits) {
-    nan |= std::isnan(x);
-    max = std::max(max, x);
+  int nan = 0;
+  for (const float x : logits) {
+    nan |= static_cast<int>(x != x);
+    max = x > max ? x : max;
   }
   if (nan || !std::isfinite(max)) {
     Fail(kComponent, "the model's logits hold {} (max {}): perplexity is undefined",
          nan ? "NaN" : "no finite value", max);
   }
-  double sum = 0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - static_cast<double>(max));
+  const double sum =
+      SumExpShifted(logits.data(), static_cast<int64_t>(logits.size()), max);  // >= 1
   return static_cast<double>(max) + std::log(sum) - static_cast<double>(logits[target]);
 }
 

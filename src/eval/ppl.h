@@ -41,8 +41,8 @@ namespace proctor {
 std::vector<int32_t> PackPerplexityRows(std::span<const int32_t> stream, int64_t sequence_length,
                                         int64_t num_samples);
 
-// -log softmax(logits)[target] in float64 (max-shifted logsumexp). Error for a NaN logit or a
-// target outside [0, logits.size()).
+// -log softmax(logits)[target] in float64 (max-shifted logsumexp; eval/sum_exp.h). Error for a
+// NaN logit or a target outside [0, logits.size()).
 double NextTokenNll(std::span<const float> logits, int32_t target);
 
 struct PerplexityStats {
