@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eval/candidate_forward.h"
 #include "eval/ppl.h"
 #include "eval/testing_dumps.h"
 #include "text/tokenizer/tokenizer.h"
@@ -135,6 +136,23 @@ bool HaveNumpy() {
   return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
 }
 
+// tools/ppl_oracle.py (numpy) on a float32 logits file [>= targets, vocab].
+nlohmann::json RunPplOracle(const fs::path& logits, const std::vector<int32_t>& targets,
+                            int64_t vocab, int64_t rows, const fs::path& work) {
+  WriteFileAtomic(work / "targets.i32",
+                  std::string_view(reinterpret_cast<const char*>(targets.data()), targets.size() * 4));
+  const std::string cmd = fmt::format(
+      "/usr/bin/python3 {}/tools/ppl_oracle.py --logits {} --targets {} --vocab {} --rows {}",
+      PROCTOR_SOURCE_DIR, logits.string(), (work / "targets.i32").string(), vocab, rows);
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string text;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) text.append(buffer, n);
+  EXPECT_EQ(::pclose(pipe), 0) << cmd;
+  return nlohmann::json::parse(text);
+}
+
 TEST(Ppl, StatisticsMatchNumpyOnAFakeForwardsLogits) {
   if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
   const int64_t vocab = 50, L = 17, n_rows = 5;
@@ -155,19 +173,7 @@ TEST(Ppl, StatisticsMatchNumpyOnAFakeForwardsLogits) {
   testing::TempDir temp;
   WriteFileAtomic(temp.path() / "logits.f32",
                   std::string_view(reinterpret_cast<const char*>(logits.data()), logits.size() * 4));
-  WriteFileAtomic(temp.path() / "targets.i32",
-                  std::string_view(reinterpret_cast<const char*>(targets.data()), targets.size() * 4));
-  const std::string cmd = fmt::format(
-      "/usr/bin/python3 {}/tools/ppl_oracle.py --logits {} --targets {} --vocab {} --rows {}",
-      PROCTOR_SOURCE_DIR, (temp.path() / "logits.f32").string(),
-      (temp.path() / "targets.i32").string(), vocab, n_rows);
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) text.append(buffer, n);
-  ASSERT_EQ(::pclose(pipe), 0) << cmd;
-  const auto want = nlohmann::json::parse(text);
+  const auto want = RunPplOracle(temp.path() / "logits.f32", targets, vocab, n_rows, temp.path());
 
   for (const int64_t chunk : {16, 5, 1}) {
     const PerplexityScores s =
@@ -276,6 +282,36 @@ TEST(Ppl, Stories260KOnTinyStoriesIsPlausibleAndIndependentOfBatchSize) {
     EXPECT_EQ(other.stats.standard_error, r.stats.standard_error);
     EXPECT_EQ(other.row_mean_nll, r.row_mean_nll);
     EXPECT_EQ(other.rows_sha256, r.rows_sha256);
+  }
+}
+
+// Through the serving forward, every Hugging Face golden the engine runs: the NLL of the prompt's
+// next tokens against numpy on transformers' own logits for the same tokens (one row, the whole
+// prompt; the engine's logits match transformers' to 1e-4). Gemma and the hybrids join this
+// list when the engine runs them (ppl goes through MakeCandidateForward like kl and dump).
+TEST(Ppl, MatchesTransformersLogitsOnEveryHfGoldenTheEngineRuns) {
+  if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
+  for (const char* name : {"llama-f32", "llama-bf16-tied-rope-llama3", "qwen2-f32-bias",
+                           "qwen3-f32", "qwen3-bf16", "qwen3-f32-long"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = Fixtures() / "hf-goldens" / name;
+    if (!fs::exists(dir / "tokens.json")) GTEST_SKIP() << "fixture absent: " << dir;
+    const auto prompt = nlohmann::json::parse(ReadFileToString(dir / "tokens.json"))["prompt"]
+                            .get<std::vector<int32_t>>();
+    const auto L = static_cast<int64_t>(prompt.size());
+    const PerplexityScores s = ScorePerplexityRows(prompt, L, MakeCandidateForward(dir.string()),
+                                                   {.chunk_size = 16, .quiet = true});
+    const PerplexityStats got = PerplexityFromNlls(s.nlls, L - 1);
+    testing::TempDir temp;
+    const auto want = RunPplOracle(dir / "logits.f32",
+                                   std::vector<int32_t>(prompt.begin() + 1, prompt.end()), 512, 1,
+                                   temp.path());
+    ASSERT_EQ(got.positions, want["positions"].get<int64_t>());
+    EXPECT_NEAR(got.mean_nll, want["mean_nll"].get<double>(), 1e-4);
+    EXPECT_NEAR(got.standard_error, want["standard_error"].get<double>(),
+                1e-3 * want["standard_error"].get<double>());
+    std::printf("[ ppl ] %s: ppl %.8g (transformers' logits: %.8g)\n", name, got.ppl,
+                want["ppl"].get<double>());
   }
 }
 
