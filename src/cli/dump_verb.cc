@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
+#include "cli/llama_kld_cli.h"
 #include "cli/verbs.h"
 #include "eval/results_json.h"
 #include "eval/teacher_dump.h"
@@ -18,6 +19,7 @@ void RegisterDumpVerb(CLI::App& app) {
     int64_t seq_start = 0;
     int64_t seq_end = -1;
     bool resume = false;
+    std::string format = "proctor";
     std::string json;
     EngineFlags engine;
   };
@@ -31,18 +33,28 @@ void RegisterDumpVerb(CLI::App& app) {
       ->required();
   verb->add_option("--out", args->out, "Output dump directory (empty, absent, or --resume)")
       ->required();
-  verb->add_option("--top-k", args->top_k, "Logits kept per position (default 2048)")
-      ->check(CLI::PositiveNumber);
+  auto* top_k = verb->add_option("--top-k", args->top_k, "Logits kept per position (default 2048)")
+                    ->check(CLI::PositiveNumber);
   verb->add_option("--seq-start", args->seq_start, "First corpus sequence to dump (default 0)")
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--seq-end", args->seq_end,
                    "One past the last corpus sequence to dump (default: all)")
       ->check(CLI::NonNegativeNumber);
-  verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  auto* resume = verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  verb->add_option("--format", args->format,
+                   "proctor (reference-logits dump directory, default) or llama.cpp (--out is a "
+                   "llama-perplexity KL-divergence base file, .kld)")
+      ->check(CLI::IsMember({"proctor", "llama.cpp"}))
+      ->excludes(top_k)
+      ->excludes(resume);
   verb->add_option("--json", args->json,
                    "Also write the results JSON (docs/results-json.md) to this file");
   args->engine.Add(*verb);
   verb->callback([args] {
+    if (args->format == "llama.cpp") {
+      return RunDumpLlamaKld({args->teacher, args->corpus, args->out, args->seq_start,
+                              args->seq_end, args->json, args->engine});
+    }
     const TeacherDumpResult result = DumpTeacher({
         .teacher = args->teacher,
         .corpus_dir = args->corpus,

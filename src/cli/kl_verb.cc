@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
+#include "cli/llama_kld_cli.h"
 #include "cli/verbs.h"
 #include "eval/kl_eval.h"
 #include "eval/results_json.h"
@@ -31,7 +32,8 @@ void RegisterKlVerb(CLI::App& app) {
       "Score a candidate model against a teacher: a reference-logits dump (--reference-logits) "
       "or a resident reference model over a corpus (--reference --corpus)");
   auto* saved = verb->add_option("--reference-logits", args->reference_logits,
-                                 "Reference-logits dump directory (saved teacher)");
+                                 "Reference-logits dump directory (saved teacher), or a "
+                                 "llama.cpp KL-divergence base file (.kld)");
   auto* resident = verb->add_option(
       "--reference", args->reference,
       "Reference model (two-model mode: both resident, full-vocabulary KL over --corpus)");
@@ -62,6 +64,10 @@ void RegisterKlVerb(CLI::App& app) {
   verb->callback([args] {
     if (args->reference_logits.empty() && args->reference.empty()) {
       Fail("cli", "kl needs a teacher: --reference-logits DIR, or --reference MODEL --corpus DIR");
+    }
+    if (IsLlamaKldReference(args->reference_logits)) {
+      return RunKlOnLlamaKld({args->reference_logits, args->candidate, args->n, args->json,
+                              args->per_position, args->engine});
     }
     const bool two_model = !args->reference.empty();
     KlEvalResult result;
