@@ -1,5 +1,5 @@
 // Scoring a candidate against a llama.cpp base file under llama.cpp's own conventions
-// (tools/perplexity/perplexity.cpp, kl_divergence; docs/statistics.md "llama.cpp statistics"):
+// (tools/perplexity/perplexity.cpp, kl_divergence; docs/llama-cpp-interop.md):
 //
 //   per position, with the candidate's float logits l and the record's base log-probs
 //   b_i = scale * code_i + min_log_prob (float; NOT renormalised):

@@ -15,6 +15,7 @@
 #include "eval/corpus.h"
 #include "eval/llama_kld_eval.h"
 #include "eval/testing_dumps.h"
+#include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace proctor {
@@ -397,6 +398,54 @@ TEST(LlamaKld, DumpWritesTheNumpyFileAndReportsExactAndStoredPerplexity) {
   const LlamaKldFile slice = LlamaKldFile::Open(temp.path() / "slice.kld");
   EXPECT_EQ(slice.n_chunk(), 1);
   EXPECT_EQ(slice.Tokens(0)[0], tokens[static_cast<size_t>(n_ctx)]);
+}
+
+// The real engine end to end, no llama.cpp needed: stories260K writes a base file over
+// tinystories and scores itself against it. llama.cpp's rule puts BOS (id 1) at position 0 of
+// every chunk; the self-score is at the 16/65535-nat quantization floor.
+TEST(LlamaKld, Stories260KSelfScoreIsAtTheQuantizationFloor) {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  const std::filesystem::path fixtures =
+      env != nullptr && *env != '\0' ? env : PROCTOR_FIXTURES_DEFAULT;
+  const auto model = fixtures / "stories260K" / "stories260K.gguf";
+  const auto text = fixtures / "tinystories" / "tinystories_sample.txt";
+  if (!std::filesystem::exists(model) || !std::filesystem::exists(text)) {
+    GTEST_SKIP() << "fixtures absent: " << model << ", " << text;
+  }
+  EXPECT_EQ(LlamaKldChunkStartToken(model.string()), 1);
+  const auto tokenizer = text::LoadTokenizer(model);
+  std::vector<int32_t> tokens = tokenizer->Encode(ReadFileToString(text), true);
+  const int64_t n_ctx = 64, n_seqs = 4;
+  ASSERT_GE(static_cast<int64_t>(tokens.size()), n_ctx * n_seqs);
+  tokens.resize(static_cast<size_t>(n_ctx * n_seqs));
+  TempDir temp;
+  WriteCorpus(temp.path() / "corpus", tokens, n_ctx, {{"tokenizer", model.string()}});
+  const LlamaKldDumpResult dump = DumpTeacherLlamaKld({.teacher = model.string(),
+                                                       .corpus_dir = temp.path() / "corpus",
+                                                       .out_file = temp.path() / "base.kld",
+                                                       .chunk_size = 24,
+                                                       .quiet = true});
+  EXPECT_EQ(dump.chunk_start_token, 1);
+  EXPECT_EQ(dump.positions, n_seqs * 31);
+  // Stored PPL <= exact: the file clamps tokens more than 16 nats below the top.
+  EXPECT_LE(dump.stored_ppl.value, dump.exact_ppl.value * (1 + 1e-4));
+  const LlamaKldEvalResult self = EvaluateKlVsLlamaKld({.base_file = temp.path() / "base.kld",
+                                                        .candidate = model.string(),
+                                                        .chunk_size = 40,
+                                                        .quiet = true});
+  std::printf("[ self-score ] KLD mean %.3g max %.3g, same top %.4f, PPL(Q) %.6f, PPL(base) "
+              "stored %.6f, exact %.6f\n",
+              self.stats.kld.value, self.stats.kld_max, self.stats.same_top.value,
+              self.stats.ppl.value, self.stats.ppl_base.value, dump.exact_ppl.value);
+  EXPECT_EQ(self.chunk_start_token, 1);
+  EXPECT_EQ(self.stats.count, dump.positions);
+  // Each stored log-prob is off by at most half a step (1.2e-4 nats): KLD of order 1e-8.
+  EXPECT_LT(std::fabs(self.stats.kld.value), 1e-6);
+  EXPECT_LT(self.stats.kld_max, 1e-5);
+  EXPECT_GE(self.stats.same_top.value, 0.99);
+  // The candidate's own PPL is the teacher's exact one (same forward, same positions).
+  EXPECT_NEAR(self.stats.ppl.value, dump.exact_ppl.value, 1e-5 * dump.exact_ppl.value);
+  EXPECT_NEAR(self.stats.ppl_base.value, dump.stored_ppl.value, 1e-6 * dump.stored_ppl.value);
 }
 
 }  // namespace
