@@ -19,10 +19,11 @@ struct LlamaKldKlArgs {
   std::string base_file;
   std::string candidate;
   int64_t n = 0;     // chunks to score; 0 = all
-  std::string json;  // results file, "" = none
+  std::string json;          // results file, "" = none
+  std::string per_position;  // not available for .kld references: an error when set
   EngineFlags engine;
 };
-// Scores and prints llama.cpp's statistics; writes --json when asked.
+// Scores and prints llama.cpp's statistics; writes --json (results envelope) when asked.
 void RunKlOnLlamaKld(const LlamaKldKlArgs& args);
 
 struct LlamaKldDumpArgs {

@@ -55,6 +55,7 @@ struct LlamaKldEvalResult {
   LlamaKlSums sums;
   LlamaKlStats stats;  // PPL(base) here is from the file's quantized log-probs
   double elapsed_seconds = 0;
+  ResultsTimings timings;  // forward / scoring / I/O (reading the file) / loading
 };
 
 // Errors: "[llama-kld] ..." from the reader; "[kl] ..." when the candidate's vocabulary differs

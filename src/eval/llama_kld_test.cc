@@ -402,7 +402,7 @@ TEST(LlamaKld, DumpWritesTheNumpyFileAndReportsExactAndStoredPerplexity) {
 
 // The real engine end to end, no llama.cpp needed: stories260K writes a base file over
 // tinystories and scores itself against it. llama.cpp's rule puts BOS (id 1) at position 0 of
-// every chunk; the self-score is at the 16/65535-nat quantization floor.
+// every chunk; the self-score is at the file's quantization floor (half a 16/65535-nat step).
 TEST(LlamaKld, Stories260KSelfScoreIsAtTheQuantizationFloor) {
   const char* env = std::getenv("PROCTOR_FIXTURES");
   const std::filesystem::path fixtures =
@@ -433,15 +433,20 @@ TEST(LlamaKld, Stories260KSelfScoreIsAtTheQuantizationFloor) {
                                                         .candidate = model.string(),
                                                         .chunk_size = 40,
                                                         .quiet = true});
-  std::printf("[ self-score ] KLD mean %.3g max %.3g, same top %.4f, PPL(Q) %.6f, PPL(base) "
-              "stored %.6f, exact %.6f\n",
-              self.stats.kld.value, self.stats.kld_max, self.stats.same_top.value,
-              self.stats.ppl.value, self.stats.ppl_base.value, dump.exact_ppl.value);
+  std::printf(
+      "[ self-score ] KLD mean %.3g max %.3g, same top %.4f, PPL(Q) %.6f, PPL(base) "
+      "stored %.6f, exact %.6f\n",
+      self.stats.kld.value, self.stats.kld_max, self.stats.same_top.value, self.stats.ppl.value,
+      self.stats.ppl_base.value, dump.exact_ppl.value);
   EXPECT_EQ(self.chunk_start_token, 1);
   EXPECT_EQ(self.stats.count, dump.positions);
-  // Each stored log-prob is off by at most half a step (1.2e-4 nats): KLD of order 1e-8.
-  EXPECT_LT(std::fabs(self.stats.kld.value), 1e-6);
-  EXPECT_LT(self.stats.kld_max, 1e-5);
+  // Each stored log-prob is off by at most half a step, 8/65535 = 1.22e-4 nats, and llama.cpp's
+  // KLD does not renormalise the base, so the floor is first order: every position's KLD is
+  // sum_i p_i * rounding_i, within +-1.22e-4 (plus float rounding), of either sign.
+  constexpr double kHalfStep = 8.0 / 65535.0;
+  EXPECT_LT(self.stats.kld_max, kHalfStep * 1.05);
+  EXPECT_GT(self.stats.kld_min, -kHalfStep * 1.05);
+  EXPECT_LT(std::fabs(self.stats.kld.value), kHalfStep);
   EXPECT_GE(self.stats.same_top.value, 0.99);
   // The candidate's own PPL is the teacher's exact one (same forward, same positions).
   EXPECT_NEAR(self.stats.ppl.value, dump.exact_ppl.value, 1e-5 * dump.exact_ppl.value);
