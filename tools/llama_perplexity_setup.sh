@@ -6,10 +6,18 @@
 # llama-perplexity target (CPU backend, static libraries, no network, -j2).
 # Usage: llama_perplexity_setup.sh SOURCE_DIR BUILD_DIR
 # Prints llama-perplexity's path and exits 0, or prints why it is unavailable and exits 3.
-# Set PROCTOR_LLAMA_CPP_CACHE to a directory to share the build between build trees.
+# The build is cached outside the build tree, in $PROCTOR_LLAMA_CPP_CACHE, else
+# ${XDG_CACHE_HOME:-$HOME/.cache}/proctor/llama-perplexity-3.21.1 (so a fresh clone or a deleted
+# build directory does not rebuild it), else BUILD_DIR/llama-perplexity when HOME is unset.
 set -u
 build=$2
-dir=${PROCTOR_LLAMA_CPP_CACHE:-$build/llama-perplexity}
+if [ -n "${PROCTOR_LLAMA_CPP_CACHE:-}" ]; then
+  dir=$PROCTOR_LLAMA_CPP_CACHE
+elif [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
+  dir=${XDG_CACHE_HOME:-$HOME/.cache}/proctor/llama-perplexity-3.21.1
+else
+  dir=$build/llama-perplexity
+fi
 mkdir -p "$dir" || exit 3
 exec 9>"$dir/lock"
 flock 9
@@ -47,9 +55,12 @@ if [ ! -f "$dir/src/tools/perplexity/perplexity.cpp" ]; then
 fi
 generator=
 command -v ninja > /dev/null && generator="-G Ninja"
+launcher=
+command -v ccache > /dev/null &&
+  launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
 start=$(date +%s)
 # shellcheck disable=SC2086
-if ! cmake -S "$dir/src" -B "$dir/build" $generator -DCMAKE_BUILD_TYPE=Release \
+if ! cmake -S "$dir/src" -B "$dir/build" $generator $launcher -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_OPENMP=OFF -DGGML_BACKEND_DL=OFF \
