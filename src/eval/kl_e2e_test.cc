@@ -4,7 +4,10 @@
 // `proctor logits`: dump -> kl --json --per-position -> logits -> script, in saved-teacher and
 // two-model mode. The candidate is stories260K run with bf16 compute (activations rounded to bf16
 // inside the matrix products): a real, small perturbation of the f32 teacher.
-// Also prints the self-scoring floor. Skips without the fixtures, the binary or numpy.
+// Also prints the self-scoring floor, and runs the user's whole loop on stories260K (corpus ->
+// dump -> quantize -> kl) over tinystories and wikitext-2 text, asserting that the 8-bit
+// re-quantization scores closer to the teacher than the 4-bit one. Skips without the fixtures,
+// the binary or numpy.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -191,6 +194,73 @@ TEST_F(KlEndToEnd, SelfScoringFloor) {
                      two["kl"]["max"].get<double>(), two["top1_agreement"].get<double>());
   fmt::print("stories260K self-scoring floor ({} x {} tinystories tokens, top-64):\n{}", kSeqs,
              kCtx, log);
+}
+
+// The user's loop through the CLI only, on real text: `proctor corpus` (tinystories, then
+// wikitext-2), `proctor dump` of stories260K, `proctor quantize` at 8 and 4 bits (group 32: the
+// 172-wide down projection stays unquantized) and `proctor kl` of each against the dump. An
+// 8-bit model must be closer to its teacher than a 4-bit one by KL and by top-1; the numbers go to
+// the test log.
+TEST(StoriesLoop, EightBitScoresCloserThanFourBitOnTinystoriesAndWikitext) {
+  const fs::path model = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path tinystories = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  const fs::path wikitext = Fixtures() / "wikitext-2" / "wiki.test.raw";
+  for (const auto& f : {model, tinystories, wikitext}) {
+    if (!fs::exists(f)) GTEST_SKIP() << "fixture absent: " << f;
+  }
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+  testing::TempDir temp;
+  const auto proctor = [](const std::string& args) {
+    return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
+  };
+  for (const int bits : {8, 4}) {
+    const CommandResult r =
+        proctor(fmt::format("quantize {} --out {} --bits {} --group-size 32", model.string(),
+                            (temp.path() / fmt::format("q{}", bits)).string(), bits));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  struct Text {
+    const char* name;
+    fs::path file;
+    int n_seqs;  // tinystories_sample.txt holds about 1,000 tokens of stories260K's vocabulary
+  };
+  std::string log;
+  for (const Text& text : {Text{"tinystories", tinystories, 7}, Text{"wikitext-2", wikitext, 16}}) {
+    const fs::path dir = temp.path() / text.name;
+    CommandResult r = proctor(
+        fmt::format("corpus --tokenizer {} --out {} --ctx-len 128 --n-seqs {} {}", model.string(),
+                    (dir / "corpus").string(), text.n_seqs, text.file.string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 128", model.string(),
+                            (dir / "corpus").string(), (dir / "dump").string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    nlohmann::json results[2];
+    for (const int i : {0, 1}) {
+      const int bits = i == 0 ? 8 : 4;
+      const fs::path json = dir / fmt::format("kl{}.json", bits);
+      r = proctor(fmt::format("kl --reference-logits {} --candidate {} --json {}",
+                              (dir / "dump").string(),
+                              (temp.path() / fmt::format("q{}", bits)).string(), json.string()));
+      ASSERT_EQ(r.status, 0) << r.output;
+      results[i] = nlohmann::json::parse(ReadFileToString(json))["results"];
+      ASSERT_EQ(results[i]["positions"], text.n_seqs * 127);
+      log += fmt::format(
+          "  {:<11} {}-bit g32: KL mean {:.4e} +- {:.1e}, p95 {:.4e}, top-1 {:.4f}, "
+          "ppl {:.3f}\n",
+          text.name, bits, results[i]["kl"]["mean"].get<double>(),
+          results[i]["kl"]["standard_error"].get<double>(), results[i]["kl"]["p95"].get<double>(),
+          results[i]["top1_agreement"].get<double>(), results[i]["candidate_ppl"].get<double>());
+    }
+    EXPECT_LT(results[0]["kl"]["mean"].get<double>(), results[1]["kl"]["mean"].get<double>())
+        << text.name;
+    EXPECT_GT(results[0]["top1_agreement"].get<double>(),
+              results[1]["top1_agreement"].get<double>())
+        << text.name;
+  }
+  fmt::print(
+      "stories260K re-quantized, scored against its own top-128 dump (7 or 16 x 128 "
+      "tokens):\n{}",
+      log);
 }
 
 }  // namespace
