@@ -1,5 +1,5 @@
 // Highway kernels for logits_stats.h, compiled once per SIMD target (foreach_target), plus the
-// scalar references and the top-k selection.
+// scalar references (the top-k selection is in top_k.cc).
 #include "ops/logits_stats.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -206,17 +206,6 @@ TopKTerms ComputeTopKTermsScalar(const float* t, const int32_t* idx, int64_t k, 
     terms.candidate_mass += std::exp(log_q);
   }
   return terms;
-}
-
-void SelectTopK(const float* x, int64_t n, int64_t k, int32_t* indices) {
-  CHECK_MSG(0 < k && k <= n, "k={} n={}", k, n);
-  CHECK(n <= std::numeric_limits<int32_t>::max());
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  const auto before = [x](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
-  if (k < n) std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
-  std::sort(order.begin(), order.begin() + k, before);
-  std::copy(order.begin(), order.begin() + k, indices);
 }
 
 }  // namespace proctor::ops

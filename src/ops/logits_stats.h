@@ -42,6 +42,10 @@ TopKTerms ComputeTopKTermsScalar(const float* t, const int32_t* idx, int64_t k, 
 
 // Indices of the k largest of x[0..n), largest first; equal values in ascending index order.
 // x must not contain NaN (the caller checks with ComputeRowStats). Requires 0 < k <= n.
+// -0 and +0 tie (float `==`), so the lower index comes first. SelectTopK is an exact radix
+// select (two passes over the row, a sort of the k survivors; top_k.cc); SelectTopKScalar is the
+// reference (nth_element + sort) it equals for every input without NaN.
 void SelectTopK(const float* x, int64_t n, int64_t k, int32_t* indices);
+void SelectTopKScalar(const float* x, int64_t n, int64_t k, int32_t* indices);
 
 }  // namespace proctor::ops
