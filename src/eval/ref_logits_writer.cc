@@ -41,6 +41,39 @@ std::string InProgressJson(const ReferenceLogitsWriterOptions& o, const std::str
   return j.dump(2) + "\n";
 }
 
+// One record (FORMATS.md section 1) into rec[ReferenceRecordBytes(k)]: indices [k] int32, logits
+// [k] fp16 shifted by max, the shifted logsumexp float32.
+void PackRecord(const int32_t* indices, const float* logits, int64_t k, float max,
+                float shifted_lse, uint8_t* rec) {
+  std::memcpy(rec, indices, static_cast<size_t>(k) * 4);
+  for (int64_t j = 0; j < k; ++j) {
+    const uint16_t h = F32ToF16(logits[j] - max);
+    std::memcpy(rec + 4 * k + 2 * j, &h, 2);
+  }
+  std::memcpy(rec + 6 * k, &shifted_lse, 4);
+}
+
+bool RecordableRow(const ops::RowStats& stats) {
+  return !stats.has_nan && std::isfinite(stats.max);
+}
+
+// The record of one full logits row [vocab] (top k, ties to the lower index) into rec; topk is
+// scratch [k]. Returns the row's statistics; nothing is meaningful in rec unless
+// RecordableRow(them).
+ops::RowStats EncodeLogitsRecord(const float* row, int64_t vocab, int64_t k, int32_t* topk,
+                                 uint8_t* rec) {
+  const ops::RowStats stats = ops::ComputeRowStats(row, vocab);
+  if (!RecordableRow(stats)) return stats;
+  ops::SelectTopK(row, vocab, k, topk);
+  std::memcpy(rec, topk, static_cast<size_t>(k) * 4);
+  for (int64_t j = 0; j < k; ++j) {
+    const uint16_t h = F32ToF16(row[topk[j]] - stats.max);
+    std::memcpy(rec + 4 * k + 2 * j, &h, 2);
+  }
+  std::memcpy(rec + 6 * k, &stats.log_sum_exp_shifted, 4);
+  return stats;
+}
+
 }  // namespace
 
 ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions options,
@@ -105,7 +138,16 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
   record_.resize(ReferenceRecordBytes(o.top_k));
 }
 
-ReferenceLogitsWriter::~ReferenceLogitsWriter() = default;
+ReferenceLogitsWriter::~ReferenceLogitsWriter() {
+  // A complete sequence's commit still running finishes (its file is whole); errors are lost
+  // here, as the destructor runs on an error path or after Finish (which waited).
+  if (pending_commit_.valid()) {
+    try {
+      pending_commit_.get();
+    } catch (...) {
+    }
+  }
+}
 
 int64_t ReferenceLogitsWriter::SequencesDone() const {
   return std::count(done_.begin(), done_.end(), true);
@@ -124,16 +166,43 @@ void ReferenceLogitsWriter::AppendLogitsRow(std::span<const float> row) {
   if (vocab < options_.top_k) {
     Fail(kComponent, "a logits row of vocabulary {} cannot give top_k {}", vocab, options_.top_k);
   }
-  const ops::RowStats stats = ops::ComputeRowStats(row.data(), vocab);
-  if (stats.has_nan || !std::isfinite(stats.max)) {
-    Fail(kComponent, "sequence {} position {}: the logits row has {}", current_seq_,
-         current_records_, stats.has_nan ? "a NaN" : fmt::format("maximum {}", stats.max));
-  }
   topk_scratch_.resize(static_cast<size_t>(options_.top_k));
-  ops::SelectTopK(row.data(), vocab, options_.top_k, topk_scratch_.data());
-  logits_scratch_.resize(topk_scratch_.size());
-  for (size_t j = 0; j < topk_scratch_.size(); ++j) logits_scratch_[j] = row[topk_scratch_[j]];
-  WriteRecord(topk_scratch_.data(), logits_scratch_.data(), stats.max, stats.log_sum_exp_shifted);
+  const ops::RowStats stats =
+      EncodeLogitsRecord(row.data(), vocab, options_.top_k, topk_scratch_.data(), record_.data());
+  if (!RecordableRow(stats)) FailUnrecordableRow(stats, current_records_);
+  WriteRecords(record_, 1);
+}
+
+void ReferenceLogitsWriter::AppendLogitsRows(const MatView& logits, int64_t n_rows,
+                                             ThreadPool& pool) {
+  CHECK_MSG(logits.type == DType::kF32 && 0 <= n_rows && n_rows <= logits.rows,
+            "type {} rows {} n_rows {}", Name(logits.type), logits.rows, n_rows);
+  if (n_rows == 0) return;
+  const int64_t vocab = logits.cols;
+  const int64_t k = options_.top_k;
+  if (vocab < k) {
+    Fail(kComponent, "a logits row of vocabulary {} cannot give top_k {}", vocab, k);
+  }
+  const size_t record_bytes = record_.size();
+  chunk_records_.resize(static_cast<size_t>(n_rows) * record_bytes);
+  std::vector<ops::RowStats> stats(static_cast<size_t>(n_rows));
+  pool.ParallelFor(static_cast<size_t>(n_rows), [&](size_t begin, size_t end, int) {
+    std::vector<int32_t> topk(static_cast<size_t>(k));  // [k] per partition
+    for (size_t r = begin; r < end; ++r) {
+      stats[r] = EncodeLogitsRecord(logits.RowAs<float>(static_cast<int64_t>(r)), vocab, k,
+                                    topk.data(), chunk_records_.data() + r * record_bytes);
+    }
+  });
+  for (int64_t r = 0; r < n_rows; ++r) {
+    if (!RecordableRow(stats[r])) FailUnrecordableRow(stats[r], current_records_ + r);
+  }
+  WriteRecords(std::span<const uint8_t>(chunk_records_), n_rows);
+}
+
+void ReferenceLogitsWriter::FailUnrecordableRow(const ops::RowStats& stats,
+                                                int64_t position) const {
+  Fail(kComponent, "sequence {} position {}: the logits row has {}", current_seq_, position,
+       stats.has_nan ? "a NaN" : fmt::format("maximum {}", stats.max));
 }
 
 void ReferenceLogitsWriter::AppendTopK(std::span<const int32_t> indices,
@@ -164,22 +233,21 @@ void ReferenceLogitsWriter::AppendTopK(std::span<const int32_t> indices,
 
 void ReferenceLogitsWriter::WriteRecord(const int32_t* indices, const float* logits, float max,
                                         float shifted_lse) {
+  PackRecord(indices, logits, options_.top_k, max, shifted_lse, record_.data());
+  WriteRecords(record_, 1);
+}
+
+void ReferenceLogitsWriter::WriteRecords(std::span<const uint8_t> records, int64_t count) {
   CHECK_MSG(current_seq_ >= 0, "no sequence open");
-  CHECK_MSG(current_records_ < positions(), "sequence {} already has {} records", current_seq_,
-            current_records_);
-  const int64_t k = options_.top_k;
-  uint8_t* rec = record_.data();
-  std::memcpy(rec, indices, static_cast<size_t>(k) * 4);
-  for (int64_t j = 0; j < k; ++j) {
-    const uint16_t h = F32ToF16(logits[j] - max);
-    std::memcpy(rec + 4 * k + 2 * j, &h, 2);
-  }
-  std::memcpy(rec + 6 * k, &shifted_lse, 4);
+  CHECK_MSG(current_records_ + count <= positions(), "sequence {} has {} records, {} more given",
+            current_seq_, current_records_, count);
+  CHECK(records.size() == static_cast<size_t>(count) * record_.size());
+  WaitForPendingCommit();  // the previous sequence is on disk before this one has records
   const auto io_start = std::chrono::steady_clock::now();
-  current_file_->Write(std::span<const uint8_t>(record_));
+  current_file_->Write(records);
   io_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
-  ++current_records_;
+  current_records_ += count;
 }
 
 void ReferenceLogitsWriter::EndSequence() {
@@ -188,13 +256,24 @@ void ReferenceLogitsWriter::EndSequence() {
     Fail(kComponent, "sequence {} got {} records; a dump of ctx_len {} needs {}", current_seq_,
          current_records_, options_.ctx_len, positions());
   }
+  WaitForPendingCommit();
+  // fsync + rename on a helper thread, overlapping the next sequence's first forward chunk.
+  pending_seq_ = current_seq_;
+  pending_commit_ =
+      std::async(std::launch::async, [file = std::move(current_file_)] { file->Commit(); });
+  current_seq_ = -1;
+}
+
+void ReferenceLogitsWriter::WaitForPendingCommit() {
+  if (!pending_commit_.valid()) return;
   const auto io_start = std::chrono::steady_clock::now();
-  current_file_->Commit();
-  current_file_.reset();
+  const int64_t seq = pending_seq_;
+  pending_seq_ = -1;
+  std::future<void> commit = std::move(pending_commit_);
+  commit.get();  // rethrows the commit's Error
   io_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
-  done_[current_seq_] = true;
-  current_seq_ = -1;
+  done_[seq] = true;
 }
 
 void ReferenceLogitsWriter::SetTeacherVocabulary(std::optional<int64_t> vocab_size,
@@ -209,6 +288,7 @@ void ReferenceLogitsWriter::SetTeacherVocabulary(std::optional<int64_t> vocab_si
 
 void ReferenceLogitsWriter::Finish() {
   CHECK_MSG(current_seq_ < 0, "sequence {} still open", current_seq_);
+  WaitForPendingCommit();
   for (int64_t s = 0; s < options_.n_seqs; ++s) {
     if (!done_[s]) Fail(kComponent, "cannot finish the dump: sequence {} is not written", s);
   }

@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/progress.h"
+#include "util/thread_pool.h"
 
 namespace proctor {
 namespace {
@@ -127,12 +128,11 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                    logits.cols);
             }
           }
-          int64_t appended = 0;
+          // The chunk's rows up to the last scored position: selected across the pool, written
+          // in position order with one write.
+          const int64_t appended = std::clamp<int64_t>(positions - start_pos, 0, logits.rows);
           const double io_before = writer.io_seconds();
-          for (int64_t r = 0; r < logits.rows && start_pos + r < positions; ++r, ++appended) {
-            writer.AppendLogitsRow(
-                std::span<const float>(logits.RowAs<float>(r), static_cast<size_t>(logits.cols)));
-          }
+          writer.AppendLogitsRows(logits, appended, ThreadPool::Global());
           callback_io += writer.io_seconds() - io_before;
           next += appended;
           progress.Advance(static_cast<uint64_t>(appended));

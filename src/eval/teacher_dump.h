@@ -2,8 +2,9 @@
 // reference-logits dump (format_version 1) of its top-k logits and full-vocabulary logsumexp.
 //
 // One KV cache per sequence, chunks of `chunk_size` positions (memory is bounded by the
-// chunk's [C, V] logits); each position goes through ReferenceLogitsWriter::AppendLogitsRow
-// (top-k with ties to the lower index, f32 logsumexp, records shifted by the top logit).
+// chunk's [C, V] logits); each chunk goes through ReferenceLogitsWriter::AppendLogitsRows (top-k
+// with ties to the lower index, f32 logsumexp, records shifted by the top logit; rows across the
+// global thread pool, one write per chunk, bytes independent of the thread count).
 // A run can be resumed (finished sequences are kept; the result is byte-identical to an
 // uninterrupted run), and a slice [seq_start, seq_end) of the corpus is a self-contained dump.
 #pragma once
