@@ -1,5 +1,6 @@
 // End to end through the built `proctor` binary: demo (--dir, --json), inspect (valid and
-// damaged dumps) and kl's errors. Skips when the binary has not been built.
+// damaged dumps), dump at 1 and 2 threads, and kl's errors. Skips when the binary has not been
+// built.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -69,6 +70,30 @@ TEST_F(Cli, DemoThenInspectThenDamage) {
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find(seq2.string()), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("NaN"), std::string::npos) << bad.output;
+}
+
+// `proctor dump` selects a chunk's top-k across the thread pool and writes the records in
+// position order: the files are byte-identical at 1 and 2 threads (an uneven chunk of 7 rows).
+TEST_F(Cli, DumpIsByteIdenticalAtOneAndTwoThreads) {
+  const auto dir = temp_.path() / "demo";
+  const CommandRun demo =
+      Proctor(fmt::format("demo --dir {} --n-seqs 3 --ctx 40 --top-k 16 --bits 8", dir.string()));
+  ASSERT_EQ(demo.status, 0) << demo.output;
+  std::vector<std::filesystem::path> outs;
+  for (const int threads : {1, 2}) {
+    outs.push_back(temp_.path() / fmt::format("dump-t{}", threads));
+    const CommandRun dump = Proctor(fmt::format(
+        "--threads {} dump --teacher {} --corpus {} --top-k 100 --chunk 7 --out {}", threads,
+        (dir / "teacher").string(), (dir / "corpus").string(), outs.back().string()));
+    ASSERT_EQ(dump.status, 0) << dump.output;
+  }
+  for (const char* name : {"tokens.bin", "seq-0.bin", "seq-1.bin", "seq-2.bin"}) {
+    const std::string one = testing::ReadBytes(outs[0] / name);
+    if (name[0] == 's') {
+      EXPECT_EQ(one.size(), 39u * (6 * 100 + 4)) << name;  // 39 records
+    }
+    EXPECT_TRUE(one == testing::ReadBytes(outs[1] / name)) << name << " differs";
+  }
 }
 
 TEST_F(Cli, KlNamesAMissingCandidateAndAMissingDump) {
