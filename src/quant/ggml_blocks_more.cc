@@ -146,9 +146,14 @@ void DequantizeQ3_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
   }
 }
 
-void DequantizeQ4_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
+namespace {
+
+// Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; Q5_K codes take a fifth bit from
+// qh (bit 2c + half of qh[l]).
+template <typename Block, bool kFifthBit>
+void DequantizeScaleMinKRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const auto block = LoadBlock<BlockQ4_K>(blocks, b);
+    const auto block = LoadBlock<Block>(blocks, b);
     const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
     float* o = out + b * kQK_K;
     for (int c = 0; c < 4; ++c) {
@@ -159,7 +164,8 @@ void DequantizeQ4_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
         const float dl = d * static_cast<float>(sc);
         const float ml = dmin * static_cast<float>(m);
         for (int l = 0; l < 32; ++l) {
-          const int code = half == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
+          int code = half == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
+          if constexpr (kFifthBit) code += ((block.qh[l] >> (2 * c + half)) & 1) << 4;
           *o++ = dl * static_cast<float>(code) - ml;
         }
       }
@@ -167,27 +173,14 @@ void DequantizeQ4_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
   }
 }
 
+}  // namespace
+
+void DequantizeQ4_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  DequantizeScaleMinKRef<BlockQ4_K, /*kFifthBit=*/false>(blocks, n_blocks, out);
+}
+
 void DequantizeQ5_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const auto block = LoadBlock<BlockQ5_K>(blocks, b);
-    const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
-    float* o = out + b * kQK_K;
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = block.qs + 32 * c;
-      for (int half = 0; half < 2; ++half) {
-        uint8_t sc, m;
-        UnpackScaleMinK4(block.scales, 2 * c + half, &sc, &m);
-        const float dl = d * static_cast<float>(sc);
-        const float ml = dmin * static_cast<float>(m);
-        const int high_bit = 2 * c + half;
-        for (int l = 0; l < 32; ++l) {
-          const int low = half == 0 ? (q[l] & 0x0F) : (q[l] >> 4);
-          const int code = low + (((block.qh[l] >> high_bit) & 1) << 4);
-          *o++ = dl * static_cast<float>(code) - ml;
-        }
-      }
-    }
-  }
+  DequantizeScaleMinKRef<BlockQ5_K, /*kFifthBit=*/true>(blocks, n_blocks, out);
 }
 
 void DequantizeQ6_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
@@ -254,32 +247,37 @@ void PackFiveBitCodes(const int* q, uint8_t* qs, uint8_t* qh_bytes) {
 
 }  // namespace
 
-void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
+namespace {
+
+// Q4_1 / Q5_1: min-relative codes in [0, max_code]; pack(q, block) stores the codes.
+template <typename Block, int kMaxCode, typename PackCodes>
+void QuantizeMinBlocksRef(const float* x, int64_t n_blocks, uint8_t* blocks, PackCodes pack) {
   int q[kQK];
   for (int64_t b = 0; b < n_blocks; ++b) {
     float d, min;
-    MinMaxCodes(x + b * kQK, 15, q, &d, &min);
-    BlockQ4_1 block;
+    MinMaxCodes(x + b * kQK, kMaxCode, q, &d, &min);
+    Block block;
     block.d = F32ToF16(d);
     block.m = F32ToF16(min);
-    for (int j = 0; j < kQK / 2; ++j) {
-      block.qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK / 2] << 4));
-    }
-    std::memcpy(blocks + b * sizeof(BlockQ4_1), &block, sizeof(block));
+    pack(q, &block);
+    std::memcpy(blocks + b * sizeof(Block), &block, sizeof(block));
   }
 }
 
+}  // namespace
+
+void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
+  QuantizeMinBlocksRef<BlockQ4_1, 15>(x, n_blocks, blocks, [](const int* q, BlockQ4_1* block) {
+    for (int j = 0; j < kQK / 2; ++j) {
+      block->qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK / 2] << 4));
+    }
+  });
+}
+
 void QuantizeQ5_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
-  int q[kQK];
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    float d, min;
-    MinMaxCodes(x + b * kQK, 31, q, &d, &min);
-    BlockQ5_1 block;
-    block.d = F32ToF16(d);
-    block.m = F32ToF16(min);
-    PackFiveBitCodes(q, block.qs, block.qh);
-    std::memcpy(blocks + b * sizeof(BlockQ5_1), &block, sizeof(block));
-  }
+  QuantizeMinBlocksRef<BlockQ5_1, 31>(x, n_blocks, blocks, [](const int* q, BlockQ5_1* block) {
+    PackFiveBitCodes(q, block->qs, block->qh);
+  });
 }
 
 void QuantizeQ5_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
