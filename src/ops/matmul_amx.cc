@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/amx_tiles.h"
 #include "ops/convert.h"
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
@@ -42,7 +43,9 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-PROCTOR_AMX_TARGET void ConfigureTiles() {
+}  // namespace
+
+PROCTOR_AMX_TARGET void ConfigureAmxTiles() {
   TileConfig config{};
   config.palette_id = 1;
   for (int i = 0; i < 8; ++i) {
@@ -55,6 +58,8 @@ PROCTOR_AMX_TARGET void ConfigureTiles() {
   _tile_loadconfig(&config);
 }
 
+namespace {
+
 // C tile (16 weights x 16 tokens, f32) -> out[t0 + j][n0 + i] for valid i < n_valid, j < t_valid.
 inline void StoreTransposed(const float* c, int64_t n_valid, int64_t t_valid, float* out,
                             int64_t out_stride) {
@@ -65,8 +70,6 @@ inline void StoreTransposed(const float* c, int64_t n_valid, int64_t t_valid, fl
 }
 
 }  // namespace
-
-PROCTOR_AMX_TARGET void ConfigureAmxTiles() { ConfigureTiles(); }
 
 bool HaveAmxBf16() {
   static const bool have = [] {
@@ -153,7 +156,7 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
   c_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
   float* c_base = reinterpret_cast<float*>(
       (reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
-  ConfigureTiles();
+  ConfigureAmxTiles();
   for (int64_t tsb = 0; tsb < t_tiles; tsb += super_tiles) {
     const int64_t tsb_end = std::min(t_tiles, tsb + super_tiles);
     for (int64_t n0 = n_begin; n0 < n_end; n0 += 2 * kTile) {
@@ -180,34 +183,20 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
           const uint32_t* b1 = two ? b0 + pairs * kTile : b0;
           float* c = c_base + (tt - tsb) / 2 * 4 * kTile * kTile;
           if (pc == 0) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            ZeroAmxCTiles();
           } else {
-            _tile_loadd(0, c, 64);
-            _tile_loadd(1, c + kTile * kTile, 64);
-            _tile_loadd(2, c + 2 * kTile * kTile, 64);
-            _tile_loadd(3, c + 3 * kTile * kTile, 64);
+            LoadAmxCTiles(c);
           }
           for (int64_t p0 = pc; p0 < pc_end; p0 += kTile) {
             const uint8_t* a = a_base + p0 * 4;
-            _tile_loadd(4, a, a_stride);
-            _tile_loadd(5, a + kTile * a_stride, a_stride);
+            LoadAmxATiles(a, a + kTile * a_stride, a_stride);
 #pragma GCC unroll 3
             for (int part = 0; part < kParts; ++part) {
-              _tile_loadd(6, b0 + part * part_size + p0 * kTile, 64);
-              _tile_loadd(7, b1 + part * part_size + p0 * kTile, 64);
-              _tile_dpbf16ps(0, 4, 6);
-              _tile_dpbf16ps(1, 4, 7);
-              _tile_dpbf16ps(2, 5, 6);
-              _tile_dpbf16ps(3, 5, 7);
+              MultiplyAmxBTiles(b0 + part * part_size + p0 * kTile,
+                                b1 + part * part_size + p0 * kTile);
             }
           }
-          _tile_stored(0, c, 64);
-          _tile_stored(1, c + kTile * kTile, 64);
-          _tile_stored(2, c + 2 * kTile * kTile, 64);
-          _tile_stored(3, c + 3 * kTile * kTile, 64);
+          StoreAmxCTiles(c);
           if (pc_end < pairs) continue;
           const int64_t t0 = tt * kTile;
           const int64_t t_valid0 = std::min<int64_t>(kTile, T - t0);

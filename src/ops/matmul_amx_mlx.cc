@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/amx_tiles.h"
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
 
@@ -205,56 +206,30 @@ PROCTOR_AMX_TARGET void AmxMlxKernel(const uint32_t* x_packed, int parts, int64_
           float* acc = acc_base + (tt - tsb) / 2 * 4 * kTile * kTile;
           if constexpr (!kExact) {  // bf16 weights: C tiles accumulate over all of K
             if (k0 == 0) {
-              _tile_zero(0);
-              _tile_zero(1);
-              _tile_zero(2);
-              _tile_zero(3);
+              ZeroAmxCTiles();
             } else {
-              _tile_loadd(0, acc, 64);
-              _tile_loadd(1, acc + kTile * kTile, 64);
-              _tile_loadd(2, acc + 2 * kTile * kTile, 64);
-              _tile_loadd(3, acc + 3 * kTile * kTile, 64);
+              LoadAmxCTiles(acc);
             }
             for (int64_t k = k0; k < k0 + kc; k += 32) {
               const uint16_t* a = a_buf.data() + (k - k0);
-              _tile_loadd(4, a, kKChunk * 2);
-              _tile_loadd(5, a + kTile * kKChunk, kKChunk * 2);
-              _tile_loadd(6, b0 + k / 2 * kTile, 64);
-              _tile_loadd(7, b1 + k / 2 * kTile, 64);
-              _tile_dpbf16ps(0, 4, 6);
-              _tile_dpbf16ps(1, 4, 7);
-              _tile_dpbf16ps(2, 5, 6);
-              _tile_dpbf16ps(3, 5, 7);
+              LoadAmxATiles(a, a + kTile * kKChunk, kKChunk * 2);
+              MultiplyAmxBTiles(b0 + k / 2 * kTile, b1 + k / 2 * kTile);
             }
-            _tile_stored(0, acc, 64);
-            _tile_stored(1, acc + kTile * kTile, 64);
-            _tile_stored(2, acc + 2 * kTile * kTile, 64);
-            _tile_stored(3, acc + 3 * kTile * kTile, 64);
+            StoreAmxCTiles(acc);
           }
           for (int64_t g = k0 / G; kExact && g < (k0 + kc) / G; ++g) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            ZeroAmxCTiles();
             for (int64_t k = g * G; k < (g + 1) * G; k += 32) {
               const uint16_t* a = a_buf.data() + (k - k0);
-              _tile_loadd(4, a, kKChunk * 2);
-              _tile_loadd(5, a + kTile * kKChunk, kKChunk * 2);
+              LoadAmxATiles(a, a + kTile * kKChunk, kKChunk * 2);
               const int64_t p0 = k / 2;
               for (int part = 0; part < parts; ++part) {
-                _tile_loadd(6, b0 + part * part_size + p0 * kTile, 64);
-                _tile_loadd(7, b1 + part * part_size + p0 * kTile, 64);
-                _tile_dpbf16ps(0, 4, 6);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(2, 5, 6);
-                _tile_dpbf16ps(3, 5, 7);
+                MultiplyAmxBTiles(b0 + part * part_size + p0 * kTile,
+                                  b1 + part * part_size + p0 * kTile);
               }
             }
             // C tile q = (weight tile q / 2, token tile q % 2): [16 weights][16 tokens].
-            _tile_stored(0, c_tmp, 64);
-            _tile_stored(1, c_tmp + kTile * kTile, 64);
-            _tile_stored(2, c_tmp + 2 * kTile * kTile, 64);
-            _tile_stored(3, c_tmp + 3 * kTile * kTile, 64);
+            StoreAmxCTiles(c_tmp);
             const float* xsum = x_group_sums + g * t_padded + tt * kTile;
             const __m512 xs0 = _mm512_loadu_ps(xsum);
             const __m512 xs1 = two ? _mm512_loadu_ps(xsum + kTile) : _mm512_setzero_ps();

@@ -31,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/amx_tiles.h"
 #include "ops/matmul_kernels.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
@@ -310,26 +311,6 @@ PROCTOR_AMXQ_TARGET void BuildPanel(const QuantLayout& layout, const MatView& w,
   }
 }
 
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
-PROCTOR_AMXQ_TARGET void ConfigureTiles() {
-  TileConfig config{};
-  config.palette_id = 1;
-  for (int i = 0; i < 8; ++i) {
-    config.rows[i] = kTile;
-    config.colsb[i] = 64;
-  }
-  // ldtilecfg reads the struct through a pointer GCC 12 does not see: keep the stores above.
-  asm volatile("" : : "r"(&config) : "memory");
-  _tile_loadconfig(&config);
-}
-
 struct Args {
   const uint32_t* x_packed;  // [parts][t_tiles][K / 2 pairs][16] (PackTokensVnni)
   int64_t part_size;         // u32 per part
@@ -364,8 +345,8 @@ PROCTOR_AMXQ_TARGET inline void ApplyScales(const Args& a, const Panel& p, int64
 }
 
 // Two weight tiles (panels p0, p1) x two token tiles (t0, t1) over the panel's groups: four C
-// tiles (0, 5, 6, 7) accumulate independently, so the tile products pipeline; after each group
-// they are stored and scaled into the accumulators acc[w][t] ([16 weights][16 tokens] each).
+// tiles (0-3, amx_tiles.h) accumulate independently, so the tile products pipeline; after each
+// group they are stored and scaled into the accumulators acc[w][t] ([16 weights][16 tokens] each).
 // With `first`, the first group initialises the accumulators.
 template <int kParts>
 PROCTOR_AMXQ_TARGET void TileSteps2x2(const Args& a, const Panel& p0, const Panel& p1, int64_t t0,
@@ -376,30 +357,20 @@ PROCTOR_AMXQ_TARGET void TileSteps2x2(const Args& a, const Panel& p0, const Pane
   const uint32_t* x0 = a.x_packed + t0 * pair_stride + b0 * 16 * kTile;
   const uint32_t* x1 = a.x_packed + t1 * pair_stride + b0 * 16 * kTile;
   for (int64_t g = 0; g < nb / G; ++g) {
-    _tile_zero(0);
-    _tile_zero(5);
-    _tile_zero(6);
-    _tile_zero(7);
+    ZeroAmxCTiles();
     for (int64_t bb = 0; bb < G; ++bb) {
       const int64_t b = g * G + bb;
       for (int wp = 0; wp < a.layout.weight_parts; ++wp) {
-        _tile_loadd(1, wp == 0 ? p0.codes[b][0] : p0.codes_lo[b][0], 64);
-        _tile_loadd(2, wp == 0 ? p1.codes[b][0] : p1.codes_lo[b][0], 64);
+        LoadAmxATiles(wp == 0 ? p0.codes[b][0] : p0.codes_lo[b][0],
+                      wp == 0 ? p1.codes[b][0] : p1.codes_lo[b][0], 64);
 #pragma GCC unroll 3
         for (int part = 0; part < kParts; ++part) {
-          _tile_loadd(3, x0 + part * a.part_size + b * 16 * kTile, 64);
-          _tile_loadd(4, x1 + part * a.part_size + b * 16 * kTile, 64);
-          _tile_dpbf16ps(0, 1, 3);
-          _tile_dpbf16ps(5, 1, 4);
-          _tile_dpbf16ps(6, 2, 3);
-          _tile_dpbf16ps(7, 2, 4);
+          MultiplyAmxBTiles(x0 + part * a.part_size + b * 16 * kTile,
+                            x1 + part * a.part_size + b * 16 * kTile);
         }
       }
     }
-    _tile_stored(0, c_buf, 64);
-    _tile_stored(5, c_buf + 256, 64);
-    _tile_stored(6, c_buf + 512, 64);
-    _tile_stored(7, c_buf + 768, 64);
+    StoreAmxCTiles(c_buf);
     const bool init = first && g == 0;
     const int64_t g_abs = b0 / G + g;
     ApplyScales(a, p0, t0, g_abs, g, c_buf, acc[0][0], init);
@@ -423,7 +394,7 @@ PROCTOR_AMXQ_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end) {
   float* const scratch = store + kPanelTiles * t_tiles * kTile * kTile;
   alignas(64) float c_buf[4 * kTile * kTile];
   const int64_t total_blocks = a.K / 32;
-  ConfigureTiles();
+  ConfigureAmxTiles();
   // kPanelTiles weight tiles per pass: the x tiles of a token tile come from L3 once per pass and
   // are reused (from L1/L2) by each weight tile.
   for (int64_t nb0 = n_begin; nb0 < n_end; nb0 += kPanelTiles * kTile) {

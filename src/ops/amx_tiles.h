@@ -1,0 +1,60 @@
+// AMX tile steps shared by the AMX MatMul kernels (matmul_amx.cc, matmul_amx_mlx.cc,
+// matmul_amx_quant.cc). All use the configuration ConfigureAmxTiles() loads (matmul_kernels.h:
+// tiles 0-7 of 16 rows x 64 bytes) and one 2x2 register plan:
+//   tiles 0-3: C, 16 weights x 16 tokens (f32), C[2 * i + j] = A[i] x B[j];
+//   tiles 4-5: A, 16 weight rows x 32 k (bf16);
+//   tiles 6-7: B, 16 k-pairs x 16 tokens (VNNI-packed bf16 pairs).
+// The helpers are always inlined into their (AMX-targeted) callers: tile numbers must be literals.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define PROCTOR_AMX_TILE_INLINE inline __attribute__((always_inline, target("amx-tile,amx-bf16")))
+
+namespace proctor::ops::internal {
+
+inline constexpr int64_t kAmxTileFloats = 16 * 16;  // f32 elements of one C tile
+
+// C tiles 0-3 = 0.
+PROCTOR_AMX_TILE_INLINE void ZeroAmxCTiles() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+
+// C tiles 0-3 <- c[4][16][16] (f32, 64-byte rows).
+PROCTOR_AMX_TILE_INLINE void LoadAmxCTiles(const float* c) {
+  _tile_loadd(0, c, 64);
+  _tile_loadd(1, c + kAmxTileFloats, 64);
+  _tile_loadd(2, c + 2 * kAmxTileFloats, 64);
+  _tile_loadd(3, c + 3 * kAmxTileFloats, 64);
+}
+
+// c[4][16][16] <- C tiles 0-3.
+PROCTOR_AMX_TILE_INLINE void StoreAmxCTiles(float* c) {
+  _tile_stored(0, c, 64);
+  _tile_stored(1, c + kAmxTileFloats, 64);
+  _tile_stored(2, c + 2 * kAmxTileFloats, 64);
+  _tile_stored(3, c + 3 * kAmxTileFloats, 64);
+}
+
+// A tiles 4-5 <- the weight panels a0 and a1 (16 rows each, `stride` bytes between rows).
+PROCTOR_AMX_TILE_INLINE void LoadAmxATiles(const void* a0, const void* a1, int64_t stride) {
+  _tile_loadd(4, a0, stride);
+  _tile_loadd(5, a1, stride);
+}
+
+// B tiles 6-7 <- the token tiles b0 and b1 (64-byte rows), then C[2i + j] += A[i] x B[j].
+PROCTOR_AMX_TILE_INLINE void MultiplyAmxBTiles(const void* b0, const void* b1) {
+  _tile_loadd(6, b0, 64);
+  _tile_loadd(7, b1, 64);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
+}  // namespace proctor::ops::internal
