@@ -12,35 +12,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using proctor::cli_test::Fixtures;
 
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
-}
 fs::path Stories260K() { return Fixtures() / "stories260K" / "stories260K.gguf"; }
 fs::path TinyStories() { return Fixtures() / "tinystories" / "tinystories_sample.txt"; }
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
+struct Result : proctor::cli_test::Result {
+  std::string err;  // stderr (out: stdout only)
 };
 
 Result Proctor(const std::string& args) {
-  Result r;
-  static std::random_device rd;
-  const fs::path err = fs::temp_directory_path() / fmt::format("proctor-cli-err-{}", rd());
-  FILE* pipe = popen(fmt::format("{} {} 2>{}", PROCTOR_BIN, args, err.string()).c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const fs::path err = proctor::cli_test::TempPath("stderr");
+  Result r{proctor::cli_test::RunShell(fmt::format("{} {} 2>{}", PROCTOR_BIN, args, err.string())),
+           {}};
   std::ifstream in(err);
   r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   fs::remove(err);

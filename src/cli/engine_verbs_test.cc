@@ -11,47 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
+namespace proctor::cli_test {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
-}
-
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
-
-Result Proctor(const std::string& args) {
-  Result r;
-  FILE* pipe = popen(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args).c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::vector<float> ReadF32(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> out(fs::file_size(path) / sizeof(float));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * 4));
-  return out;
-}
-
 nlohmann::json Tokens(const fs::path& dir) {
   std::ifstream in(dir / "tokens.json");
   return nlohmann::json::parse(in);
-}
-
-fs::path TempFile(const std::string& name) {
-  std::random_device rd;
-  return fs::temp_directory_path() / fmt::format("proctor-cli-{}-{}", rd(), name);
 }
 
 TEST(LogitsVerb, WritesHuggingFaceLogitsForAnyChunk) {
@@ -60,7 +29,7 @@ TEST(LogitsVerb, WritesHuggingFaceLogitsForAnyChunk) {
   const auto prompt = Tokens(dir)["prompt"].get<std::vector<int>>();
   const std::vector<float> expected = ReadF32(dir / "logits.f32");
   for (const int chunk : {512, 7}) {
-    const fs::path out = TempFile("logits.f32");
+    const fs::path out = TempPath("logits.f32");
     const Result r =
         Proctor(fmt::format("logits {} --prompt-ids {} --out {} --chunk {}", dir.string(),
                             fmt::join(prompt, ","), out.string(), chunk));
@@ -146,3 +115,4 @@ TEST(EngineVerbs, BadInputIsAClearError) {
 }
 
 }  // namespace
+}  // namespace proctor::cli_test

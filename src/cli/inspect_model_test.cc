@@ -13,32 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
+namespace proctor::cli_test {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct ProctorRun {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
-
-ProctorRun Proctor(const std::string& args) {
-  ProctorRun r;
-  FILE* pipe = popen(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args).c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-fs::path TempPath(const std::string& name) {
-  std::random_device rd;
-  return fs::temp_directory_path() / fmt::format("proctor-inspect-{}{}-{}", rd(), rd(), name);
-}
 
 json ReadJson(const fs::path& path) {
   std::ifstream in(path);
@@ -74,7 +55,7 @@ TEST(InspectModel, MlxQuantizedDirectory) {
       PROCTOR_SOURCE_DIR, (dir / "mlx").string(), (dir / "deq").string());
   ASSERT_EQ(std::system(write.c_str()), 0) << write;
   const fs::path json_path = dir / "summary.json";
-  const ProctorRun r = Proctor(fmt::format("inspect {} --json {}", (dir / "mlx").string(),
+  const Result r = Proctor(fmt::format("inspect {} --json {}", (dir / "mlx").string(),
                                     json_path.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("affine 4-bit g64"), std::string::npos) << r.out;
@@ -117,7 +98,7 @@ TEST(InspectModel, DenseHuggingFaceDirectory) {
   const fs::path dir = fixtures / "hf-goldens" / "llama-bf16-tied-rope-llama3";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
   const fs::path json_path = TempPath("summary.json");
-  const ProctorRun r =
+  const Result r =
       Proctor(fmt::format("inspect {} --json {}", dir.string(), json_path.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   const json s = ReadJson(json_path);
@@ -149,9 +130,10 @@ TEST(InspectModel, DenseHuggingFaceDirectory) {
 }
 
 TEST(InspectModel, NotAModel) {
-  const ProctorRun r = Proctor("inspect /nonexistent/model-dir");
+  const Result r = Proctor("inspect /nonexistent/model-dir");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("/nonexistent/model-dir"), std::string::npos) << r.out;
 }
 
 }  // namespace
+}  // namespace proctor::cli_test

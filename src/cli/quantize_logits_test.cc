@@ -14,59 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
+namespace proctor::cli_test {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
-}
-
-struct Result {
-  int status = -1;
-  std::string out;  // stdout (stderr too unless split)
-};
-
-Result RunShell(const std::string& command) {
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-Result Proctor(const std::string& args) {
-  return RunShell(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args));
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / fmt::format("proctor-quantize-e2e-{}-{}", rd(), rd());
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::vector<float> ReadF32(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> out(fs::file_size(path) / sizeof(float));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * 4));
-  return out;
-}
 
 // How far a candidate's logits [T, V] are from the source's.
 struct Distance {
@@ -243,3 +196,4 @@ TEST(QuantizeLogits, FourBitModelStaysQuantizedInMemory) {
 }
 
 }  // namespace
+}  // namespace proctor::cli_test

@@ -11,52 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
+namespace proctor::cli_test {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env && *env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
-}
-
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
-
-Result Proctor(const std::string& args) {
-  Result r;
-  FILE* pipe = popen(fmt::format("{} -q {} 2>&1", PROCTOR_BIN, args).c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / fmt::format("proctor-quantize-cli-{}-{}", rd(), rd());
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(QuantizeVerb, Stories260kSaysWhichTensorsStayUnquantizedAndWritesJson) {
   const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
@@ -154,3 +114,4 @@ TEST(QuantizeVerb, BadInputIsAClearError) {
 }
 
 }  // namespace
+}  // namespace proctor::cli_test
