@@ -1,10 +1,13 @@
-// tokenizer.json pipeline stages (see hf_components.h).
+// tokenizer.json pipeline stages, part 1: the shared JSON field helpers (hf_component_util.h),
+// normalizers and pre-tokenizers (see hf_components.h; post-processors and decoders are in
+// hf_decoders.cc).
 #include "text/tokenizer/hf_components.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "text/tokenizer/hf_component_util.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
 
@@ -14,6 +17,10 @@ namespace {
 
 using json = nlohmann::json;
 using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+}  // namespace
+
+// ---- shared helpers (hf_component_util.h) ----
 
 std::string TypeOf(const json& j, const std::string& where) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
@@ -40,6 +47,56 @@ std::string GetString(const json& j, const char* key, const std::string& where) 
 [[noreturn]] void Unsupported(const char* stage, const std::string& type, const std::string& where) {
   Fail("tokenizer", "{}: {} type \"{}\" is not supported", where, stage, type);
 }
+
+std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content) {
+  thread_local Ranges matches;
+  pattern.FindAll(s, matches);
+  if (matches.empty()) return std::string(s);
+  std::string out;
+  out.reserve(s.size());
+  size_t prev = 0;
+  for (auto [b, e] : matches) {
+    out.append(s.substr(prev, b - prev));
+    out.append(content);
+    prev = e;
+  }
+  out.append(s.substr(prev));
+  return out;
+}
+
+PrependScheme ParsePrependScheme(const json& j, const std::string& where) {
+  auto it = j.find("prepend_scheme");
+  if (it != j.end() && !it->is_null()) {
+    std::string s = it->get<std::string>();
+    if (s == "always") return PrependScheme::kAlways;
+    if (s == "first") return PrependScheme::kFirst;
+    if (s == "never") return PrependScheme::kNever;
+    Fail("tokenizer", "{}: Metaspace prepend_scheme \"{}\" is not always, first or never", where,
+         s);
+  }
+  // Older files: add_prefix_space true = always.
+  return GetBool(j, "add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
+}
+
+char32_t ParseReplacement(const json& j, const std::string& where) {
+  std::string r = GetString(j, "replacement", where);
+  size_t pos = 0;
+  char32_t cp = r.empty() ? 0 : DecodeUtf8(r, pos);
+  if (r.empty() || pos != r.size()) {
+    Fail("tokenizer", "{}: Metaspace replacement '{}' is not one character", where, r);
+  }
+  return cp;
+}
+
+const json& ArrayField(const json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) {
+    Fail("tokenizer", "{}: Sequence needs an array \"{}\"", where, key);
+  }
+  return *it;
+}
+
+namespace {
 
 // Per-character matches for a predicate (Rust's `impl Pattern for Fn(char) -> bool`).
 template <typename Pred>
@@ -79,22 +136,6 @@ class PrependNormalizer : public Normalizer {
  private:
   std::string prefix_;
 };
-
-std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content) {
-  thread_local Ranges matches;
-  pattern.FindAll(s, matches);
-  if (matches.empty()) return std::string(s);
-  std::string out;
-  out.reserve(s.size());
-  size_t prev = 0;
-  for (auto [b, e] : matches) {
-    out.append(s.substr(prev, b - prev));
-    out.append(content);
-    prev = e;
-  }
-  out.append(s.substr(prev));
-  return out;
-}
 
 class ReplaceNormalizer : public Normalizer {
  public:
@@ -227,32 +268,6 @@ class SplitPreTokenizer : public PreTokenizer {
   bool invert_;
 };
 
-enum class PrependScheme { kAlways, kFirst, kNever };
-
-PrependScheme ParsePrependScheme(const json& j, const std::string& where) {
-  auto it = j.find("prepend_scheme");
-  if (it != j.end() && !it->is_null()) {
-    std::string s = it->get<std::string>();
-    if (s == "always") return PrependScheme::kAlways;
-    if (s == "first") return PrependScheme::kFirst;
-    if (s == "never") return PrependScheme::kNever;
-    Fail("tokenizer", "{}: Metaspace prepend_scheme \"{}\" is not always, first or never", where,
-         s);
-  }
-  // Older files: add_prefix_space true = always.
-  return GetBool(j, "add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
-}
-
-char32_t ParseReplacement(const json& j, const std::string& where) {
-  std::string r = GetString(j, "replacement", where);
-  size_t pos = 0;
-  char32_t cp = r.empty() ? 0 : DecodeUtf8(r, pos);
-  if (r.empty() || pos != r.size()) {
-    Fail("tokenizer", "{}: Metaspace replacement '{}' is not one character", where, r);
-  }
-  return cp;
-}
-
 class MetaspacePreTokenizer : public PreTokenizer {
  public:
   MetaspacePreTokenizer(const json& j, const std::string& where)
@@ -341,260 +356,6 @@ class SequencePreTokenizer : public PreTokenizer {
  private:
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
-
-// ------------------------------------------------------------------ post-processors
-
-class TemplatePostProcessor : public PostProcessor {
- public:
-  TemplatePostProcessor(const json& j, const std::string& where) {
-    const json& single = j.at("single");
-    const json& specials = j.at("special_tokens");
-    bool seen_sequence = false;
-    for (const json& item : single) {
-      if (item.contains("SpecialToken")) {
-        std::string id = item["SpecialToken"].at("id").get<std::string>();
-        if (!specials.contains(id)) {
-          Fail("tokenizer", "{}: TemplateProcessing uses special token '{}' that its "
-               "special_tokens map does not define", where, id);
-        }
-        auto ids = specials[id].at("ids").get<std::vector<int32_t>>();
-        auto& side = seen_sequence ? suffix_ : prefix_;
-        side.insert(side.end(), ids.begin(), ids.end());
-      } else if (item.contains("Sequence")) {
-        std::string id = item["Sequence"].at("id").get<std::string>();
-        if (id != "A" || seen_sequence) {
-          Fail("tokenizer", "{}: TemplateProcessing single template must hold sequence A once",
-               where);
-        }
-        seen_sequence = true;
-      } else {
-        Fail("tokenizer", "{}: TemplateProcessing item {} is not understood", where, item.dump());
-      }
-    }
-    if (!seen_sequence) Fail("tokenizer", "{}: TemplateProcessing single has no sequence", where);
-  }
-  void Apply(std::vector<int32_t>& ids) const override {
-    ids.insert(ids.begin(), prefix_.begin(), prefix_.end());
-    ids.insert(ids.end(), suffix_.begin(), suffix_.end());
-  }
-  std::vector<int32_t> Prefix() const override { return prefix_; }
-  std::vector<int32_t> Suffix() const override { return suffix_; }
-
- private:
-  std::vector<int32_t> prefix_, suffix_;
-};
-
-class NoOpPostProcessor : public PostProcessor {
- public:
-  void Apply(std::vector<int32_t>&) const override {}
-};
-
-class SequencePostProcessor : public PostProcessor {
- public:
-  explicit SequencePostProcessor(std::vector<std::unique_ptr<PostProcessor>> parts)
-      : parts_(std::move(parts)) {}
-  void Apply(std::vector<int32_t>& ids) const override {
-    for (const auto& p : parts_) p->Apply(ids);
-  }
-  std::vector<int32_t> Prefix() const override {
-    std::vector<int32_t> out;
-    for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) {
-      auto p = (*it)->Prefix();
-      out.insert(out.end(), p.begin(), p.end());
-    }
-    return out;
-  }
-  std::vector<int32_t> Suffix() const override {
-    std::vector<int32_t> out;
-    for (const auto& part : parts_) {
-      auto s = part->Suffix();
-      out.insert(out.end(), s.begin(), s.end());
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::unique_ptr<PostProcessor>> parts_;
-};
-
-// ------------------------------------------------------------------ decoders
-
-class ByteLevelDecoder : public Decoder {
- public:
-  void Apply(std::vector<std::string>& tokens) const override {
-    std::string bytes;
-    for (const std::string& t : tokens) {
-      size_t mark = bytes.size();
-      size_t pos = 0;
-      bool all = true;
-      while (pos < t.size()) {
-        int b = CharToByte(DecodeUtf8(t, pos));
-        if (b < 0) {
-          all = false;
-          break;
-        }
-        bytes.push_back(static_cast<char>(b));
-      }
-      if (!all) {
-        bytes.resize(mark);
-        bytes += t;
-      }
-    }
-    tokens.assign(1, Utf8Lossy(bytes));
-  }
-};
-
-class ByteFallbackDecoder : public Decoder {
- public:
-  void Apply(std::vector<std::string>& tokens) const override {
-    std::vector<std::string> out;
-    std::string pending;
-    auto flush = [&] {
-      if (pending.empty()) return;
-      if (IsValidUtf8(pending)) {
-        out.push_back(pending);
-      } else {
-        for (size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
-      }
-      pending.clear();
-    };
-    for (std::string& t : tokens) {
-      int byte = -1;
-      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
-        auto hex = [](char c) -> int {
-          if (c >= '0' && c <= '9') return c - '0';
-          if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-          if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-          return -1;
-        };
-        int hi = hex(t[3]), lo = hex(t[4]);
-        if (hi >= 0 && lo >= 0) byte = hi * 16 + lo;
-      }
-      if (byte >= 0) {
-        pending.push_back(static_cast<char>(byte));
-      } else {
-        flush();
-        out.push_back(std::move(t));
-      }
-    }
-    flush();
-    tokens.swap(out);
-  }
-};
-
-class MetaspaceDecoder : public Decoder {
- public:
-  MetaspaceDecoder(const json& j, const std::string& where)
-      : scheme_(ParsePrependScheme(j, where)) {
-    AppendUtf8(replacement_, ParseReplacement(j, where));
-  }
-  void Apply(std::vector<std::string>& tokens) const override {
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      std::string out;
-      std::string_view t = tokens[i];
-      size_t pos = 0;
-      while (pos < t.size()) {
-        if (t.compare(pos, replacement_.size(), replacement_) == 0) {
-          out.push_back(' ');
-          pos += replacement_.size();
-        } else {
-          out.push_back(t[pos++]);
-        }
-      }
-      if (i == 0 && scheme_ != PrependScheme::kNever && !out.empty() && out[0] == ' ') {
-        out.erase(0, 1);
-      }
-      tokens[i].swap(out);
-    }
-  }
-
- private:
-  std::string replacement_;
-  PrependScheme scheme_;
-};
-
-class FuseDecoder : public Decoder {
- public:
-  void Apply(std::vector<std::string>& tokens) const override {
-    std::string all;
-    for (const auto& t : tokens) all += t;
-    tokens.assign(1, std::move(all));
-  }
-};
-
-class StripDecoder : public Decoder {
- public:
-  StripDecoder(const json& j, const std::string& where)
-      : start_(j.value("start", 0)), stop_(j.value("stop", 0)) {
-    std::string c = GetString(j, "content", where);
-    size_t pos = 0;
-    content_ = c.empty() ? 0 : DecodeUtf8(c, pos);
-    if (c.empty() || pos != c.size()) {
-      Fail("tokenizer", "{}: Strip decoder content '{}' is not one character", where, c);
-    }
-  }
-  void Apply(std::vector<std::string>& tokens) const override {
-    std::vector<char32_t> chars;
-    for (std::string& t : tokens) {
-      chars.clear();
-      size_t pos = 0;
-      while (pos < t.size()) chars.push_back(DecodeUtf8(t, pos));
-      size_t start_cut = 0;
-      while (start_cut < chars.size() && start_cut < start_ && chars[start_cut] == content_) {
-        ++start_cut;
-      }
-      size_t stop_cut = 0;
-      while (stop_cut < chars.size() && stop_cut < stop_ &&
-             chars[chars.size() - 1 - stop_cut] == content_) {
-        ++stop_cut;
-      }
-      // Rust takes (byte length - cuts) characters after the start cut.
-      size_t take = t.size() >= start_cut + stop_cut ? t.size() - start_cut - stop_cut : 0;
-      std::string out;
-      for (size_t i = start_cut; i < chars.size() && i - start_cut < take; ++i) {
-        AppendUtf8(out, chars[i]);
-      }
-      t.swap(out);
-    }
-  }
-
- private:
-  size_t start_, stop_;
-  char32_t content_;
-};
-
-class ReplaceDecoder : public Decoder {
- public:
-  ReplaceDecoder(const json& j, const std::string& where)
-      : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)) {}
-  void Apply(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) t = ReplaceAll(t, pattern_, content_);
-  }
-
- private:
-  Pattern pattern_;
-  std::string content_;
-};
-
-class SequenceDecoder : public Decoder {
- public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
-      : parts_(std::move(parts)) {}
-  void Apply(std::vector<std::string>& tokens) const override {
-    for (const auto& p : parts_) p->Apply(tokens);
-  }
-
- private:
-  std::vector<std::unique_ptr<Decoder>> parts_;
-};
-
-const json& ArrayField(const json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) {
-    Fail("tokenizer", "{}: Sequence needs an array \"{}\"", where, key);
-  }
-  return *it;
-}
 
 }  // namespace
 
@@ -748,38 +509,6 @@ std::unique_ptr<PreTokenizer> MakePreTokenizer(const json& j, const std::string&
     return std::make_unique<SequencePreTokenizer>(std::move(parts));
   }
   Unsupported("pre_tokenizer", type, where);
-}
-
-std::unique_ptr<PostProcessor> MakePostProcessor(const json& j, const std::string& where) {
-  if (j.is_null()) return nullptr;
-  std::string type = TypeOf(j, where);
-  if (type == "TemplateProcessing") return std::make_unique<TemplatePostProcessor>(j, where);
-  if (type == "ByteLevel") return std::make_unique<NoOpPostProcessor>();
-  if (type == "Sequence") {
-    std::vector<std::unique_ptr<PostProcessor>> parts;
-    for (const json& p : ArrayField(j, "processors", where)) {
-      parts.push_back(MakePostProcessor(p, where));
-    }
-    return std::make_unique<SequencePostProcessor>(std::move(parts));
-  }
-  Unsupported("post_processor", type, where);
-}
-
-std::unique_ptr<Decoder> MakeDecoder(const json& j, const std::string& where) {
-  if (j.is_null()) return nullptr;
-  std::string type = TypeOf(j, where);
-  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
-  if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
-  if (type == "Metaspace") return std::make_unique<MetaspaceDecoder>(j, where);
-  if (type == "Fuse") return std::make_unique<FuseDecoder>();
-  if (type == "Strip") return std::make_unique<StripDecoder>(j, where);
-  if (type == "Replace") return std::make_unique<ReplaceDecoder>(j, where);
-  if (type == "Sequence") {
-    std::vector<std::unique_ptr<Decoder>> parts;
-    for (const json& p : ArrayField(j, "decoders", where)) parts.push_back(MakeDecoder(p, where));
-    return std::make_unique<SequenceDecoder>(std::move(parts));
-  }
-  Unsupported("decoder", type, where);
 }
 
 }  // namespace proctor::text
