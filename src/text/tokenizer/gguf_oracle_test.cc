@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "text/tokenizer/gguf_tokenizer.h"
+#include "text/tokenizer/oracle_test_support.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -22,16 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-fs::path VocabDir() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return (env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT)) / "llama.cpp-vocab";
-}
-fs::path OracleDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle"; }
-
-std::string Quote(const std::string& s) {
-  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
-std::string Ids(const std::vector<int32_t>& ids) { return fmt::format("{}", fmt::join(ids, " ")); }
+fs::path VocabDir() { return FixturesDir() / "llama.cpp-vocab"; }
 
 class GgufVectors : public ::testing::TestWithParam<std::string> {};
 
@@ -70,18 +62,8 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVectors,
 
 // node-llama-cpp availability (installed by setup_npm.sh next to the tokenizers package).
 const std::string& LlamaOracleProblem() {
-  static const std::string problem = [] {
-    if (std::system("command -v node >/dev/null 2>&1") != 0) return std::string("node not found");
-    fs::create_directories(OracleDir());
-    std::string cmd = "flock " + (OracleDir() / ".lock").string() + " bash " +
-                      (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/setup_npm.sh").string() +
-                      " " + OracleDir().string() + " >&2";
-    if (std::system(cmd.c_str()) != 0) return std::string("setup_npm.sh failed");
-    if (!fs::exists(OracleDir() / "node_modules/node-llama-cpp/package.json")) {
-      return std::string("npm package node-llama-cpp@3.21.1 is not installed");
-    }
-    return std::string();
-  }();
+  static const std::string problem = NpmPackageProblem(
+      "node-llama-cpp", "npm package node-llama-cpp@3.21.1 is not installed");
   return problem;
 }
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "text/tokenizer/oracle_test_support.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/file.h"
 
@@ -24,28 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-fs::path FixturesDir() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
-}
-
-fs::path OracleDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle"; }
-
-// Runs the setup script once per process (under a lock: ctest runs tests in parallel).
-// Returns an empty string when the oracle is usable, else why not.
+// Empty when the tokenizers oracle is usable, else why not.
 const std::string& OracleProblem() {
-  static const std::string problem = [] {
-    if (std::system("command -v node >/dev/null 2>&1") != 0) return std::string("node not found");
-    fs::create_directories(OracleDir());
-    std::string cmd = "flock " + (OracleDir() / ".lock").string() + " bash " +
-                      (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/setup_npm.sh").string() +
-                      " " + OracleDir().string() + " >&2";
-    if (std::system(cmd.c_str()) != 0) return std::string("setup_npm.sh failed");
-    if (!fs::exists(OracleDir() / "node_modules/tokenizers/package.json")) {
-      return std::string("npm package tokenizers@0.23.2 is not installed (no npm registry?)");
-    }
-    return std::string();
-  }();
+  static const std::string problem = NpmPackageProblem(
+      "tokenizers", "npm package tokenizers@0.23.2 is not installed (no npm registry?)");
   return problem;
 }
 
@@ -70,14 +53,6 @@ json RunOracle(const std::string& model, const std::vector<std::string>& inputs,
     return json();
   }
   return json::parse(ReadFileToString(out));
-}
-
-std::string Quote(const std::string& s) {
-  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
-
-std::string Ids(const std::vector<int32_t>& ids) {
-  return fmt::format("{}", fmt::join(ids, " "));
 }
 
 // Loads a tokenizer and compares it with the oracle.
