@@ -131,24 +131,30 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   }
   progress.Finish();
   timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
-  if (!options.per_position.empty()) {
-    ScopedSeconds io(&timings.io_seconds);
-    WritePerPositionFile(options.per_position,
-                         {.flags = 0,
-                          .positions_per_seq = static_cast<uint64_t>(positions),
-                          .top_k = static_cast<uint64_t>(dump.top_k()),
-                          .vocab = static_cast<uint64_t>(result.candidate_vocab)},
-                         scores);
+  FinishKlRun(options.per_position,
+              {.flags = 0,
+               .positions_per_seq = static_cast<uint64_t>(positions),
+               .top_k = static_cast<uint64_t>(dump.top_k()),
+               .vocab = static_cast<uint64_t>(result.candidate_vocab)},
+              scores, start, &result);
+  return result;
+}
+
+void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
+                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 KlEvalResult* result) {
+  if (!per_position.empty()) {
+    ScopedSeconds io(&result->timings.io_seconds);
+    WritePerPositionFile(per_position, header, scores);
   }
-  timings.total_seconds = MonotonicSeconds() - start;
-  result.stats = AggregateKlRun(scores, timings.total_seconds);
+  result->timings.total_seconds = MonotonicSeconds() - start;
+  result->stats = AggregateKlRun(scores, result->timings.total_seconds);
   for (const auto& seq : scores) {
     if (seq.empty()) continue;
     double sum = 0;
     for (const auto& p : seq) sum += p.kl;
-    result.sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
+    result->sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
   }
-  return result;
 }
 
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {

@@ -17,6 +17,7 @@
 
 #include "eval/kl_score.h"
 #include "eval/kl_stats.h"
+#include "eval/per_position.h"
 #include "eval/ref_logits.h"
 #include "eval/results_json.h"
 #include "eval/teacher_forced.h"
@@ -58,6 +59,13 @@ struct KlEvalResult {
 };
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
+
+// The common end of both evaluations: writes the per-position file (when `per_position` is not
+// empty) with `header` and `scores` [sequence][position], then sets result->timings.total_seconds
+// (since `start`, a MonotonicSeconds() value), result->stats and result->sequence_mean_kl.
+void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
+                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 KlEvalResult* result);
 
 struct KlTwoModelOptions {
   std::string reference{};  // teacher model spec (or a display name with `reference_steps`)

@@ -145,23 +145,12 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   }
   progress.Finish();
   timings.forward_seconds += result.reference_forward_seconds;
-  if (!options.per_position.empty()) {
-    ScopedSeconds io(&timings.io_seconds);
-    WritePerPositionFile(options.per_position,
-                         {.flags = kPerPositionFullVocabulary,
-                          .positions_per_seq = static_cast<uint64_t>(positions),
-                          .top_k = 0,
-                          .vocab = static_cast<uint64_t>(result.candidate_vocab)},
-                         scores);
-  }
-  timings.total_seconds = MonotonicSeconds() - start;
-  result.stats = AggregateKlRun(scores, timings.total_seconds);
-  for (const auto& seq : scores) {
-    if (seq.empty()) continue;
-    double sum = 0;
-    for (const auto& p : seq) sum += p.kl;
-    result.sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
-  }
+  FinishKlRun(options.per_position,
+              {.flags = kPerPositionFullVocabulary,
+               .positions_per_seq = static_cast<uint64_t>(positions),
+               .top_k = 0,
+               .vocab = static_cast<uint64_t>(result.candidate_vocab)},
+              scores, start, &result);
   return result;
 }
 
