@@ -12,27 +12,15 @@
 
 #include "util/error.h"
 #include "util/half.h"
+#include "util/seeded_random.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
 namespace {
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Uniform in [-1, 1).
 float Uniform(uint64_t& state) {
   return static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-}
-
-uint64_t HashName(std::string_view name, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ seed;
-  for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return h;
 }
 
 // Where a block type keeps its fp16 scale `d` and, for types with one, its fp16 minimum scale
