@@ -47,8 +47,10 @@ int GetInt(const json& object, std::string_view key, std::string_view origin,
   ConfigFail(origin, fmt::format("\"{}\" should be an integer, got {}", key, value->dump()));
 }
 
-float GetFloat(const json& object, std::string_view key, std::string_view origin,
-               std::optional<float> fallback = std::nullopt) {
+// A number field read as Number (float or double); `fallback` when absent, else required.
+template <typename Number>
+Number GetNumber(const json& object, std::string_view key, std::string_view origin,
+                 std::optional<Number> fallback) {
   const json* value = Member(object, key);
   if (value == nullptr) {
     if (fallback) return *fallback;
@@ -57,20 +59,17 @@ float GetFloat(const json& object, std::string_view key, std::string_view origin
   if (!value->is_number()) {
     ConfigFail(origin, fmt::format("\"{}\" should be a number, got {}", key, value->dump()));
   }
-  return value->get<float>();
+  return value->get<Number>();
+}
+
+float GetFloat(const json& object, std::string_view key, std::string_view origin,
+               std::optional<float> fallback = std::nullopt) {
+  return GetNumber<float>(object, key, origin, fallback);
 }
 
 double GetDouble(const json& object, std::string_view key, std::string_view origin,
                  std::optional<double> fallback = std::nullopt) {
-  const json* value = Member(object, key);
-  if (value == nullptr) {
-    if (fallback) return *fallback;
-    ConfigFail(origin, fmt::format("missing required field \"{}\"", key));
-  }
-  if (!value->is_number()) {
-    ConfigFail(origin, fmt::format("\"{}\" should be a number, got {}", key, value->dump()));
-  }
-  return value->get<double>();
+  return GetNumber<double>(object, key, origin, fallback);
 }
 
 std::optional<double> GetOptionalDouble(const json& object, std::string_view key,
