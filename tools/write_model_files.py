@@ -298,13 +298,7 @@ def tiny_model(out, manifest, file_name, arch, spec):
         tensors.append(("output.weight",) + f32(vocab, hidden))
     for i in range(layers):
         b = "blk.%d." % i
-        tensors += [(b + "attn_norm.weight",) + f32(hidden), (b + "ffn_norm.weight",) + f32(hidden),
-                    (b + "attn_q.weight",) + f32(heads * head_dim, hidden),
-                    (b + "attn_k.weight",) + f32(kv * head_dim, hidden),
-                    (b + "attn_v.weight",) + f32(kv * head_dim, hidden),
-                    (b + "attn_output.weight",) + f32(hidden, heads * head_dim),
-                    (b + "ffn_gate.weight",) + f32(ff, hidden), (b + "ffn_up.weight",) + f32(ff, hidden),
-                    (b + "ffn_down.weight",) + f32(hidden, ff)]
+        tensors += llama_block_tensors(b, f32, hidden, ff, heads, kv, head_dim)
         if spec.get("bias"):
             tensors += [(b + "attn_q.bias",) + f32(heads * head_dim),
                         (b + "attn_k.bias",) + f32(kv * head_dim), (b + "attn_v.bias",) + f32(kv * head_dim)]
@@ -316,6 +310,18 @@ def tiny_model(out, manifest, file_name, arch, spec):
                         llama3_rope_factors(spec["theta"], head_dim, spec["rope_freqs"])))
     write_gguf(os.path.join(out, file_name), 3, 32, meta, tensors)
     manifest["models"][file_name] = dict(spec, arch=arch, tensor_count=len(tensors))
+
+
+def llama_block_tensors(b, f32, hidden, ff, heads, kv, head_dim):
+    """The norms and matrices of llama GGUF block `b` ("blk.N."), in file order, as
+    (name, kind, dims, raw) tuples; f32(*hf_shape) makes each tensor (called in that order)."""
+    return [(b + "attn_norm.weight",) + f32(hidden), (b + "ffn_norm.weight",) + f32(hidden),
+            (b + "attn_q.weight",) + f32(heads * head_dim, hidden),
+            (b + "attn_k.weight",) + f32(kv * head_dim, hidden),
+            (b + "attn_v.weight",) + f32(kv * head_dim, hidden),
+            (b + "attn_output.weight",) + f32(hidden, heads * head_dim),
+            (b + "ffn_gate.weight",) + f32(ff, hidden), (b + "ffn_up.weight",) + f32(ff, hidden),
+            (b + "ffn_down.weight",) + f32(hidden, ff)]
 
 
 def llama3_rope_factors(base, dim, factor, low=1.0, high=4.0, old_context=8192):

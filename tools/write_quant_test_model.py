@@ -35,13 +35,7 @@ def main():
                ("output.weight",) + f32(vocab, hidden)]
     for i in range(layers):
         b = "blk.%d." % i
-        tensors += [(b + "attn_norm.weight",) + f32(hidden), (b + "ffn_norm.weight",) + f32(hidden),
-                    (b + "attn_q.weight",) + f32(heads * head_dim, hidden),
-                    (b + "attn_k.weight",) + f32(kv * head_dim, hidden),
-                    (b + "attn_v.weight",) + f32(kv * head_dim, hidden),
-                    (b + "attn_output.weight",) + f32(hidden, heads * head_dim),
-                    (b + "ffn_gate.weight",) + f32(ff, hidden), (b + "ffn_up.weight",) + f32(ff, hidden),
-                    (b + "ffn_down.weight",) + f32(hidden, ff)]
+        tensors += w.llama_block_tensors(b, f32, hidden, ff, heads, kv, head_dim)
     w.write_gguf(sys.argv[1], 3, 32, meta, tensors)
 
 
