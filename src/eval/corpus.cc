@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "eval/results_json.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
@@ -19,15 +20,6 @@ int64_t PositiveInt(const nlohmann::json& j, const char* key, const std::filesys
          j.contains(key) ? j[key].dump() : "nothing");
   }
   return j[key].get<int64_t>();
-}
-
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
 }
 
 }  // namespace

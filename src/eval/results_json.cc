@@ -17,15 +17,6 @@ namespace {
 
 constexpr const char* kComponent = "results";
 
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 nlohmann::json ParseManifest(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) Fail(kComponent, "missing '{}'", path.string());
   auto j = nlohmann::json::parse(ReadFileToString(path), nullptr, false);
@@ -190,6 +181,15 @@ ScopedSeconds::~ScopedSeconds() {
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
   *sink_ += static_cast<double>(now - start_ns_) * 1e-9;
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 double MonotonicSeconds() {

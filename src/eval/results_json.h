@@ -102,4 +102,7 @@ class ScopedSeconds {
 // Seconds on a monotonic clock (for hand-rolled splits).
 double MonotonicSeconds();
 
+// The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" (the "created" field of manifests and results).
+std::string UtcNow();
+
 }  // namespace proctor
