@@ -18,16 +18,8 @@
 namespace proctor {
 namespace {
 
+using testing::ErrorOf;
 using testing::TempDir;
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 struct Direct {
   std::vector<std::vector<double>> kl;  // [seq][pos]

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -13,10 +14,21 @@
 #include <fmt/format.h>
 
 #include "eval/ref_logits_writer.h"
+#include "util/error.h"
 #include "util/file.h"
 #include "util/half.h"
 
 namespace proctor::testing {
+
+// The message of the proctor::Error f() throws, or "(no error)".
+inline std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // A fresh directory under the system temp dir, removed when the object dies.
 class TempDir {

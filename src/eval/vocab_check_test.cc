@@ -16,16 +16,8 @@ namespace proctor {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ErrorOf;
 using testing::TempDir;
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 fs::path Fixtures() {
   const char* env = std::getenv("PROCTOR_FIXTURES");
