@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/f16_table.h"
 #include "util/half.h"
 
 namespace proctor {
@@ -49,16 +50,6 @@ std::optional<std::string> OptionalString(const nlohmann::json& j, const char* k
                                           const std::filesystem::path& path) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
   return RequireString(j, key, path);
-}
-
-// fp16 -> f32 for all 65,536 patterns (exact: subnormals, infinities, NaN).
-const float* F16Table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) t[h] = F16ToF32(static_cast<uint16_t>(h));
-    return t;
-  }();
-  return table.data();
 }
 
 uint64_t FileSizeOrFail(const std::filesystem::path& path, const char* what) {
@@ -251,7 +242,7 @@ void ReferenceLogitsDump::ReadRecords(int64_t seq, int64_t lo, int64_t hi,
   if (out->count == 0) return;
   ReadOnlyFile file(SequencePath(seq));
   file.ReadAt(static_cast<uint64_t>(lo) * record, std::span<uint8_t>(out->raw));
-  const float* f16 = F16Table();
+  const float* f16 = F16ToF32Table();
   for (int64_t r = 0; r < out->count; ++r) {
     const uint8_t* rec = out->raw.data() + r * record;
     std::memcpy(out->indices.data() + r * k, rec, static_cast<size_t>(k) * 4);

@@ -27,6 +27,7 @@
 #include "ops/matmul_kernels.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
+#include "util/f16_table.h"
 #include "util/half.h"
 
 #define PROCTOR_GGUF_TARGET \
@@ -66,16 +67,6 @@ namespace {
 
 constexpr int kRows = 4;  // weight rows per pass (they share the x loads)
 
-// f32 value of every fp16 bit pattern: a block scale costs one load instead of a conversion.
-const float* F16Table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) t[h] = F16ToF32(static_cast<uint16_t>(h));
-    return t;
-  }();
-  return table.data();
-}
-
 inline float HalfAt(const float* f16, const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
@@ -103,7 +94,7 @@ struct Inputs {
   const float* xsum;   // [K / 16]: sums of x over each group of 16
   const float* xsum32;  // [K / 32]: sums of x over each group of 32
   int64_t n_blocks;    // blocks per row
-  const float* f16;    // F16Table()
+  const float* f16;    // F16ToF32Table()
   mutable Prefetcher prefetch;
   const char* prefetch_base = nullptr;
 };
@@ -473,7 +464,8 @@ void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, i
   xsum32.resize(static_cast<size_t>(w.cols / 32));
   GroupSums(x, w.cols, xsum.data());
   for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
-  Inputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16Table(), Prefetcher{}, nullptr};
+  Inputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), Prefetcher{},
+            nullptr};
   const int64_t row_bytes = static_cast<int64_t>(w.RowBytes());
   const bool contiguous = static_cast<int64_t>(w.row_stride) == row_bytes;
   for (int64_t n = n_begin; n < n_end; n += kRows) {
