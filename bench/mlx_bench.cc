@@ -13,15 +13,10 @@
 #include "ops/matmul.h"
 #include "ops/test_util.h"
 #include "quant/mlx_quant.h"
+#include "tinyllama_layer.h"  // same folder
 
 namespace proctor::ops {
 namespace {
-
-struct Projection {
-  int64_t in, out;
-};
-constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
-                                 {2048, 5632}, {2048, 5632}, {5632, 2048}};
 
 struct Format {
   quant::MlxMode mode;
@@ -57,26 +52,11 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   SetBF16KernelForTesting(amx ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback);
   ThreadPool pool(threads);
   const auto& weights = LayerWeights(format);
-  std::vector<Tensor> outs;
-  double flops = 0.0, weight_bytes = 0.0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    const Projection& p = kLayer[i];
-    outs.push_back(Tensor::F32(T, p.out));
-    flops += 2.0 * static_cast<double>(T * p.in * p.out);
-    weight_bytes += static_cast<double>(LinearWeight(weights[i].View()).StoredBytes());
+  double weight_bytes = 0.0;
+  for (const auto& w : weights) {
+    weight_bytes += static_cast<double>(LinearWeight(w.View()).StoredBytes());
   }
-  const Tensor x = testing::RandomMatrix(DType::kF32, T, 5632, 1);
-  for (auto _ : state) {
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const MatView xv{DType::kF32, T, kLayer[i].in, 5632 * 4, x.bytes()};
-      MatMul(xv, weights[i].View(), outs[i].MutF32(), mode, pool);
-    }
-  }
-  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_bytes_per_second"] =
-      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens_per_second_22_layers"] = benchmark::Counter(
-      static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
+  TimeLayerMatMuls(state, T, weights, weight_bytes, mode, pool);
   const Format& f = kFormats[format];
   state.SetLabel(fmt::format("{} T={} threads={} {} {}", MlxTypeName(f.mode, f.bits, f.group),
                              T, threads, mode == ComputeMode::kF32 ? "f32" : "bf16",

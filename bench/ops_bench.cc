@@ -17,6 +17,7 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/test_util.h"
+#include "tinyllama_layer.h"  // same folder
 
 namespace proctor::ops {
 namespace {
@@ -106,40 +107,20 @@ void BM_StreamRead(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamRead)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
-// One TinyLlama-1.1B layer's projections: q, k, v, o (2048 in), gate, up (2048 -> 5632), down
-// (5632 -> 2048); or the vocabulary head (2048 -> 32000). Weights bf16.
-struct Projection {
-  int64_t in, out;
-};
-constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
-                                 {2048, 5632}, {2048, 5632}, {5632, 2048}};
-
+// One TinyLlama-1.1B layer's projections (tinyllama_layer.h) in bf16 or a GGUF block type.
 void BM_MatMulLayer(benchmark::State& state) {
   const auto mode = state.range(0) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
   const int64_t T = state.range(1);
   const int threads = static_cast<int>(state.range(2));
   const auto type = static_cast<DType>(state.range(3));
   ThreadPool pool(threads);
-  std::vector<Tensor> weights, outs;
-  double flops = 0.0, weight_bytes = 0.0;
+  std::vector<Tensor> weights;
+  double weight_bytes = 0.0;
   for (const Projection& p : kLayer) {
     weights.push_back(testing::RandomMatrix(type, p.out, p.in, static_cast<uint32_t>(p.out)));
-    outs.push_back(Tensor::F32(T, p.out));
-    flops += 2.0 * static_cast<double>(T * p.in * p.out);
     weight_bytes += static_cast<double>(weights.back().size_bytes());
   }
-  const Tensor x = testing::RandomMatrix(DType::kF32, T, 5632, 1);
-  for (auto _ : state) {
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const MatView xv{DType::kF32, T, kLayer[i].in, 5632 * 4, x.bytes()};
-      MatMul(xv, weights[i].View(), outs[i].MutF32(), mode, pool);
-    }
-  }
-  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_bytes_per_second"] =
-      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tokens_per_second_22_layers"] =
-      benchmark::Counter(static_cast<double>(T) / 22.0, benchmark::Counter::kIsIterationInvariantRate);
+  TimeLayerMatMuls(state, T, weights, weight_bytes, mode, pool);
   state.SetLabel(fmt::format("{} {} T={} threads={} kernel={}", Name(type),
                              mode == ComputeMode::kF32 ? "f32" : "bf16", T, threads,
                              mode == ComputeMode::kF32 || type != DType::kBF16
