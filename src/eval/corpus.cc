@@ -38,7 +38,8 @@ Corpus ReadCorpus(const std::filesystem::path& dir) {
   }
   if (!j.contains("format_version") || j["format_version"] != 1) {
     Fail(kComponent, "'{}': format_version {} is not supported (this reader implements 1)",
-         manifest_path.string(), j.contains("format_version") ? j["format_version"].dump() : "absent");
+         manifest_path.string(),
+         j.contains("format_version") ? j["format_version"].dump() : "absent");
   }
   if (!j.contains("kind") || j["kind"] != "kl-eval-corpus") {
     Fail(kComponent, "'{}': kind {} is not \"kl-eval-corpus\"", manifest_path.string(),
@@ -83,12 +84,12 @@ Corpus ReadCorpus(const std::filesystem::path& dir) {
   return corpus;
 }
 
-void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens,
-                 int64_t ctx_len, const nlohmann::ordered_json& descriptive) {
+void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens, int64_t ctx_len,
+                 const nlohmann::ordered_json& descriptive) {
   const nlohmann::ordered_json manifest =
       descriptive.is_object() ? descriptive : nlohmann::ordered_json::object();
-  CHECK_MSG(ctx_len > 0 && !tokens.empty() && tokens.size() % ctx_len == 0,
-            "tokens {} ctx_len {}", tokens.size(), ctx_len);
+  CHECK_MSG(ctx_len > 0 && !tokens.empty() && tokens.size() % ctx_len == 0, "tokens {} ctx_len {}",
+            tokens.size(), ctx_len);
   std::filesystem::create_directories(dir);
   const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()),
                                tokens.size() * sizeof(int32_t));
@@ -105,12 +106,39 @@ void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> toke
   m["n_tokens"] = tokens.size();
   m["seed"] = manifest.contains("seed") ? manifest["seed"] : nullptr;
   m["chat_template"] = manifest.contains("chat_template") ? manifest["chat_template"] : nullptr;
-  m["sources"] = manifest.contains("sources") ? manifest["sources"] : nlohmann::ordered_json::array();
+  m["sources"] =
+      manifest.contains("sources") ? manifest["sources"] : nlohmann::ordered_json::array();
   m["tokens_sha256"] = Sha256Hex(bytes);
   m["created"] = manifest.contains("created") ? manifest["created"].get<std::string>() : UtcNow();
   m["notes"] = manifest.contains("notes") ? manifest["notes"] : nullptr;
   WriteFileAtomic(dir / "tokens.bin", bytes);
   WriteFileAtomic(dir / "manifest.json", m.dump(2) + "\n");
+}
+
+CorpusSlice SliceCorpus(const Corpus& corpus, int64_t seq_start, int64_t seq_end,
+                        const char* component) {
+  const int64_t end = seq_end < 0 ? corpus.n_seqs : seq_end;
+  if (seq_start < 0 || seq_start >= end || end > corpus.n_seqs) {
+    Fail(component, "sequence slice [{}, {}) is not inside the corpus' {} sequences ('{}')",
+         seq_start, end, corpus.n_seqs, corpus.dir.string());
+  }
+  return {.seq_start = seq_start,
+          .seq_end = end,
+          .tokens = std::span<const int32_t>(corpus.tokens)
+                        .subspan(static_cast<size_t>(seq_start * corpus.ctx_len),
+                                 static_cast<size_t>((end - seq_start) * corpus.ctx_len))};
+}
+
+void CheckCorpusVocabularyMatches(const Corpus& corpus, int64_t logits_vocab,
+                                  std::optional<int64_t> tokenizer_vocab,
+                                  const std::string& teacher, const char* component) {
+  if (corpus.vocab_size > 0 && corpus.vocab_size != logits_vocab &&
+      corpus.vocab_size != tokenizer_vocab.value_or(-1)) {
+    Fail(component,
+         "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
+         "has {}: a different tokenizer",
+         corpus.dir.string(), corpus.vocab_size, teacher, logits_vocab);
+  }
 }
 
 }  // namespace proctor

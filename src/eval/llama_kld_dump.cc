@@ -42,11 +42,7 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
     read.emplace(ReadCorpus(options.corpus_dir));
   }
   const Corpus& corpus = *read;
-  const int64_t seq_end = options.seq_end < 0 ? corpus.n_seqs : options.seq_end;
-  if (options.seq_start < 0 || options.seq_start >= seq_end || seq_end > corpus.n_seqs) {
-    Fail(kComponent, "sequence slice [{}, {}) is not inside the corpus' {} sequences ('{}')",
-         options.seq_start, seq_end, corpus.n_seqs, corpus.dir.string());
-  }
+  const CorpusSlice slice = SliceCorpus(corpus, options.seq_start, options.seq_end, kComponent);
   if (corpus.ctx_len < 3) {
     Fail(kComponent,
          "corpus '{}' has ctx_len {}: a llama.cpp base file stores positions "
@@ -55,7 +51,7 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
   }
   ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   result.n_ctx = corpus.ctx_len;
-  result.n_chunk = seq_end - options.seq_start;
+  result.n_chunk = slice.n_seqs();
   // The teacher's vocabulary against what the corpus recorded (engine teachers only).
   const bool engine_teacher = !options.forward;
   VocabularyIdentity teacher_id, recorded;
@@ -73,9 +69,7 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
       forward = MakeCandidateForward(options.teacher, options.runtime);
     }
   }
-  const auto tokens = std::span<const int32_t>(corpus.tokens)
-                          .subspan(static_cast<size_t>(options.seq_start * corpus.ctx_len),
-                                   static_cast<size_t>(result.n_chunk * corpus.ctx_len));
+  const std::span<const int32_t> tokens = slice.tokens;
   const int64_t n_ctx = corpus.ctx_len;
   const int64_t first = LlamaKldFirstPosition(n_ctx);
   const int64_t per_chunk = LlamaKldRecordsPerChunk(n_ctx);
@@ -108,13 +102,8 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
       if (!writer) {
         result.n_vocab = logits.cols;
         teacher_id.logits_vocab = logits.cols;
-        if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols &&
-            corpus.vocab_size != teacher_id.tokenizer_vocab.value_or(-1)) {
-          Fail(kComponent,
-               "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
-               "has {}: a different tokenizer",
-               corpus.dir.string(), corpus.vocab_size, options.teacher, logits.cols);
-        }
+        CheckCorpusVocabularyMatches(corpus, logits.cols, teacher_id.tokenizer_vocab,
+                                     options.teacher, kComponent);
         if (result.chunk_start_token >= logits.cols) {
           Fail(kComponent, "teacher '{}' has BOS id {} outside its vocabulary of {}",
                options.teacher, result.chunk_start_token, logits.cols);

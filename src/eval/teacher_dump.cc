@@ -34,11 +34,7 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
     read.emplace(ReadCorpus(options.corpus_dir));
   }
   const Corpus& corpus = *read;
-  const int64_t seq_end = options.seq_end < 0 ? corpus.n_seqs : options.seq_end;
-  if (options.seq_start < 0 || options.seq_start >= seq_end || seq_end > corpus.n_seqs) {
-    Fail(kComponent, "sequence slice [{}, {}) is not inside the corpus' {} sequences ('{}')",
-         options.seq_start, seq_end, corpus.n_seqs, corpus.dir.string());
-  }
+  const CorpusSlice slice = SliceCorpus(corpus, options.seq_start, options.seq_end, kComponent);
   if (corpus.ctx_len < 2) {
     Fail(kComponent, "corpus '{}' has ctx_len {}: a dump needs at least 2 tokens per sequence",
          corpus.dir.string(), corpus.ctx_len);
@@ -50,15 +46,13 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
          "empty directory)",
          options.out_dir.string());
   }
-  const int64_t n_seqs = seq_end - options.seq_start;
+  const int64_t n_seqs = slice.n_seqs();
   std::optional<std::string> notes;
   if (n_seqs != corpus.n_seqs) {
-    notes = fmt::format("sequences [{}, {}) of a corpus of {} sequences", options.seq_start,
-                        seq_end, corpus.n_seqs);
+    notes = fmt::format("sequences [{}, {}) of a corpus of {} sequences", slice.seq_start,
+                        slice.seq_end, corpus.n_seqs);
   }
-  const auto tokens = std::span<const int32_t>(corpus.tokens)
-                          .subspan(static_cast<size_t>(options.seq_start * corpus.ctx_len),
-                                   static_cast<size_t>(n_seqs * corpus.ctx_len));
+  const std::span<const int32_t> tokens = slice.tokens;
   ReferenceLogitsWriter writer({.dir = options.out_dir,
                                 .model = options.teacher,
                                 .corpus_sha256 = corpus.tokens_sha256,
@@ -113,13 +107,8 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
           if (result.vocab == 0) {
             result.vocab = logits.cols;
             teacher_id.logits_vocab = logits.cols;
-            if (corpus.vocab_size > 0 && corpus.vocab_size != logits.cols &&
-                corpus.vocab_size != teacher_id.tokenizer_vocab.value_or(-1)) {
-              Fail(kComponent,
-                   "corpus '{}' was tokenized for a vocabulary of {} but teacher '{}' "
-                   "has {}: a different tokenizer",
-                   corpus.dir.string(), corpus.vocab_size, options.teacher, logits.cols);
-            }
+            CheckCorpusVocabularyMatches(corpus, logits.cols, teacher_id.tokenizer_vocab,
+                                         options.teacher, kComponent);
             if (options.check_tokenizer && engine_teacher) {
               CheckRecordedVocabulary(recorded, teacher_id);
             }
