@@ -4,13 +4,12 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libhwy-dev nlohmann-json3-dev libfmt-dev libcli11-dev libssl-dev
   libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
-  python3 python3-numpy python3-jinja2
-  nodejs npm
+  python3 python3-numpy python3-jinja2 python3-venv xz-utils
 )
 
 missing=()
@@ -19,13 +18,6 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-# A node/npm that did not come from Debian (e.g. a newer one on PATH) is as good as the package.
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  filtered=()
-  for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
-  missing=("${filtered[@]+"${filtered[@]}"}")
-fi
-
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages present"
   exit 0
@@ -34,5 +26,14 @@ echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# A mirror that does not answer fails in seconds, not after minutes of retries.
+apt_options=(-o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
+if ! "${sudo_cmd[@]}" apt-get "${apt_options[@]}" update -qq; then
+  echo "install-deps: apt-get update failed (the Debian mirror did not answer?)" >&2
+  exit 1
+fi
+if ! "${sudo_cmd[@]}" apt-get "${apt_options[@]}" install -y -qq --no-install-recommends \
+    "${missing[@]}"; then
+  echo "install-deps: apt-get could not install ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Independent reimplementation of `proctor corpus` (and of the token stream `proctor ppl` packs)
 for src/eval/corpus_builder_test.cc: the expected tokens.bin from other people's code.
 
@@ -12,14 +12,15 @@ for src/eval/corpus_builder_test.cc: the expected tokens.bin from other people's
             tokens of tokenizer_config.json), then encoded without special tokens;
   text      ids with special tokens (BOS as the tokenizer adds it) plus EOS unless the ids end
             with it (mlx_lm's TextDataset.process); "" rows are skipped;
-  ids       from Hugging Face `tokenizers` (npm; tools/oracle/hf_tokenize.js) for a
-            tokenizer.json folder, or from llama.cpp (npm node-llama-cpp;
-            tools/oracle/llama_tokenize.mjs) for a GGUF vocabulary (BOS added when --add-bos);
+  ids       from Hugging Face `tokenizers` (the Python package of the oracle environment,
+            tools/oracle/setup.sh) for a tokenizer.json folder, or from llama.cpp
+            (tools/llama_cpp_tokenize.c, path given by --llama-cpp-tokenize) for a GGUF
+            vocabulary (BOS added when --add-bos);
   stream    rows concatenated in order, taken until the stream holds ctx_len * n_seqs tokens;
             the first ctx_len * n_seqs become tokens.bin.
 
 Usage:
-  corpus_oracle.py --oracle-dir DIR (--hf-dir TOKENIZER_DIR | --gguf FILE [--add-bos])
+  corpus_oracle.py (--hf-dir TOKENIZER_DIR | --gguf FILE --llama-cpp-tokenize TOOL [--add-bos])
       --config L:N:SEED [--config ...] --out-dir DIR INPUT...
 For each config (N = "max": as many sequences as the whole stream fills) writes
 DIR/expected_L_N_SEED.bin (int32 little-endian tokens) and one DIR/expected.json:
@@ -109,23 +110,35 @@ def read_rows(paths):
     return rows
 
 
-def run_node(script, args, inputs):
+def hf_encode(tokenizer_json, texts):
+    """(ids without special tokens, ids with them) per text, from Hugging Face tokenizers."""
+    import tokenizers
+    tok = tokenizers.Tokenizer.from_file(tokenizer_json)
+    return ([tok.encode(t, add_special_tokens=False).ids for t in texts],
+            [tok.encode(t, add_special_tokens=True).ids for t in texts])
+
+
+def llama_cpp_encode(tool, gguf, texts):
+    """(ids per text, bos, eos) from llama.cpp's tokenizer (specials parsed, no BOS added)."""
     with tempfile.TemporaryDirectory() as tmp:
-        inp, out = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")
-        with open(inp, "w", encoding="utf-8") as f:
-            json.dump(inputs, f, ensure_ascii=False)
-        env = dict(os.environ, RAYON_NUM_THREADS="1", UV_THREADPOOL_SIZE="1")
-        subprocess.run(["node", os.path.join(TOOLS, "oracle", script)] + args + [inp, out],
-                       check=True, env=env)
+        inp, out = os.path.join(tmp, "inputs"), os.path.join(tmp, "ids")
+        with open(inp, "wb") as f:
+            for text in texts:
+                data = text.encode("utf-8")
+                f.write(b"%d\n" % len(data) + data)
+        subprocess.run([tool, gguf, inp, out], check=True)
         with open(out, encoding="utf-8") as f:
-            return json.load(f)
+            lines = f.read().split("\n")
+    bos, eos = int(lines[0].split()[1]), int(lines[1].split()[1])
+    ids = [[int(x) for x in line.split()] for line in lines[2:2 + len(texts)]]
+    return ids, (None if bos < 0 else bos), (None if eos < 0 else eos)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--oracle-dir", required=True)
     parser.add_argument("--hf-dir")
     parser.add_argument("--gguf")
+    parser.add_argument("--llama-cpp-tokenize", help="tools/llama_cpp_tokenize.c built")
     parser.add_argument("--add-bos", action="store_true")
     parser.add_argument("--config", action="append", required=True, help="L:N:SEED")
     parser.add_argument("--out-dir", required=True)
@@ -150,19 +163,15 @@ def main():
     if args.hf_dir:
         with open(os.path.join(args.hf_dir, "tokenizer_config.json"), encoding="utf-8") as f:
             eos_text = chat_template_oracle.token_text(json.load(f).get("eos_token"))
-        result = run_node("hf_tokenize.js", [args.oracle_dir,
-                                             os.path.join(args.hf_dir, "tokenizer.json")],
-                          texts + [eos_text])
-        eos_ids = result["cases"][-1]["ids"]
+        plain, special = hf_encode(os.path.join(args.hf_dir, "tokenizer.json"),
+                                   texts + [eos_text])
+        eos_ids = plain.pop()
+        special.pop()
         assert len(eos_ids) == 1, "eos_token must be one token"
         eos = eos_ids[0]
-        plain = [c["ids"] for c in result["cases"][:-1]]
-        special = [c["ids_special"] for c in result["cases"][:-1]]
     else:
-        result = run_node("llama_tokenize.mjs", [args.oracle_dir, args.gguf], texts)
-        eos = result["eos"]
-        plain = [c["ids"] for c in result["cases"]]
-        bos = [result["bos"]] if args.add_bos else []
+        plain, bos_id, eos = llama_cpp_encode(args.llama_cpp_tokenize, args.gguf, texts)
+        bos = [bos_id] if args.add_bos else []
         special = [bos + ids for ids in plain]
 
     def row_tokens(index):

@@ -1,6 +1,6 @@
 // Test oracle for src/quant: ggml's own quantizer and reference dequantizer, called through
-// libggml-base.so from the npm package @node-llama-cpp/linux-x64 (built by
-// tools/ggml_oracle_setup.sh against that build's ggml.h; never part of proctor itself).
+// libggml-base built from the llama-cpp-python 0.3.36 sdist's llama.cpp source (by
+// tools/oracle/setup.sh, against that source's ggml.h; never part of proctor itself).
 //
 //   ggml_oracle quantize TYPE ROWS N_PER_ROW IN.f32 OUT.q OUT.f32
 //     quantizes ROWS x N_PER_ROW f32 values with ggml_quantize_chunk (no importance matrix) and

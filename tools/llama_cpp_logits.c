@@ -1,7 +1,7 @@
 // llama.cpp as an oracle: prompt logits of a GGUF model through llama.cpp's own F32 path
 // (F32 KV cache, flash attention off), written as raw little-endian f32 [T, vocab].
-// Built by tools/llama_cpp_oracle.sh against the llama.h of node-llama-cpp's bundled source and
-// its prebuilt libllama; used by src/model/llama_cpp_oracle_test.cc.
+// Built by tools/oracle/setup.sh against libllama from the llama-cpp-python 0.3.36 sdist's
+// llama.cpp source; used by src/model/llama_cpp_oracle_test.cc.
 //
 //   llama_cpp_logits BACKEND_DIR MODEL.gguf IDS(comma-separated) OUT.f32 [THREADS]
 #include <stdbool.h>

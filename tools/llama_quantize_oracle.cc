@@ -1,6 +1,6 @@
 // Test oracle: llama.cpp's own model quantizer and ggml's reference dequantization, through the
-// prebuilt libllama / libggml-base of the npm package @node-llama-cpp/linux-x64 (built by
-// tools/ggml_oracle_setup.sh; never part of proctor itself).
+// libllama / libggml-base built from the llama-cpp-python 0.3.36 sdist's llama.cpp source (by
+// tools/oracle/setup.sh; never part of proctor itself).
 //
 //   llama_quantize_oracle IN.gguf OUT.gguf FTYPE DUMP_DIR
 // runs llama_model_quantize(IN -> OUT, ftype = FTYPE, the llama_ftype number), then reads OUT

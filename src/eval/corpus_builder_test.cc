@@ -1,7 +1,8 @@
 // `BuildCorpus` against an independent reimplementation of the pipeline (tools/corpus_oracle.py:
 // its own row reader, mulberry32 checked against the FORMATS.md goldens, Python Jinja2 for chat
-// rows, and token ids from Hugging Face `tokenizers` (npm) or llama.cpp (npm node-llama-cpp)),
-// plus the error cases. Oracle tests skip when node/npm, the packages or fixtures are absent.
+// rows, and token ids from Hugging Face `tokenizers` (PyPI) or llama.cpp's tokenizer (through
+// tools/llama_cpp_tokenize.c), both from tools/oracle/setup.sh), plus the error cases. Oracle
+// tests skip when the oracles or fixtures are absent.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
+#include "util/testing_oracles.h"
 
 namespace proctor {
 namespace {
@@ -30,26 +32,21 @@ fs::path Fixtures() {
   return env != nullptr ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
 }
 fs::path Stories260K() { return Fixtures() / "stories260K" / "stories260K.gguf"; }
-fs::path OracleDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle"; }
 
-// Installs the npm oracles once per process (tools/oracle/setup_npm.sh, under a lock); empty
-// when usable, else why not.
+// Empty when the oracle Python and the real tokenizer files are installed, else why not.
 const std::string& OracleProblem() {
   static const std::string problem = [] {
-    if (std::system("command -v node >/dev/null 2>&1") != 0) return std::string("node not found");
-    if (!fs::exists("/usr/bin/python3")) return std::string("/usr/bin/python3 not found");
-    fs::create_directories(OracleDir());
-    const std::string cmd =
-        fmt::format("flock {} bash {} {} >&2", (OracleDir() / ".lock").string(),
-                    (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/setup_npm.sh").string(),
-                    OracleDir().string());
-    if (std::system(cmd.c_str()) != 0) return std::string("setup_npm.sh failed");
-    if (!fs::exists(OracleDir() / "node_modules/tokenizers/package.json")) {
-      return std::string("npm package tokenizers@0.23.2 is not installed");
+    for (const char* part : {"python", "tokenizers"}) {
+      const auto& setup = proctor::testing::Oracles(part);
+      if (!setup.problem.empty()) return setup.problem;
     }
     return std::string();
   }();
   return problem;
+}
+
+fs::path RealTokenizerDir(const std::string& model) {
+  return fs::path(proctor::testing::Oracles("tokenizers").Path("tokenizers")) / model;
 }
 
 std::tm OracleNow() {  // tools/chat_template_oracle.py FIXED_NOW: 2025-03-14 15:09:26
@@ -101,9 +98,10 @@ std::vector<fs::path> WriteMixedInputs(const fs::path& dir, bool with_chat) {
 json RunOracle(const std::vector<std::string>& tokenizer_args,
                const std::vector<std::string>& configs, const std::vector<fs::path>& inputs,
                const fs::path& work) {
-  std::string cmd = fmt::format("/usr/bin/python3 {} --oracle-dir {} --out-dir {}",
+  std::string cmd = fmt::format("{} {} --out-dir {}",
+                                proctor::testing::Oracles("python").Path("python"),
                                 (fs::path(PROCTOR_SOURCE_DIR) / "tools/corpus_oracle.py").string(),
-                                OracleDir().string(), work.string());
+                                work.string());
   for (const auto& a : tokenizer_args) cmd += fmt::format(" {}", a);
   for (const auto& c : configs) cmd += fmt::format(" --config {}", c);
   for (const auto& p : inputs) cmd += fmt::format(" {}", p.string());
@@ -168,8 +166,8 @@ class CorpusOracle : public ::testing::Test {
 // Qwen3: no BOS; EOS <|im_end|> appended to text rows (not to the row that already ends with
 // it); chat rows rendered by the template without special tokens.
 TEST_F(CorpusOracle, Qwen3TextAndChatRowsMatchTheIndependentPipeline) {
-  const fs::path model = OracleDir() / "models" / "qwen3";
-  if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "no " << model;
+  const fs::path model = RealTokenizerDir("qwen3");
+  if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "fixture absent: " << model;
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/true);
   ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()},
                            {"16:3:123", "7:max:123", "5:9:7", "1:max:42"}, inputs, temp_.path());
@@ -178,8 +176,8 @@ TEST_F(CorpusOracle, Qwen3TextAndChatRowsMatchTheIndependentPipeline) {
 // Llama 3.1: the post-processor adds <|begin_of_text|> to text rows; the chat template writes
 // it itself (encoded without special tokens, so exactly once).
 TEST_F(CorpusOracle, Llama31BosOnTextRowsMatchesTheIndependentPipeline) {
-  const fs::path model = OracleDir() / "models" / "llama3_1";
-  if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "no " << model;
+  const fs::path model = RealTokenizerDir("llama3_1");
+  if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "fixture absent: " << model;
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/true);
   ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()},
                            {"9:max:123", "32:2:99"}, inputs, temp_.path());
@@ -188,14 +186,14 @@ TEST_F(CorpusOracle, Llama31BosOnTextRowsMatchesTheIndependentPipeline) {
 // A GGUF vocabulary (stories260K, llama SPM: BOS added, EOS 2) against llama.cpp's tokenizer.
 TEST_F(CorpusOracle, Stories260KGgufMatchesLlamaCppTokens) {
   if (!fs::exists(Stories260K())) GTEST_SKIP() << "fixture absent: " << Stories260K();
-  if (!fs::exists(OracleDir() / "node_modules/node-llama-cpp/package.json")) {
-    GTEST_SKIP() << "npm node-llama-cpp is not installed";
-  }
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  if (!llama_cpp.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << llama_cpp.problem;
   auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/false);
   const fs::path story = Fixtures() / "tinystories" / "tinystories_sample.txt";
   if (fs::exists(story)) inputs.push_back(story);
   ExpectCorporaMatchOracle(Stories260K().string(),
-                           {"--gguf", Stories260K().string(), "--add-bos"},
+                           {"--gguf", Stories260K().string(), "--add-bos", "--llama-cpp-tokenize",
+                            llama_cpp.Path("llama_cpp_tokenize")},
                            {"64:max:123", "10:3:5"}, inputs, temp_.path());
 }
 

@@ -1,6 +1,6 @@
 // llama.cpp interop against llama.cpp itself (label `slow`): llama-perplexity is built from the
-// llama.cpp source inside npm node-llama-cpp 3.21.1 (tools/llama_perplexity_setup.sh, cached in
-// the build folder) and run on stories260K (F32 GGUF, F32 KV cache, flash attention off):
+// llama.cpp source of the llama-cpp-python 0.3.36 sdist (tools/oracle/setup.sh, cached outside
+// the build tree) and run on stories260K (F32 GGUF, F32 KV cache, flash attention off):
 //   (b) llama.cpp writes a base file (--kl-divergence-base) from tinystories text; `proctor kl`
 //       scores a candidate against it and prints the same statistics llama-perplexity
 //       --kl-divergence prints for that pair;
@@ -9,8 +9,8 @@
 //       reads it, and again both tools print the same statistics; proctor's exact-logit
 //       perplexity of the teacher matches llama.cpp's "Final estimate" of the base run.
 // The candidate is stories260K with its matrices rounded to 4 bits per row but stored F32
-// (tools/perturb_gguf.py), so both engines compute it in f32. Skips with the reason when npm,
-// the build tools, numpy or the fixtures are missing.
+// (tools/perturb_gguf.py), so both engines compute it in f32. Skips with the reason when the
+// oracle, numpy or the fixtures are missing.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +26,7 @@
 
 #include "eval/corpus.h"
 #include "util/file.h"
+#include "util/testing_oracles.h"
 
 namespace proctor {
 namespace {
@@ -155,13 +156,10 @@ class LlamaKldInterop : public ::testing::Test {
     if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
       GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (tools/perturb_gguf.py)";
     }
+    const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+    if (!llama_cpp.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << llama_cpp.problem;
+    llama_perplexity_ = llama_cpp.Path("llama_perplexity");
     std::string out;
-    const int status =
-        RunCommand(fmt::format("sh {}/tools/llama_perplexity_setup.sh {} {}", PROCTOR_SOURCE_DIR,
-                               PROCTOR_SOURCE_DIR, PROCTOR_BINARY_DIR),
-                   &out);
-    if (status != 0) GTEST_SKIP() << "llama-perplexity unavailable: " << out;
-    llama_perplexity_ = out.substr(0, out.find('\n'));
     work_ = fs::path(PROCTOR_BINARY_DIR) / "llama-kld-interop";
     fs::remove_all(work_);
     fs::create_directories(work_);

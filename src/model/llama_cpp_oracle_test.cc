@@ -1,7 +1,7 @@
 // llama.cpp as a second oracle: stories260K's teacher-forced logits agree with llama.cpp's F32
-// path (F32 KV cache, flash attention off) to 1e-4. tools/llama_cpp_oracle.sh installs the npm
-// packages node-llama-cpp + @node-llama-cpp/linux-x64 3.21.1 into the build folder and compiles a
-// small C tool against their libllama; the test skips (with the reason) when that is impossible.
+// path (F32 KV cache, flash attention off) to 1e-4. tools/oracle/setup.sh builds llama.cpp from
+// the llama-cpp-python 0.3.36 sdist and compiles tools/llama_cpp_logits.c against its libllama;
+// the test skips (with the reason) when that is impossible.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include "model/greedy.h"
 #include "model/load.h"
 #include "model/test_util.h"
+#include "util/testing_oracles.h"
 
 namespace proctor {
 namespace {
@@ -30,17 +31,12 @@ bool RunShell(const std::string& command, std::string* out) {
 TEST(LlamaCppOracle, Stories260KLogitsAgreeWithLlamaCppF32) {
   const fs::path gguf = proctor::testing::FixturesDir() / "stories260K" / "stories260K.gguf";
   if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
-  std::string setup;
-  const std::string oracle_dir = std::string(PROCTOR_BINARY_DIR) + "/oracle-npm";
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  if (!llama_cpp.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << llama_cpp.problem;
+  const std::string tool = llama_cpp.Path("llama_cpp_logits");
+  const std::string lib = llama_cpp.Path("llama_cpp_lib");
+  const std::string oracle_dir = std::string(PROCTOR_BINARY_DIR) + "/oracle/runs";
   fs::create_directories(oracle_dir);
-  if (!RunShell(fmt::format("sh {}/tools/llama_cpp_oracle.sh {} 2>{}/setup.log", PROCTOR_SOURCE_DIR,
-                            oracle_dir, oracle_dir),
-                &setup)) {
-    GTEST_SKIP() << "llama.cpp oracle unavailable (npm/git/cc); see " << oracle_dir << "/setup.log";
-  }
-  const std::string tool = setup.substr(0, setup.find('\n'));
-  std::string lib = setup.substr(setup.find('\n') + 1);
-  lib.erase(lib.find_last_not_of('\n') + 1);
 
   const LoadedModel loaded = LoadModel(gguf.string());
   const RuntimeModel model(loaded.config, loaded.weights, RuntimeOptions{});

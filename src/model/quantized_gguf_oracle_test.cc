@@ -3,8 +3,8 @@
 // for each file type (Q4_0 ... Q6_K, Q3_K_M / Q4_K_M / Q5_K_M mixes), and every tensor proctor
 // reads from the result (GgufFile + the quant layer's reference and SIMD dequantizers) must be
 // bit-identical to ggml's own dequantization of it (tools/llama_quantize_oracle.cc, built by
-// tools/ggml_oracle_setup.sh from the npm package @node-llama-cpp/linux-x64 3.21.1). Skips when
-// npm, the package or /usr/bin/python3 with numpy is unavailable.
+// tools/oracle/setup.sh against the llama.cpp source of the llama-cpp-python 0.3.36 sdist).
+// Skips when that oracle or /usr/bin/python3 with numpy is unavailable.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,29 +20,16 @@
 
 #include "model/gguf.h"
 #include "quant/ggml_blocks.h"
+#include "util/testing_oracles.h"
 
 namespace proctor {
 namespace {
 
-// The directory holding the oracle binaries, or empty with the reason in `why`.
-std::string OracleDir(std::string* why) {
-  const std::string cmd = fmt::format("{}/tools/ggml_oracle_setup.sh {} {} 2>&1",
-                                      PROCTOR_SOURCE_DIR, PROCTOR_SOURCE_DIR, PROCTOR_BINARY_DIR);
-  std::string output;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    *why = "cannot run tools/ggml_oracle_setup.sh";
-    return {};
-  }
-  char buffer[512];
-  while (std::fgets(buffer, sizeof(buffer), pipe)) output += buffer;
-  const int status = pclose(pipe);
-  while (!output.empty() && output.back() == '\n') output.pop_back();
-  if (status != 0) {
-    *why = output;
-    return {};
-  }
-  return std::filesystem::path(output.substr(output.rfind('\n') + 1)).parent_path().string();
+// The llama_quantize_oracle binary (tools/oracle/setup.sh), or empty with the reason in `why`.
+std::string QuantizeOraclePath(std::string* why) {
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  *why = llama_cpp.problem;
+  return llama_cpp.Path("llama_quantize_oracle");
 }
 
 std::string Lower(std::string s) {
@@ -59,8 +46,8 @@ class LlamaQuantizedGguf : public ::testing::TestWithParam<FileType> {};
 
 TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
   std::string why;
-  const std::string oracle_dir = OracleDir(&why);
-  if (oracle_dir.empty()) GTEST_SKIP() << "llama.cpp oracle unavailable: " << why;
+  const std::string oracle = QuantizeOraclePath(&why);
+  if (oracle.empty()) GTEST_SKIP() << "oracle unavailable: " << why;
   if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 missing";
   const FileType& ft = GetParam();
   const auto work = std::filesystem::temp_directory_path() /
@@ -74,7 +61,7 @@ TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
     GTEST_SKIP() << "tools/write_quant_test_model.py failed (numpy missing?)";
   }
   const std::string quantize =
-      fmt::format("{}/llama_quantize_oracle {} {} {} {} > {}/log.txt 2>&1", oracle_dir, f32_path,
+      fmt::format("{} {} {} {} {} > {}/log.txt 2>&1", oracle, f32_path,
                   q_path, ft.llama_ftype, work.string(), work.string());
   ASSERT_EQ(std::system(quantize.c_str()), 0) << "see " << work.string() << "/log.txt";
 

@@ -1,8 +1,8 @@
 // GGUF block types against ggml itself: the scalar dequantizers must be bit-identical to ggml's
-// own to_float (libggml-base.so from the npm package @node-llama-cpp/linux-x64 3.21.1, driven by
-// tools/ggml_oracle.cc) on blocks made by ggml's quantizer and on random blocks, and the Q4_0 /
-// Q8_0 / Q4_1 / Q5_0 / Q5_1 reference quantizers byte-identical to ggml's. Skips when npm or the
-// package cannot be installed.
+// own to_float (libggml-base from the llama.cpp source of the llama-cpp-python 0.3.36 sdist,
+// driven by tools/ggml_oracle.cc; both built by tools/oracle/setup.sh) on blocks made by ggml's
+// quantizer and on random blocks, and the Q4_0 / Q8_0 / Q4_1 / Q5_0 / Q5_1 reference quantizers
+// byte-identical to ggml's. Skips when the oracle cannot be built.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,35 +19,16 @@
 
 #include "quant/ggml_blocks.h"
 #include "quant/test_blocks.h"
+#include "util/testing_oracles.h"
 
 namespace proctor::quant {
 namespace {
 
-// Path of the oracle binary, or empty with the reason in `why`.
-const std::string& OraclePath(std::string* why) {
-  static std::string path, reason;
-  static bool done = false;
-  if (!done) {
-    done = true;
-    const std::string cmd = fmt::format("{}/tools/ggml_oracle_setup.sh {} {} 2>&1",
-                                        PROCTOR_SOURCE_DIR, PROCTOR_SOURCE_DIR, PROCTOR_BINARY_DIR);
-    std::string output;
-    if (FILE* pipe = popen(cmd.c_str(), "r")) {
-      char buffer[512];
-      while (std::fgets(buffer, sizeof(buffer), pipe)) output += buffer;
-      const int status = pclose(pipe);
-      while (!output.empty() && output.back() == '\n') output.pop_back();
-      if (status == 0) {
-        path = output.substr(output.rfind('\n') + 1);
-      } else {
-        reason = output;
-      }
-    } else {
-      reason = "cannot run tools/ggml_oracle_setup.sh";
-    }
-  }
-  *why = reason;
-  return path;
+// Path of the oracle binary (tools/oracle/setup.sh), or empty with the reason in `why`.
+std::string OraclePath(std::string* why) {
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  *why = llama_cpp.problem;
+  return llama_cpp.Path("ggml_oracle");
 }
 
 std::string TempPath(const std::string& name) {

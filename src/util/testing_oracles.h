@@ -1,0 +1,72 @@
+// Test-only: the oracles tools/oracle/setup.sh installs (the Python environment with Hugging Face
+// tokenizers, Jinja2, gguf and numpy; the real tokenizer files; llama.cpp's libraries, tools and
+// the project's oracle programs built against them), found by running that script once per part
+// per test process. Needs the compile definitions every test binary gets (PROCTOR_SOURCE_DIR).
+// A missing oracle is a skip with the script's reason; scripts/test.sh turns such a skip into a
+// failure in CI.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace proctor::testing {
+
+struct OracleSetup {
+  std::map<std::string, std::string> paths;  // key printed by setup.sh -> path
+  std::string problem;                       // empty when the part is installed
+
+  // The path for `key`; empty (and `problem` explains) when the part is not installed.
+  std::string Path(const std::string& key) const {
+    auto it = paths.find(key);
+    return it == paths.end() ? std::string() : it->second;
+  }
+};
+
+// Runs `tools/oracle/setup.sh PART` ("python", "tokenizers" or "llama.cpp") the first time a part
+// is asked for; its progress goes to this test's stderr.
+inline const OracleSetup& Oracles(const std::string& part) {
+  static std::map<std::string, OracleSetup> parts;
+  auto found = parts.find(part);
+  if (found != parts.end()) return found->second;
+  OracleSetup& setup = parts[part];
+  const std::filesystem::path err = std::filesystem::temp_directory_path() /
+                                    ("proctor-oracle-setup-" + std::to_string(::getpid()));
+  const std::string command = "bash " + std::string(PROCTOR_SOURCE_DIR) +
+                              "/tools/oracle/setup.sh " + part + " 2>" + err.string();
+  std::string out;
+  int status = -1;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    status = ::pclose(pipe);
+  }
+  std::string messages, last;
+  {
+    std::ifstream in(err);
+    for (std::string line; std::getline(in, line);) {
+      messages += line + "\n";
+      if (!line.empty()) last = line;
+    }
+  }
+  std::filesystem::remove(err);
+  std::fputs(messages.c_str(), stderr);
+  if (status != 0) {
+    setup.problem = last.empty() ? command + " failed" : last;
+    return setup;
+  }
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) setup.paths[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return setup;
+}
+
+}  // namespace proctor::testing

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The one place the test oracles are installed: a cached Python virtual environment with the
+# pinned packages of tools/oracle/requirements.txt, the real tokenizer files of
+# ../shared/fixtures/tokenizers decompressed and checked against their SOURCES.md sha256, and
+# llama.cpp's libraries and tools built from the source vendored in the llama-cpp-python sdist,
+# with the project's small C/C++ oracle programs (tools/*.c, tools/*.cc) compiled against them.
+#
+# usage: tools/oracle/setup.sh [python] [tokenizers] [llama.cpp]   (no part: all three)
+#
+# Everything lives under $PROCTOR_ORACLE_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/proctor),
+# keyed by what it was made from, so a rerun, another clone or a deleted build tree reuses it.
+# One lock serialises every caller (ctest runs tests in parallel). On success it prints one
+# `key=path` line per oracle on stdout and exits 0; on failure it says on stderr which part
+# failed, what was being fetched or built and where the log is, and exits 1. Network steps fail
+# within seconds (no long retries).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
+cache=${PROCTOR_ORACLE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/proctor}
+fixtures=${PROCTOR_FIXTURES:-$source_dir/../shared/fixtures}
+llama_cpp_python_version=0.3.36
+llama_cpp_python_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+
+parts=("$@")
+((${#parts[@]})) || parts=(python tokenizers llama.cpp)
+for part in "${parts[@]}"; do
+  case $part in python | tokenizers | llama.cpp) ;; *)
+    echo "oracle setup: unknown part '$part' (parts: python, tokenizers, llama.cpp)" >&2
+    exit 2 ;;
+  esac
+done
+wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+fail() { echo "oracle setup: $*" >&2; exit 1; }
+took() { echo "oracle setup: $1 in $(($(date +%s) - $2)) s" >&2; }
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
+
+mkdir -p "$cache" || fail "cannot create the cache folder $cache"
+exec 9>"$cache/oracle-setup.lock"
+flock 9
+
+# --- python: the virtual environment ---------------------------------------------------------
+# Keyed by the requirements file and the interpreter, so a changed pin makes a new environment.
+python_part() {
+  [[ -x /usr/bin/python3 ]] || fail "python: /usr/bin/python3 is missing (Debian python3)"
+  local key
+  key=$( (cat "$here/requirements.txt"; /usr/bin/python3 --version) | sha256sum | cut -c1-12)
+  venv=$cache/oracle-venv-$key
+  [[ -f "$venv/.complete" ]] && return 0
+  local start log
+  start=$(date +%s)
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv" >&2 ||
+    fail "python: cannot create a virtual environment in $venv (Debian python3-venv missing?)"
+  log=$venv/pip-install.log
+  echo "oracle setup: installing $(grep -v '^#' "$here/requirements.txt" | tr '\n' ' ')" >&2
+  if ! "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --timeout 15 \
+      --retries 1 -r "$here/requirements.txt" >"$log" 2>&1; then
+    tail -5 "$log" >&2
+    fail "python: pip could not install tools/oracle/requirements.txt (see $log)"
+  fi
+  "$venv/bin/python" -m pip freeze --disable-pip-version-check >"$venv/versions.txt"
+  touch "$venv/.complete"
+  took "python environment" "$start"
+}
+
+# --- tokenizers: the real tokenizer files, decompressed once -----------------------------------
+# SOURCES.md rows: | folder/ | package | bytes | `tokenizer.json sha256` | `config sha256` |
+tokenizers_part() {
+  local sources=$fixtures/tokenizers/SOURCES.md
+  [[ -f "$sources" ]] || fail "tokenizers: no $sources (PROCTOR_FIXTURES=$fixtures)"
+  command -v xz >/dev/null || fail "tokenizers: xz is missing (Debian xz-utils)"
+  tokenizers=$cache/tokenizers
+  local rows=0 name json_sha config_sha out tmp
+  while IFS='|' read -r _ folder _ _ json_sha config_sha _; do
+    name=$(echo "$folder" | tr -d ' /')
+    json_sha=$(echo "$json_sha" | tr -d ' `')
+    config_sha=$(echo "$config_sha" | tr -d ' `')
+    [[ ${#json_sha} == 64 && ${#config_sha} == 64 ]] || continue
+    rows=$((rows + 1))
+    out=$tokenizers/$name
+    [[ "$(cat "$out/.sha256" 2>/dev/null)" == "$json_sha $config_sha" ]] && continue
+    tmp=$tokenizers/.$name.tmp
+    rm -rf "$tmp" "$out"
+    mkdir -p "$tmp"
+    xz -dc "$fixtures/tokenizers/$name/tokenizer.json.xz" >"$tmp/tokenizer.json" ||
+      fail "tokenizers: cannot decompress $fixtures/tokenizers/$name/tokenizer.json.xz"
+    cp "$fixtures/tokenizers/$name/tokenizer_config.json" "$tmp/"
+    [[ $(sha256 "$tmp/tokenizer.json") == "$json_sha" ]] ||
+      fail "tokenizers: $name/tokenizer.json sha256 $(sha256 "$tmp/tokenizer.json"), SOURCES.md says $json_sha"
+    [[ $(sha256 "$tmp/tokenizer_config.json") == "$config_sha" ]] ||
+      fail "tokenizers: $name/tokenizer_config.json sha256 differs from SOURCES.md"
+    echo "$json_sha $config_sha" >"$tmp/.sha256"
+    mv "$tmp" "$out"
+  done <"$sources"
+  ((rows > 0)) || fail "tokenizers: no rows with sha256 sums in $sources"
+}
+
+# --- llama.cpp: libraries and tools from the llama-cpp-python sdist ----------------------------
+# A portable x86-64 baseline (AVX2/FMA/F16C, no AVX-512 or AMX: ggml's AMX path dies with SIGILL
+# on these VMs, and one build must run on every machine of the kind, AVX2-only ones included).
+# The oracle's numbers are then the same wherever it runs.
+llama_cpp_part() {
+  local root=$cache/llama.cpp-$llama_cpp_python_version
+  llama_build=$root/build
+  if [[ ! -f "$llama_build/.complete" ]]; then
+    local start sdist log
+    start=$(date +%s)
+    mkdir -p "$root/sdist"
+    sdist=$root/sdist/llama_cpp_python-$llama_cpp_python_version.tar.gz
+    if [[ ! -f "$sdist" || $(sha256 "$sdist") != "$llama_cpp_python_sha256" ]]; then
+      echo "oracle setup: fetching the llama-cpp-python $llama_cpp_python_version sdist" >&2
+      rm -f "$sdist"
+      log=$root/sdist/pip-download.log
+      if ! "$venv/bin/python" -m pip download --disable-pip-version-check --no-input --timeout 15 \
+          --retries 1 --no-deps --no-binary llama-cpp-python -d "$root/sdist" \
+          "llama-cpp-python==$llama_cpp_python_version" >"$log" 2>&1; then
+        tail -5 "$log" >&2
+        fail "llama.cpp: pip could not download llama-cpp-python==$llama_cpp_python_version (see $log)"
+      fi
+      [[ $(sha256 "$sdist") == "$llama_cpp_python_sha256" ]] ||
+        fail "llama.cpp: $sdist has sha256 $(sha256 "$sdist"), expected $llama_cpp_python_sha256"
+    fi
+    rm -rf "$root/src" "$llama_build"
+    mkdir -p "$root/src"
+    tar -xzf "$sdist" -C "$root/src" --strip-components=3 \
+      "llama_cpp_python-$llama_cpp_python_version/vendor/llama.cpp" ||
+      fail "llama.cpp: cannot unpack vendor/llama.cpp from $sdist"
+    log=$root/build.log
+    local launcher=()
+    command -v ccache >/dev/null &&
+      launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    echo "oracle setup: building llama.cpp (llama, ggml, llama-perplexity, llama-quantize)" >&2
+    if ! cmake -S "$root/src" -B "$llama_build" -G Ninja "${launcher[@]}" \
+        -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+        -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_OPENMP=OFF \
+        -DGGML_BACKEND_DL=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+        -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
+        -DGGML_AMX_BF16=OFF >"$log" 2>&1 ||
+      ! cmake --build "$llama_build" -j "$(nproc)" --target llama-perplexity llama-quantize \
+        >>"$log" 2>&1; then
+      tail -20 "$log" >&2
+      fail "llama.cpp: building the llama-cpp-python $llama_cpp_python_version source failed (see $log)"
+    fi
+    touch "$llama_build/.complete"
+    took "llama.cpp build" "$start"
+  fi
+  # The project's own oracle programs, compiled against that build; keyed by their source.
+  local lib=$llama_build/bin inc=(-I"$root/src/include" -I"$root/src/ggml/include")
+  local link=(-L"$lib" -lllama -lggml -lggml-base -Wl,-rpath,"$lib")
+  tool ggml_oracle c++ -std=c++17 -O1 "${inc[@]}" "$source_dir/tools/ggml_oracle.cc" "${link[@]}"
+  tool llama_quantize_oracle c++ -std=c++17 -O1 "${inc[@]}" \
+    "$source_dir/tools/llama_quantize_oracle.cc" "${link[@]}"
+  tool llama_cpp_logits cc -O2 "${inc[@]}" "$source_dir/tools/llama_cpp_logits.c" "${link[@]}"
+  tool llama_cpp_tokenize cc -O2 "${inc[@]}" "$source_dir/tools/llama_cpp_tokenize.c" "${link[@]}"
+}
+
+# tool NAME COMPILER ARGS...: builds NAME from the source among ARGS unless a build of the same
+# source exists; records its path.
+tools_out=()
+tool() {
+  local name=$1 compiler=$2
+  shift 2
+  local src key out
+  for a in "$@"; do [[ $a == "$source_dir"/tools/* ]] && src=$a; done
+  key=$(sha256 "$src" | cut -c1-12)
+  out=$cache/llama.cpp-$llama_cpp_python_version/tools/$name-$key
+  if [[ ! -x "$out" ]]; then
+    mkdir -p "$(dirname "$out")"
+    "$compiler" "$@" -o "$out.tmp" 2>"$out.log" || {
+      cat "$out.log" >&2
+      fail "llama.cpp: compiling $src failed"
+    }
+    mv "$out.tmp" "$out"
+  fi
+  tools_out+=("$name=$out")
+}
+
+venv=
+if wants python || wants llama.cpp; then python_part; fi
+if wants tokenizers; then tokenizers_part; fi
+if wants llama.cpp; then llama_cpp_part; fi
+
+if wants python; then
+  echo "python=$venv/bin/python"
+  echo "python_versions=$venv/versions.txt"
+fi
+if wants tokenizers; then echo "tokenizers=$tokenizers"; fi
+if wants llama.cpp; then
+  echo "llama_cpp_lib=$llama_build/bin"
+  echo "llama_perplexity=$llama_build/bin/llama-perplexity"
+  echo "llama_quantize=$llama_build/bin/llama-quantize"
+  printf '%s\n' "${tools_out[@]}"
+fi
