@@ -33,9 +33,8 @@ def skip_reason(output: str) -> str:
 
 
 def shorten(reason: str) -> str:
-    """Groups reasons that differ only in a path or a number."""
-    reason = re.sub(r"(/[^\s,:;\"']+)+", "<path>", reason)
-    return re.sub(r"\d+", "N", reason)
+    """Groups reasons that differ only in a file path."""
+    return re.sub(r"(?<![\w-])/[^\s,:;\"']+", "<path>", reason)
 
 
 def main() -> int:

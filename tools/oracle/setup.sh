@@ -16,7 +16,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
-cache=${PROCTOR_ORACLE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/proctor}
+cache=${PROCTOR_ORACLE_CACHE:-${XDG_CACHE_HOME:-${HOME:?set HOME or PROCTOR_ORACLE_CACHE}/.cache}/proctor}
 fixtures=${PROCTOR_FIXTURES:-$source_dir/../shared/fixtures}
 llama_cpp_python_version=0.3.36
 llama_cpp_python_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
