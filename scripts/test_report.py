@@ -34,7 +34,7 @@ def skip_reason(output: str) -> str:
 
 def shorten(reason: str) -> str:
     """Groups reasons that differ only in a file path."""
-    return re.sub(r"(?<![\w-])/[^\s,:;\"']+", "<path>", reason)
+    return re.sub(r"(?<![\w-])/[^\s,:;()\"']+", "<path>", reason)
 
 
 def main() -> int:
