@@ -35,18 +35,8 @@ fs::path Stories260K() { return Fixtures() / "stories260K" / "stories260K.gguf";
 
 // Empty when the oracle Python and the real tokenizer files are installed, else why not.
 const std::string& OracleProblem() {
-  static const std::string problem = [] {
-    for (const char* part : {"python", "tokenizers"}) {
-      const auto& setup = proctor::testing::Oracles(part);
-      if (!setup.problem.empty()) return setup.problem;
-    }
-    return std::string();
-  }();
+  static const std::string problem = testing::OraclesProblem({"python", "tokenizers"});
   return problem;
-}
-
-fs::path RealTokenizerDir(const std::string& model) {
-  return fs::path(proctor::testing::Oracles("tokenizers").Path("tokenizers")) / model;
 }
 
 std::tm OracleNow() {  // tools/chat_template_oracle.py FIXED_NOW: 2025-03-14 15:09:26
@@ -166,7 +156,7 @@ class CorpusOracle : public ::testing::Test {
 // Qwen3: no BOS; EOS <|im_end|> appended to text rows (not to the row that already ends with
 // it); chat rows rendered by the template without special tokens.
 TEST_F(CorpusOracle, Qwen3TextAndChatRowsMatchTheIndependentPipeline) {
-  const fs::path model = RealTokenizerDir("qwen3");
+  const fs::path model = testing::RealTokenizerDir("qwen3");
   if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "fixture absent: " << model;
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/true);
   ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()},
@@ -176,7 +166,7 @@ TEST_F(CorpusOracle, Qwen3TextAndChatRowsMatchTheIndependentPipeline) {
 // Llama 3.1: the post-processor adds <|begin_of_text|> to text rows; the chat template writes
 // it itself (encoded without special tokens, so exactly once).
 TEST_F(CorpusOracle, Llama31BosOnTextRowsMatchesTheIndependentPipeline) {
-  const fs::path model = RealTokenizerDir("llama3_1");
+  const fs::path model = testing::RealTokenizerDir("llama3_1");
   if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "fixture absent: " << model;
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/true);
   ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()},

@@ -61,14 +61,11 @@ bool KindMatches(const std::string& python_type, jinja::ErrorKind kind) {
 }
 
 TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
-  for (const char* part : {"python", "tokenizers"}) {
-    const auto& setup = proctor::testing::Oracles(part);
-    if (!setup.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << setup.problem;
-  }
+  const std::string problem = proctor::testing::OraclesProblem({"python", "tokenizers"});
+  if (!problem.empty()) GTEST_SKIP() << "oracle unavailable: " << problem;
   const fs::path source_dir = PROCTOR_SOURCE_DIR;
   const fs::path binary_dir = PROCTOR_BINARY_DIR;
   const fs::path fixtures = FixturesDir() / "chat-templates";
-  const fs::path models = proctor::testing::Oracles("tokenizers").Path("tokenizers");
   const fs::path out = binary_dir / fmt::format("chat-oracle-{}.json", ::getpid());
   std::string command = fmt::format("{} '{}' --conversations '{}' --out '{}'",
                         proctor::testing::Oracles("python").Path("python"),
@@ -83,7 +80,7 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
                fixtures.string());
   }
   for (const char* name : {"qwen3", "llama3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}) {
-    const fs::path dir = models / name;
+    const fs::path dir = proctor::testing::RealTokenizerDir(name);
     if (fs::exists(dir / "tokenizer_config.json")) {
       command += fmt::format(" --model '{}={}'", name, dir.string());
       ++template_sources;

@@ -170,7 +170,7 @@ TEST(ChatVerb, PrintsTheRenderedConversation) {
 TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {
   const auto& tokenizers = proctor::testing::Oracles("tokenizers");
   if (!tokenizers.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << tokenizers.problem;
-  const fs::path qwen = fs::path(tokenizers.Path("tokenizers")) / "qwen3";
+  const fs::path qwen = proctor::testing::RealTokenizerDir("qwen3");
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   TempDir dir;
   dir.Write("m.json", R"([{"role": "user", "content": "Hi"}])");

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <string>
@@ -67,6 +68,21 @@ inline const OracleSetup& Oracles(const std::string& part) {
     if (eq != std::string::npos) setup.paths[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return setup;
+}
+
+// The first of `parts` that is not installed says why; empty when all of them are.
+inline std::string OraclesProblem(std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    const OracleSetup& setup = Oracles(part);
+    if (!setup.problem.empty()) return setup.problem;
+  }
+  return std::string();
+}
+
+// The real tokenizer folder (tokenizer.json + tokenizer_config.json) of `model` ("qwen3", ...),
+// decompressed from ../shared/fixtures/tokenizers by the "tokenizers" part.
+inline std::filesystem::path RealTokenizerDir(const std::string& model) {
+  return std::filesystem::path(Oracles("tokenizers").Path("tokenizers")) / model;
 }
 
 }  // namespace proctor::testing

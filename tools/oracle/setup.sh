@@ -99,8 +99,9 @@ tokenizers_part() {
 # A portable x86-64 baseline (AVX2/FMA/F16C, no AVX-512 or AMX: ggml's AMX path dies with SIGILL
 # on these VMs, and one build must run on every machine of the kind, AVX2-only ones included).
 # The oracle's numbers are then the same wherever it runs.
+llama_root=$cache/llama.cpp-$llama_cpp_python_version
 llama_cpp_part() {
-  local root=$cache/llama.cpp-$llama_cpp_python_version
+  local root=$llama_root
   llama_build=$root/build
   if [[ ! -f "$llama_build/.complete" ]]; then
     local start sdist log
@@ -164,7 +165,7 @@ tool() {
   local src key out
   for a in "$@"; do [[ $a == "$source_dir"/tools/* ]] && src=$a; done
   key=$(sha256 "$src" | cut -c1-12)
-  out=$cache/llama.cpp-$llama_cpp_python_version/tools/$name-$key
+  out=$llama_root/tools/$name-$key
   if [[ ! -x "$out" ]]; then
     mkdir -p "$(dirname "$out")"
     "$compiler" "$@" -o "$out.tmp" 2>"$out.log" || {

@@ -28,21 +28,7 @@ inline fs::path FixturesDir() {
 // Where the oracle runs write their inputs and outputs.
 inline fs::path OracleRunsDir() { return fs::path(PROCTOR_BINARY_DIR) / "oracle" / "runs"; }
 
-// Empty when Hugging Face tokenizers (the oracle Python) and the real tokenizer files are
-// installed, else why not.
-inline std::string TokenizersOracleProblem() {
-  for (const char* part : {"python", "tokenizers"}) {
-    const auto& setup = proctor::testing::Oracles(part);
-    if (!setup.problem.empty()) return setup.problem;
-  }
-  return std::string();
-}
-
-// The real tokenizer folder (tokenizer.json + tokenizer_config.json) of `model` ("qwen3", ...),
-// decompressed from ../shared/fixtures/tokenizers by the oracle setup.
-inline fs::path RealTokenizerDir(const std::string& model) {
-  return fs::path(proctor::testing::Oracles("tokenizers").Path("tokenizers")) / model;
-}
+using proctor::testing::RealTokenizerDir;
 
 // Runs tools/oracle/hf_tokenize.py (one thread) on `inputs_json`; writes `output_json`. Returns
 // the command's exit status and sets `command`.

@@ -27,7 +27,7 @@ using json = nlohmann::json;
 
 // Empty when the tokenizers oracle is usable, else why not.
 const std::string& OracleProblem() {
-  static const std::string problem = TokenizersOracleProblem();
+  static const std::string problem = proctor::testing::OraclesProblem({"python", "tokenizers"});
   return problem;
 }
 
