@@ -45,6 +45,18 @@ TEST(MalformedSafetensors, GoodFileParses) {
   EXPECT_EQ(header.tensors[0].bytes, 8u);
 }
 
+// MLX's mx.save_safetensors writes "__metadata__": null when given no metadata (the safetensors
+// reference reads it as "none"); a string-valued object is the other legal form.
+TEST(MalformedSafetensors, NullMetadataIsNoMetadata) {
+  const auto header = ParseSafetensors(
+      Safetensors(R"({"__metadata__":null,"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                  8),
+      "mlx.safetensors");
+  ASSERT_EQ(header.tensors.size(), 1u);
+  EXPECT_TRUE(header.metadata.empty());
+  ExpectSafetensorsError(Safetensors(R"({"__metadata__":[]})", 0), {"__metadata__"});
+}
+
 TEST(MalformedSafetensors, Errors) {
   ExpectSafetensorsError(Bytes{1, 2, 3}, {"too short"});
   Bytes past = Safetensors("{}", 0);

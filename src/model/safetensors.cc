@@ -71,8 +71,11 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
   std::vector<Range> ranges;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
+      // null is "no metadata": MLX's mx.save_safetensors writes it when given none.
+      if (entry.is_null()) continue;
       if (!entry.is_object()) {
-        Fail("safetensors", "{}: __metadata__ should be an object of strings", file_name);
+        Fail("safetensors", "{}: __metadata__ should be an object of strings (or null)",
+             file_name);
       }
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) {
