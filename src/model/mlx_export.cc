@@ -208,7 +208,7 @@ quant::MlxQuantizedTensor QuantizeTensor(const WeightStore& weights, const Plann
             ops::DecodeRowSegment(w, src_row, 0, cols, chunk.data() + i * cols);
           }
           const quant::MlxQuantizedTensor q =
-              quant::QuantizeMlx(chunk.data(), n, cols, mode, bits, group, scale_type);
+              quant::QuantizeMlx(chunk.data(), n, cols, mode, bits, group, p.source->type);
           auto copy_rows = [&](const Tensor& from, Tensor& to) {
             if (to.rows() == 0) return;
             const size_t row_bytes = to.View().RowBytes();
@@ -323,10 +323,15 @@ uint64_t WriteWeights(const fs::path& dir, TensorProducer& producer, uint64_t ma
   return total;
 }
 
+// config.json's quantization block as mlx-lm 0.32 writes it: the run's group size, bits and mode
+// (with a recipe, the bits asked for, else mlx-lm's default 4), then one entry per module that a
+// recipe quantizes or --skip keeps.
 nlohmann::json QuantizationBlock(const std::vector<PlannedTensor>& plan,
-                                 const MlxQuantizeOptions& opt) {
-  nlohmann::json q = {{"group_size", opt.group_size}, {"bits", opt.bits}};
-  if (opt.mode != MlxMode::kAffine) q["mode"] = std::string(quant::MlxModeName(opt.mode));
+                                 const MlxQuantizeOptions& opt, int asked_bits) {
+  const int top_bits = opt.recipe.empty() ? opt.bits : asked_bits != 0 ? asked_bits : 4;
+  nlohmann::json q = {{"group_size", opt.group_size},
+                      {"bits", top_bits},
+                      {"mode", std::string(quant::MlxModeName(opt.mode))}};
   for (const PlannedTensor& p : plan) {
     const MlxTensorResult& r = p.result;
     if (!r.quantizable) continue;
@@ -441,7 +446,7 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
   TensorProducer producer(model, plan, opt);
   report.tensor_bytes = WriteWeights(temp, producer, opt.max_shard_bytes, total_parameters);
 
-  const nlohmann::json qblock = QuantizationBlock(plan, opt);
+  const nlohmann::json qblock = QuantizationBlock(plan, opt, options.bits);
   config_json["quantization"] = qblock;
   config_json["quantization_config"] = qblock;
   WriteFileAtomic(temp / "config.json", config_json.dump(4) + "\n");

@@ -88,8 +88,7 @@ void WriteCxxDequantization(const LoadedModel& source, const fs::path& dir,
     for (int64_t r = 0; r < rows; ++r)
       ops::DecodeRowSegmentRef(w, r, 0, cols, w32.data() + r * cols);
     const quant::MlxQuantizedTensor expect =
-        quant::QuantizeMlx(w32.data(), rows, cols, mode, m.bits, m.group_size,
-                           mode == MlxMode::kAffine ? w.type : DType::kU8);
+        quant::QuantizeMlx(w32.data(), rows, cols, mode, m.bits, m.group_size, w.type);
     auto same = [&](const Tensor& t, const MatView& v, const char* part) {
       ASSERT_EQ(t.size_bytes(), static_cast<size_t>(v.rows) * v.row_stride) << module << part;
       EXPECT_EQ(std::memcmp(t.bytes(), v.data, t.size_bytes()), 0) << module << part;
@@ -282,9 +281,11 @@ TEST(MlxQuantize, RecipeAndSkipOverridesInConfig) {
   const nlohmann::json config = nlohmann::json::parse(ReadFileToString(out / "config.json"));
   const nlohmann::json& q = config.at("quantization");
   EXPECT_EQ(q, config.at("quantization_config"));
-  EXPECT_EQ(q.at("bits"), 2);
+  // As mlx-lm 0.32 writes it (checked against mlx-lm itself in mlx_oracle_test.cc): the top-level
+  // bits are mlx-lm's default 4 when --bits is not given; every module carries its own.
+  EXPECT_EQ(q.at("bits"), 4);
   EXPECT_EQ(q.at("group_size"), 64);
-  EXPECT_FALSE(q.contains("mode"));  // affine: no mode key
+  EXPECT_EQ(q.at("mode"), "affine");
   EXPECT_EQ(q.at("model.layers.0.self_attn.q_proj"), false);
   // 3 layers: L/8 = 0, 7L/8 = 2 -> layer 2 high; (i - 0) % 3 == 2 -> layer 2 again.
   const nlohmann::json high = {{"group_size", 64}, {"bits", 6}, {"mode", "affine"}};

@@ -52,7 +52,9 @@ quant::MlxQuantizedTensor RandomMlx(const Format& f, int64_t N, int64_t K, uint3
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t k = 0; k < K; ++k) w[n * K + k] = w[n * K + k] * (1.0f + n % 5) + 0.1f * (n % 3);
   }
-  return quant::QuantizeMlx(w.data(), N, K, f.mode, f.bits, f.group, f.scale_type);
+  // mx/nv scales are U8 codes; their weights are f32 here.
+  const DType weights_type = f.mode == quant::MlxMode::kAffine ? f.scale_type : DType::kF32;
+  return quant::QuantizeMlx(w.data(), N, K, f.mode, f.bits, f.group, weights_type);
 }
 
 struct Activations {

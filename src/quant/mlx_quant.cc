@@ -215,6 +215,62 @@ namespace {
 
 uint16_t StoreHalf(DType type, float v) { return type == DType::kF16 ? F32ToF16(v) : F32ToBF16(v); }
 
+// x rounded to nearest-even in `type` (f16 or bf16; f32 and anything else: x itself): MLX
+// evaluates every op of its mx/nv quantizer in the weights' dtype, rounding each result.
+float RoundTo(DType type, float x) {
+  if (type == DType::kF16) return F16ToF32(F32ToF16(x));
+  if (type == DType::kBF16) return BF16ToF32(F32ToBF16(x));
+  return x;
+}
+
+// MLX's ToFP8 of an f32 value (what its E4M3 encodings are): EncodeE4M3.
+// The E2M1 code of x as MLX picks it: the first index k of minimal |x - E2M1(k)| over the codes
+// in order 0..15 (+0, 0.5, ..., 6, -0, -0.5, ..., -6), the difference computed in `type`. So ties
+// go to the smaller magnitude and small negatives to +0; all-NaN differences give 0.
+uint8_t ArgminE2M1(float x, DType type) {
+  const float* table = internal::E2M1Table();
+  uint8_t best = 0;
+  float best_diff = RoundTo(type, std::fabs(RoundTo(type, x - table[0])));
+  for (uint8_t k = 1; k < 16; ++k) {
+    const float diff = RoundTo(type, std::fabs(RoundTo(type, x - table[k])));
+    if (diff < best_diff) {
+      best = k;
+      best_diff = diff;
+    }
+  }
+  return best;
+}
+
+// One mx/nv group of `n` weights as MLX's CPU quantizer (mlx 0.32.4 `fp_quantize`) computes it
+// in the weights' dtype `type`: s = max|w| / (6 or 448), rounded to `type`. mxfp4/mxfp8: the
+// E8M0 exponent e is the exponent of s rounded up (0 when s == 0), q = w / 2^e in `type`, coded
+// by ArgminE2M1 (differences in `type`) or E4M3. nvfp4: the E4M3 code of s, q = w / E4M3(code)
+// in `type`, coded by ArgminE2M1 with f32 differences. Writes the codes, returns the scale code.
+uint8_t QuantizeFpGroup(const float* w, int n, MlxMode mode, DType type, uint8_t* codes) {
+  const int bits = mode == MlxMode::kMxfp8 ? 8 : 4;
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
+  const float s = RoundTo(type, amax / (bits == 4 ? 6.0f : 448.0f));
+  float divisor;
+  uint8_t scale_code;
+  if (mode == MlxMode::kNvfp4) {
+    scale_code = EncodeE4M3(s);
+    divisor = RoundTo(type, DecodeE4M3(scale_code));
+  } else {
+    uint32_t s_bits;
+    std::memcpy(&s_bits, &s, 4);
+    const int e = s == 0.0f ? 0 : static_cast<int>((s_bits + 0x7FFFFFu) >> 23) - 127;
+    scale_code = static_cast<uint8_t>(e + 127);
+    divisor = RoundTo(type, std::ldexp(1.0f, e));
+  }
+  const DType diff_type = mode == MlxMode::kNvfp4 ? DType::kF32 : type;
+  for (int j = 0; j < n; ++j) {
+    const float q = RoundTo(type, w[j] / divisor);
+    codes[j] = bits == 4 ? ArgminE2M1(q, diff_type) : EncodeE4M3(q);
+  }
+  return scale_code;
+}
+
 void StoreScale(Tensor& t, int64_t index, float v) {
   if (t.type() == DType::kF32) {
     std::memcpy(t.bytes() + index * 4, &v, 4);
@@ -227,16 +283,15 @@ void StoreScale(Tensor& t, int64_t index, float v) {
 }  // namespace
 
 MlxQuantizedTensor QuantizeMlx(const float* w, int64_t rows, int64_t cols, MlxMode mode, int bits,
-                               int group_size, DType scale_type) {
+                               int group_size, DType dtype) {
   CheckMlxParams(mode, bits, group_size, "QuantizeMlx");
   if (cols <= 0 || cols % group_size != 0 || cols * bits % 32 != 0) {
     Fail("quant", "QuantizeMlx: {} columns are not a whole number of groups of {} ({} bits)", cols,
          group_size, bits);
   }
   const bool affine = mode == MlxMode::kAffine;
-  if (affine && scale_type != DType::kF32 && scale_type != DType::kF16 &&
-      scale_type != DType::kBF16) {
-    Fail("quant", "QuantizeMlx: scale dtype {}; expected f32, f16 or bf16", Name(scale_type));
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+    Fail("quant", "QuantizeMlx: weights dtype {}; expected f32, f16 or bf16", Name(dtype));
   }
   const int64_t groups = cols / group_size;
   MlxQuantizedTensor out;
@@ -244,8 +299,8 @@ MlxQuantizedTensor QuantizeMlx(const float* w, int64_t rows, int64_t cols, MlxMo
   out.bits = bits;
   out.group_size = group_size;
   out.packed = Tensor(DType::kU32, rows, cols * bits / 32);
-  out.scales = Tensor(affine ? scale_type : DType::kU8, rows, groups);
-  if (affine) out.biases = Tensor(scale_type, rows, groups);
+  out.scales = Tensor(affine ? dtype : DType::kU8, rows, groups);
+  if (affine) out.biases = Tensor(dtype, rows, groups);
   std::vector<uint8_t> codes(static_cast<size_t>(cols));
   const float n_bins = static_cast<float>((1 << bits) - 1);
   for (int64_t r = 0; r < rows; ++r) {
@@ -275,18 +330,7 @@ MlxQuantizedTensor QuantizeMlx(const float* w, int64_t rows, int64_t cols, MlxMo
         StoreScale(out.scales, r * groups + g, scale);
         StoreScale(out.biases, r * groups + g, bias);
       } else {
-        float amax = 0.0f;
-        for (int j = 0; j < group_size; ++j) amax = std::max(amax, std::fabs(wg[j]));
-        const float raw_scale = amax / (bits == 4 ? 6.0f : 448.0f);
-        const uint8_t scale_code =
-            mode == MlxMode::kNvfp4 ? EncodeE4M3(raw_scale) : EncodeE8M0(raw_scale);
-        const float scale =
-            mode == MlxMode::kNvfp4 ? DecodeE4M3(scale_code) : DecodeE8M0(scale_code);
-        for (int j = 0; j < group_size; ++j) {
-          const float v = scale == 0.0f ? 0.0f : wg[j] / scale;
-          cg[j] = bits == 4 ? EncodeE2M1(v) : EncodeE4M3(v);
-        }
-        out.scales.bytes()[r * groups + g] = scale_code;
+        out.scales.bytes()[r * groups + g] = QuantizeFpGroup(wg, group_size, mode, dtype, cg);
       }
     }
     PackCodes(codes.data(), cols, bits, out.packed.bytes() + r * (cols * bits / 8));

@@ -78,18 +78,24 @@ struct MlxQuantizedTensor {
   MlxQuantizedMatrix View() const;
 };
 
-// Quantizes w[rows, cols] (f32, row-major) with MLX's CPU rules.
+// Quantizes w[rows, cols] (f32, row-major, each value representable in `dtype`, the weights'
+// own dtype: f32, f16 or bf16) exactly as MLX's CPU quantizer (mlx 0.32.4 `mx.quantize`) does
+// for weights of that dtype, byte for byte (tests/oracle: mlx_oracle_test.cc).
 // Affine, per group: lo/hi = min/max, scale = max((hi - lo) / (2^bits - 1), 1e-7), negated
 // unless |lo| > |hi|; edge = the larger-magnitude extreme; q0 = rint(edge / scale); when
 // q0 != 0: scale = edge / q0, bias = edge (so the edge dequantizes exactly), else bias = 0;
 // q = clamp(rint((w - bias) / scale), 0, 2^bits - 1) with the f32 scale and bias; then scale
-// and bias are rounded to nearest-even into `scale_type` (F32, F16 or BF16).
-// mx/nv modes, per group: s = max|w| / (6 for 4 bits, 448 for 8 bits), encoded as E8M0
-// (mxfp4, mxfp8) or E4M3 (nvfp4) and decoded back; q = E2M1 / E4M3 encoding of w / s (0 when
-// s == 0). scale_type is ignored (U8 codes).
-// Throws proctor::Error on invalid parameters or cols not a multiple of group_size.
+// and bias are rounded to nearest-even into `dtype`, the scales' and biases' storage type.
+// mx/nv modes, per group, every step rounded to `dtype` as MLX evaluates it: s = max|w| / 6
+// (4 bits) or / 448 (8 bits). mxfp4/mxfp8: E8M0 exponent e = the exponent of s rounded up (the
+// smallest e with 2^e >= s; 0 for an all-zero group), q = w / 2^e. nvfp4: the E4M3 code of s
+// (nearest even), q = w / E4M3(code). 4-bit elements are the E2M1 code nearest to q with ties to
+// the smaller magnitude and small negatives to +0 (MLX's argmin over its code table), 8-bit ones
+// the nearest-even E4M3 encoding of q. Scales are U8 codes.
+// Throws proctor::Error on invalid parameters, a dtype other than f32/f16/bf16, or cols not a
+// multiple of group_size.
 MlxQuantizedTensor QuantizeMlx(const float* w, int64_t rows, int64_t cols, MlxMode mode, int bits,
-                               int group_size, DType scale_type = DType::kF32);
+                               int group_size, DType dtype = DType::kF32);
 
 // Decodes elements [k0, k0 + len) of row `row` into out[len] (the MLX counterpart of
 // ops::DecodeRowSegment). k0 and len must be multiples of group_size (CHECKed).

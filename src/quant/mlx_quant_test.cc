@@ -236,11 +236,16 @@ TEST(MlxEncodings, EncodersPickANearestValue) {
   }
 }
 
-// mx/nv quantizers: the group scale is the encoded max|w| / (6 or 448) and every code is the
-// encoding of w / scale (checked with the brute-force-tested encoders).
+// mx/nv quantizers (f32 weights), the rule MLX's CPU quantizer follows (its bytes are compared
+// with MLX itself in mlx_oracle_test.cc): nvfp4's scale is the nearest-even E4M3 of
+// max|w| / 6; mxfp4/mxfp8's is the smallest power of two >= max|w| / (6 or 448); 8-bit codes are
+// the nearest-even E4M3 encodings of w / scale; 4-bit codes the nearest E2M1 value, ties to the
+// smaller magnitude, never -0.
 TEST(MlxMicroscaling, QuantizerFollowsTheRule) {
-  const int64_t rows = 2, cols = 128;
-  const auto w = testing::RandomWeights(rows * cols, 5);
+  const int64_t rows = 3, cols = 128;
+  auto w = testing::RandomWeights(rows * cols, 5);
+  for (int64_t k = 0; k < 32; ++k) w[2 * cols + k] = 0.0f;  // an all-zero group: scale 1 (mx)
+  for (int64_t k = 32; k < 64; ++k) w[2 * cols + k] = 0.75f * ((k % 3) - 1.0f);  // E2M1 ties
   struct M {
     MlxMode mode;
     int bits, group;
@@ -263,15 +268,31 @@ TEST(MlxMicroscaling, QuantizerFollowsTheRule) {
         const float scale = internal::MlxGroupScale(m, r, g);
         if (mm.mode == MlxMode::kNvfp4) {
           EXPECT_EQ(scale, DecodeE4M3(EncodeE4M3(raw)));
+        } else if (raw == 0.0f) {
+          EXPECT_EQ(scale, 1.0f);
         } else {
           int exponent;
           EXPECT_EQ(std::frexp(scale, &exponent), 0.5f);  // a power of two
-          EXPECT_LE(std::fabs(std::log2(scale) - std::log2(raw)), 0.5f);
+          EXPECT_GE(scale, raw);
+          EXPECT_LT(scale / 2.0f, raw);
         }
         for (int j = 0; j < mm.group; ++j) {
           const int64_t k = g * mm.group + j;
           const float t = w[r * cols + k] / scale;
-          EXPECT_EQ(codes[k], mm.bits == 4 ? EncodeE2M1(t) : EncodeE4M3(t));
+          if (mm.bits == 8) {
+            EXPECT_EQ(codes[k], EncodeE4M3(t));
+          } else if (scale > 0.0f) {
+            float best = std::numeric_limits<float>::infinity();
+            for (uint8_t c = 0; c < 16; ++c) best = std::min(best, std::fabs(DecodeE2M1(c) - t));
+            const float got = DecodeE2M1(codes[k]);
+            EXPECT_EQ(std::fabs(got - t), best) << t;
+            EXPECT_NE(codes[k], 8) << "-0 for " << t;
+            for (uint8_t c = 0; c < 16; ++c) {  // a tie goes to the smaller magnitude
+              if (std::fabs(DecodeE2M1(c) - t) == best) {
+                EXPECT_LE(std::fabs(got), std::fabs(DecodeE2M1(c))) << t;
+              }
+            }
+          }
           const float element = mm.bits == 4 ? DecodeE2M1(codes[k]) : DecodeE4M3(codes[k]);
           EXPECT_EQ(back[k], scale * element);
         }
