@@ -9,11 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/greedy.h"
 #include "model/model_config.h"
 #include "model/runtime_model.h"
-#include "model/safetensors.h"
 #include "model/test_util.h"
+#include "model/testing_goldens.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
@@ -21,60 +20,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Golden {
-  ModelConfig config;
-  WeightStore weights;
-  std::vector<int32_t> prompt, greedy;
-  std::vector<float> logits;         // [prompt, vocab]
-  std::vector<float> greedy_logits;  // [greedy, vocab]
-};
-
-std::vector<float> ReadF32(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<float> out(fs::file_size(path) / sizeof(float));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * 4));
-  return out;
-}
+using testing::Golden;
+using testing::MaxAbsDiff;
+using testing::PromptLogits;
 
 fs::path CaseDir(const std::string& name) {
   return proctor::testing::FixturesDir() / "hf-goldens" / name;
 }
 
 std::unique_ptr<Golden> LoadGolden(const std::string& name) {
-  const fs::path dir = CaseDir(name);
-  if (!fs::exists(dir / "model.safetensors")) return nullptr;
-  auto g = std::make_unique<Golden>();
-  std::ifstream config_file(dir / "config.json");
-  g->config = ParseHfConfig(nlohmann::json::parse(config_file), (dir / "config.json").string());
-  g->weights.set_origin(dir.string());
-  LoadSafetensorsDirectory(dir, g->weights);
-  std::ifstream tokens_file(dir / "tokens.json");
-  const auto tokens = nlohmann::json::parse(tokens_file);
-  g->prompt = tokens["prompt"].get<std::vector<int32_t>>();
-  g->greedy = tokens["greedy"].get<std::vector<int32_t>>();
-  g->logits = ReadF32(dir / "logits.f32");
-  g->greedy_logits = ReadF32(dir / "greedy_logits.f32");
-  return g;
-}
-
-// Prompt logits [T, V] through RunTeacherForced with the given chunk.
-std::vector<float> PromptLogits(const RuntimeModel& model, std::span<const int32_t> prompt,
-                                int64_t chunk) {
-  const size_t v = static_cast<size_t>(model.vocab_size());
-  std::vector<float> out(prompt.size() * v);
-  RunTeacherForced(model, prompt, chunk, [&](int64_t start, const MatView& logits) {
-    for (int64_t r = 0; r < logits.rows; ++r) {
-      std::copy_n(logits.RowAs<float>(r), v, out.begin() + (start + r) * v);
-    }
-  });
-  return out;
-}
-
-float MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0.0f;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
+  return testing::LoadGolden(CaseDir(name));
 }
 
 class HfGolden : public ::testing::TestWithParam<std::string> {};
@@ -82,21 +37,8 @@ class HfGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(HfGolden, PromptLogitsGreedyAndStepLogitsMatchTransformers) {
   const auto g = LoadGolden(GetParam());
   if (!g) GTEST_SKIP() << "fixture absent: " << CaseDir(GetParam());
-  const RuntimeModel model(g->config, g->weights, RuntimeOptions{});
-  const std::vector<float> logits = PromptLogits(model, g->prompt, 512);
-  const float prompt_diff = MaxAbsDiff(logits, g->logits);
-  EXPECT_LE(prompt_diff, 1e-4f) << GetParam();
-
-  std::vector<float> steps;
-  GreedyOptions options;
-  options.max_new_tokens = static_cast<int>(g->greedy.size());
-  options.on_step = [&](int, std::span<const float> row) {
-    steps.insert(steps.end(), row.begin(), row.end());
-  };
-  const std::vector<int32_t> greedy = GreedyGenerate(model, g->prompt, options);
-  EXPECT_EQ(greedy, g->greedy) << GetParam();
-  const float step_diff = MaxAbsDiff(steps, g->greedy_logits);
-  EXPECT_LE(step_diff, 1e-4f) << GetParam();
+  const testing::GoldenDistances d = testing::ExpectMatchesGolden(*g, GetParam());
+  const float prompt_diff = d.prompt, step_diff = d.steps;
 
   // --compute bf16: measured distance (documented in docs/engine.md), loosely bounded.
   RuntimeOptions bf16_options;
@@ -148,6 +90,28 @@ TEST(HfGoldenRefusals, GemmaAndHybridsAreRefusedWithTheArchitectureNamed) {
     const std::string type = json["model_type"];
     EXPECT_ERROR_CONTAINS(ParseHfConfig(json, path.string()), type.c_str());
   }
+}
+
+// Hugging Face's "dynamic" rope rescales its frequencies for a forward that reaches past
+// max_position_embeddings (hf_oracle_test's dynamic case stays inside it and matches); past it
+// the engine refuses, naming the limit and the position, instead of giving other logits.
+TEST(HfGoldenRefusals, DynamicRopePastMaxPositionsIsRefused) {
+  const fs::path dir = CaseDir("llama-f32");
+  if (!fs::exists(dir / "config.json")) GTEST_SKIP() << "fixture absent: " << dir;
+  std::ifstream in(dir / "config.json");
+  nlohmann::json json = nlohmann::json::parse(in);
+  json["max_position_embeddings"] = 32;
+  json["rope_parameters"] = {{"rope_type", "dynamic"}, {"factor", 2.0}, {"rope_theta", 10000.0}};
+  const ModelConfig config = ParseHfConfig(json, "dynamic");
+  WeightStore weights;
+  LoadSafetensorsDirectory(dir, weights);
+  const RuntimeModel model(config, weights, RuntimeOptions{});
+  ModelCache cache = model.MakeCache();
+  const std::vector<int32_t> ids(32, 7);
+  EXPECT_NO_THROW(model.ForwardHidden(ids, cache));  // positions 0..31: inside
+  const std::vector<int32_t> one = {7};
+  EXPECT_ERROR_CONTAINS(model.ForwardHidden(one, cache), "dynamic", "max_position_embeddings 32",
+                        "33 positions");
 }
 
 }  // namespace

@@ -187,6 +187,17 @@ Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cac
       Fail("model", "token id {} is outside the vocabulary [0, {})", id, config_.vocab_size);
     }
   }
+  // Hugging Face's "dynamic" rope recomputes its frequencies for every forward that reaches past
+  // max_position_embeddings (so its logits there depend on how the sequence is chunked); the
+  // engine has the frequencies of shorter sequences only, and says so instead of diverging.
+  if (config_.rope.type == RopeType::kDynamic && config_.max_position_embeddings > 0 &&
+      cache.position() + t > config_.max_position_embeddings) {
+    Fail("model",
+         "rope_type \"dynamic\" rescales its frequencies past max_position_embeddings {}, which "
+         "proctor does not implement; this run needs {} positions (use sequences of at most {} "
+         "tokens)",
+         config_.max_position_embeddings, cache.position() + t, config_.max_position_embeddings);
+  }
   ops::GatherRows(embed_tokens_, ids, Rows(x));
 
   std::vector<int32_t> positions(static_cast<size_t>(t));
