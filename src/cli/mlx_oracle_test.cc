@@ -1,0 +1,266 @@
+// `proctor quantize`, `proctor logits` and `proctor ppl` against MLX and mlx-lm themselves, live
+// (tools/oracle/mlx_model.py in the oracle environment: mlx[cpu] 0.32.4, mlx-lm 0.32.2):
+//  - the bytes: for weights stored as f32, bf16 and f16 (random, with adversarial rows: zeros,
+//    constant groups, outliers, tiny and huge values), mlx-lm's own conversion (load_model,
+//    quantize_model with its recipe predicate, save_model, save_config) and `proctor quantize`
+//    write the same tensors byte for byte and the same config.json quantization block, for every
+//    affine bits x group size, mxfp4, mxfp8, nvfp4 and every mixed recipe;
+//  - the forward: mlx-lm's own model over proctor-quantized directories (f32 scales) gives the
+//    logits the engine gives;
+//  - perplexity: mlx_lm.perplexity's eval_ppl over a corpus equals `proctor ppl` on it.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+#include "testing_oracles.h"   // util/ (cli_test's one extra include path)
+
+namespace proctor::cli_test {
+namespace {
+
+using nlohmann::json;
+
+std::string OraclePython() {
+  const std::string problem = proctor::testing::OraclesProblem({"python"});
+  return problem.empty() ? proctor::testing::Oracles("python").Path("python") : std::string();
+}
+
+#define SKIP_WITHOUT_MLX(python)                       \
+  if ((python).empty())                                \
+  GTEST_SKIP() << "oracle environment not installed: " \
+               << proctor::testing::OraclesProblem({"python"})
+
+// Runs tools/oracle/mlx_model.py ARGS with the oracle environment's python. Result::out is its
+// stdout, or, when it fails, its stdout and stderr.
+Result MlxModel(const std::string& python, const std::string& args) {
+  const fs::path err = TempPath("mlx-model.err");
+  Result r = RunShell(fmt::format("{} {}/tools/oracle/mlx_model.py {} 2>{}", python,
+                                  PROCTOR_SOURCE_DIR, args, err.string()));
+  if (r.status != 0) {
+    std::ifstream in(err);
+    r.out += std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  std::error_code ec;
+  fs::remove(err, ec);
+  return r;
+}
+
+// Every MLX quantization the tests compare: affine bits x group sizes, the three float modes and
+// the four mixed recipes (mlx-lm's defaults: group 64 for a recipe).
+struct Spec {
+  std::string name;   // a folder name
+  std::string flags;  // `proctor quantize` flags
+  json job;           // mlx_model.py quantize job (without source / out)
+};
+
+std::vector<Spec> AllSpecs() {
+  std::vector<Spec> specs;
+  for (const int bits : {2, 3, 4, 5, 6, 8}) {
+    for (const int group : {32, 64, 128}) {
+      specs.push_back({fmt::format("affine{}-g{}", bits, group),
+                       fmt::format("--bits {} --group-size {}", bits, group),
+                       {{"bits", bits}, {"group_size", group}, {"mode", "affine"}}});
+    }
+  }
+  specs.push_back({"mxfp4", "--mode mxfp4", {{"bits", 4}, {"group_size", 32}, {"mode", "mxfp4"}}});
+  specs.push_back({"mxfp8", "--mode mxfp8", {{"bits", 8}, {"group_size", 32}, {"mode", "mxfp8"}}});
+  specs.push_back({"nvfp4", "--mode nvfp4", {{"bits", 4}, {"group_size", 16}, {"mode", "nvfp4"}}});
+  for (const char* recipe : {"mixed_2_6", "mixed_3_4", "mixed_3_6", "mixed_4_6"}) {
+    specs.push_back(
+        {recipe,
+         fmt::format("--recipe {}", recipe),
+         {{"bits", nullptr}, {"group_size", 64}, {"mode", "affine"}, {"recipe", recipe}}});
+  }
+  return specs;
+}
+
+class MlxQuantizeBytes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MlxQuantizeBytes, EveryModeBitsGroupAndRecipeEqualsMlxLm) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  const std::string dtype = GetParam();
+  TempDir tmp;
+  const fs::path source = tmp.path() / "source";
+  Result r = MlxModel(python, fmt::format("source {} --dtype {}", source.string(), dtype));
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  const std::vector<Spec> specs = AllSpecs();
+  json jobs = json::array(), pairs = json::array();
+  for (const Spec& s : specs) {
+    json job = s.job;
+    if (job["bits"].is_null()) job["bits"] = 4;  // mlx_lm.convert's default --q-bits
+    job["source"] = source.string();
+    job["out"] = (tmp.path() / ("mlx-" + s.name)).string();
+    jobs.push_back(job);
+    pairs.push_back({{"expected", job["out"]}, {"actual", (tmp.path() / s.name).string()}});
+  }
+  std::ofstream(tmp.path() / "jobs.json") << jobs.dump();
+  std::ofstream(tmp.path() / "pairs.json") << pairs.dump();
+  const auto start = std::chrono::steady_clock::now();
+  r = MlxModel(python, "quantize " + (tmp.path() / "jobs.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const double mlx_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const Spec& s : specs) {
+    const Result q = Proctor(fmt::format("quantize {} --out {} {}", source.string(),
+                                         (tmp.path() / s.name).string(), s.flags));
+    ASSERT_EQ(q.status, 0) << s.name << ": " << q.out;
+  }
+  r = MlxModel(python, "compare " + (tmp.path() / "pairs.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json reports = json::parse(r.out);
+  ASSERT_EQ(reports.size(), specs.size());
+  int tensors = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SCOPED_TRACE(dtype + " " + specs[i].name);
+    const json& report = reports[i];
+    tensors += report["tensors"].get<int>();
+    EXPECT_GT(report["tensors"].get<int>(), 20);
+    EXPECT_EQ(report["missing"], json::array());
+    EXPECT_EQ(report["extra"], json::array());
+    EXPECT_EQ(report["mismatches"], json::array());
+    EXPECT_EQ(report["quantization_actual"], report["quantization_expected"]);
+    EXPECT_EQ(report["quantization_config_actual"], report["quantization_config_expected"]);
+  }
+  std::printf(
+      "[ oracle ] mlx-lm %zu conversions of a %s model in %.1f s; %d tensors compared "
+      "byte for byte with proctor quantize's\n",
+      specs.size(), dtype.c_str(), mlx_seconds, tensors);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightsDtypes, MlxQuantizeBytes,
+                         ::testing::Values("float32", "bfloat16", "float16"));
+
+// Largest |a - b| over two equally long vectors.
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  }
+  return m;
+}
+
+// A copy of an hf-goldens model whose config.json spells RoPE the older way (top-level
+// rope_theta, rope_scaling): mlx-lm 0.32.2's qwen2 reads only that spelling and silently falls
+// back to theta 1e6 on transformers 5's nested rope_parameters. The engine reads both.
+fs::path WithOlderRopeSpelling(const fs::path& golden, const fs::path& out) {
+  fs::create_directories(out);
+  fs::copy_file(golden / "model.safetensors", out / "model.safetensors");
+  json config = json::parse(std::ifstream(golden / "config.json"));
+  if (config.contains("rope_parameters")) {
+    json rope = config["rope_parameters"];
+    config["rope_theta"] = rope["rope_theta"];
+    rope.erase("rope_theta");
+    if (rope.value("rope_type", "default") != "default") config["rope_scaling"] = rope;
+    config.erase("rope_parameters");
+  }
+  std::ofstream(out / "config.json") << config.dump(1);
+  return out;
+}
+
+// hf-goldens f32 models, quantized by proctor (f32 scales: mlx-lm then computes in f32 too), run
+// by mlx-lm's own model and by the engine over the golden's prompt.
+TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  struct Case {
+    std::string golden, flags;
+  };
+  const std::vector<Case> cases = {{"llama-f32", "--bits 4 --group-size 32"},
+                                   {"llama-f32", "--mode mxfp4"},
+                                   {"qwen2-f32-bias", "--bits 8 --group-size 64"},
+                                   {"qwen2-f32-bias", "--mode nvfp4"},
+                                   {"qwen3-f32", "--recipe mixed_3_6"},
+                                   {"qwen3-f32", "--mode mxfp8"},
+                                   {"qwen3-f32-long", "--bits 6 --group-size 64"}};
+  TempDir tmp;
+  json jobs = json::array();
+  std::vector<fs::path> proctor_out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const fs::path golden = Fixtures() / "hf-goldens" / cases[i].golden;
+    if (!fs::exists(golden / "tokens.json")) GTEST_SKIP() << "fixture absent: " << golden;
+    const fs::path source = WithOlderRopeSpelling(golden, tmp.path() / fmt::format("src{}", i));
+    const fs::path model = tmp.path() / fmt::format("m{}", i);
+    const Result q = Proctor(
+        fmt::format("quantize {} --out {} {}", source.string(), model.string(), cases[i].flags));
+    ASSERT_EQ(q.status, 0) << q.out;
+    const std::vector<int> prompt =
+        json::parse(std::ifstream(golden / "tokens.json"))["prompt"].get<std::vector<int>>();
+    std::string ids;
+    for (const int id : prompt) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(id);
+    }
+    proctor_out.push_back(tmp.path() / fmt::format("proctor{}.f32", i));
+    const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids,
+                                         proctor_out.back().string()));
+    ASSERT_EQ(l.status, 0) << l.out;
+    jobs.push_back({{"model", model.string()},
+                    {"tokens", prompt},
+                    {"out", (tmp.path() / fmt::format("mlx{}.f32", i)).string()}});
+  }
+  std::ofstream(tmp.path() / "jobs.json") << jobs.dump();
+  const Result r = MlxModel(python, "logits " + (tmp.path() / "jobs.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string label = cases[i].golden + " " + cases[i].flags;
+    const std::vector<float> mine = ReadF32(proctor_out[i]);
+    const std::vector<float> theirs = ReadF32(jobs[i]["out"].get<std::string>());
+    double scale = 0;
+    for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+    const double diff = MaxAbsDiff(mine, theirs);
+    std::printf("[ distance ] %s: max |logit difference| %.3g (max |logit| %.3g)\n", label.c_str(),
+                diff, scale);
+    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << label;
+  }
+}
+
+// mlx_lm.perplexity's eval_ppl against `proctor ppl` on one corpus (stories260K's tokenizer over
+// wikitext-2), for stories260K quantized to 8 and 4 bits.
+TEST(MlxLmPerplexity, ProctorPplEqualsMlxLmEvalPpl) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path text = Fixtures() / "wikitext-2" / "wiki.test.raw";
+  if (!fs::exists(gguf) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent: " << gguf;
+  TempDir tmp;
+  const fs::path corpus = tmp.path() / "corpus";
+  Result r = Proctor(fmt::format("corpus {} --tokenizer {} --out {} --ctx-len 128 --n-seqs 16",
+                                 text.string(), gguf.string(), corpus.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const int bits : {8, 4}) {
+    SCOPED_TRACE(bits);
+    const fs::path model = tmp.path() / fmt::format("q{}", bits);
+    r = Proctor(fmt::format("quantize {} --out {} --bits {} --group-size 32", gguf.string(),
+                            model.string(), bits));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const fs::path json_path = tmp.path() / fmt::format("ppl{}.json", bits);
+    r = Proctor(fmt::format("ppl {} --data {} --num-samples -1 --json {}", model.string(),
+                            corpus.string(), json_path.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json mine = json::parse(std::ifstream(json_path))["results"];
+    r = MlxModel(python, fmt::format("ppl {} {} --ctx-len 128", model.string(),
+                                     (corpus / "tokens.bin").string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json theirs = json::parse(r.out);
+    EXPECT_EQ(mine["positions"], theirs["tokens"]);
+    const double ppl = mine["ppl"], se = mine["standard_error"];
+    EXPECT_NEAR(ppl, theirs["ppl"].get<double>(), 1e-4 * ppl);
+    EXPECT_NEAR(se, theirs["se"].get<double>(), 1e-3 * se);
+    std::printf(
+        "[ ppl ] stories260K %d-bit g32 on wikitext-2: proctor %.6f +- %.6f, mlx_lm "
+        "%.6f +- %.6f\n",
+        bits, ppl, se, theirs["ppl"].get<double>(), theirs["se"].get<double>());
+  }
+}
+
+}  // namespace
+}  // namespace proctor::cli_test
