@@ -104,9 +104,16 @@ tokenizers_part() {
 # on these VMs, and one build must run on every machine of the kind, AVX2-only ones included).
 # The oracle's numbers are then the same wherever it runs.
 llama_root=$cache/llama.cpp-$llama_cpp_python_version
+llama_targets=(llama-perplexity llama-quantize llama-server)
+llama_flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF
+  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_OPENMP=OFF -DGGML_BACKEND_DL=OFF
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+  -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
 llama_cpp_part() {
   local root=$llama_root
-  llama_build=$root/build
+  # Keyed by the configuration and the targets, so changing either makes a new build.
+  llama_build=$root/build-$(echo "${llama_flags[*]} ${llama_targets[*]}" | sha256sum | cut -c1-12)
   if [[ ! -f "$llama_build/.complete" ]]; then
     local start sdist log
     start=$(date +%s)
@@ -125,25 +132,23 @@ llama_cpp_part() {
       [[ $(sha256 "$sdist") == "$llama_cpp_python_sha256" ]] ||
         fail "llama.cpp: $sdist has sha256 $(sha256 "$sdist"), expected $llama_cpp_python_sha256"
     fi
-    rm -rf "$root/src" "$llama_build"
-    mkdir -p "$root/src"
-    tar -xzf "$sdist" -C "$root/src" --strip-components=3 \
-      "llama_cpp_python-$llama_cpp_python_version/vendor/llama.cpp" ||
-      fail "llama.cpp: cannot unpack vendor/llama.cpp from $sdist"
+    if [[ ! -f "$root/src/.complete" ]]; then
+      rm -rf "$root/src"
+      mkdir -p "$root/src"
+      tar -xzf "$sdist" -C "$root/src" --strip-components=3 \
+        "llama_cpp_python-$llama_cpp_python_version/vendor/llama.cpp" ||
+        fail "llama.cpp: cannot unpack vendor/llama.cpp from $sdist"
+      touch "$root/src/.complete"
+    fi
+    rm -rf "$llama_build"
     log=$root/build.log
     local launcher=()
     command -v ccache >/dev/null &&
       launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-    echo "oracle setup: building llama.cpp (llama, ggml, llama-perplexity, llama-quantize)" >&2
-    if ! cmake -S "$root/src" -B "$llama_build" -G Ninja "${launcher[@]}" \
-        -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-        -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_OPENMP=OFF \
-        -DGGML_BACKEND_DL=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
-        -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
-        -DGGML_AMX_BF16=OFF >"$log" 2>&1 ||
-      ! cmake --build "$llama_build" -j "$(nproc)" --target llama-perplexity llama-quantize \
-        >>"$log" 2>&1; then
+    echo "oracle setup: building llama.cpp (llama, ggml, ${llama_targets[*]})" >&2
+    if ! cmake -S "$root/src" -B "$llama_build" -G Ninja "${launcher[@]}" "${llama_flags[@]}" \
+        >"$log" 2>&1 ||
+      ! cmake --build "$llama_build" -j "$(nproc)" --target "${llama_targets[@]}" >>"$log" 2>&1; then
       tail -20 "$log" >&2
       fail "llama.cpp: building the llama-cpp-python $llama_cpp_python_version source failed (see $log)"
     fi
@@ -169,7 +174,7 @@ tool() {
   local src key out
   for a in "$@"; do [[ $a == "$source_dir"/tools/* ]] && src=$a; done
   key=$(sha256 "$src" | cut -c1-12)
-  out=$llama_root/tools/$name-$key
+  out=$llama_build/tools/$name-$key
   if [[ ! -x "$out" ]]; then
     mkdir -p "$(dirname "$out")"
     "$compiler" "$@" -o "$out.tmp" 2>"$out.log" || {
@@ -195,5 +200,6 @@ if wants llama.cpp; then
   echo "llama_cpp_lib=$llama_build/bin"
   echo "llama_perplexity=$llama_build/bin/llama-perplexity"
   echo "llama_quantize=$llama_build/bin/llama-quantize"
+  echo "llama_server=$llama_build/bin/llama-server"
   printf '%s\n' "${tools_out[@]}"
 fi
