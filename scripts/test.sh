@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Debian packages, then the test oracles of
-# tools/oracle/setup.sh), builds, runs the whole suite with ctest, then runs each libFuzzer target
+# tools/oracle/setup.sh, beside the build), builds, runs the whole suite with ctest, then runs each libFuzzer target
 # briefly (clang build in ./build-fuzz). Prints the time of each phase, the skipped tests by
 # reason, and last the closing line "tests: N passed, N failed, N skipped".
 # With CI=true a missing oracle fails: the oracle setup must succeed, and a test that skips for
@@ -25,12 +25,34 @@ bash scripts/install-deps.sh
 phase_done "deps"
 
 mkdir -p "$build_dir"
-if bash tools/oracle/setup.sh >"$build_dir/oracles.txt"; then
+# The oracle environment installs (mostly downloads) while the project builds; both are waited for
+# before ctest, and each is timed on its own.
+oracle_log="$build_dir/oracle-setup.log"
+(
+  oracle_start=$(date +%s)
+  status=0
+  bash tools/oracle/setup.sh >"$build_dir/oracles.txt" 2>"$oracle_log" || status=$?
+  echo "$(($(date +%s) - oracle_start))" >"$build_dir/oracle-setup.seconds"
+  exit $status
+) &
+oracle_pid=$!
+trap 'kill "$oracle_pid" 2>/dev/null || true' EXIT
+
+bash scripts/build.sh
+phase_done "build"
+
+oracle_status=0
+wait "$oracle_pid" || oracle_status=$?
+phase_done "oracle wait"
+cat "$oracle_log"
+if ((oracle_status == 0)); then
   echo "oracles:"
   sed 's/^/  /' "$build_dir/oracles.txt"
   python_versions=$(sed -n 's/^python_versions=//p' "$build_dir/oracles.txt")
-  echo "oracle Python packages: $(grep -iE '^(tokenizers|jinja2|gguf|numpy)==' "$python_versions" |
-    tr '\n' ' ')"
+  # The pinned names as a pattern (pip freeze spells lm-eval lm_eval).
+  pinned=$(grep -vE '^\s*(#|$)' tools/oracle/requirements.txt | sed -E 's/(\[|==).*//; s/[-_]/[-_]/g' |
+    tr '\n' '|')
+  echo "oracle Python packages: $(grep -iE "^(${pinned%|})==" "$python_versions" | tr '\n' ' ')"
   echo "llama.cpp: the llama-cpp-python 0.3.36 sdist's source"
 elif $ci; then
   echo "test: the oracle setup failed (above); in CI every oracle must be installed" >&2
@@ -38,10 +60,8 @@ elif $ci; then
 else
   echo "test: the oracle setup failed (above); the oracle tests will skip" >&2
 fi
-phase_done "oracle environment"
-
-bash scripts/build.sh
-phase_done "build"
+timings+=("$(printf '%-20s %5d s (beside the build)' "oracle environment" \
+  "$(cat "$build_dir/oracle-setup.seconds" 2>/dev/null || echo 0)")")
 
 junit="$build_dir/ctest-junit.xml"
 rm -f "$junit"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Reads ctest's JUnit file and prints what the suite did: the counts, every failed test, and the
-skipped tests grouped by the reason each one gave (GTEST_SKIP's message). In CI (--ci) a skip
+"""Reads ctest's JUnit file and prints what the suite did: the tests that used an oracle of
+tools/oracle/setup.sh (they print "[ oracle ] PART"), grouped by oracle with their times, every
+failed test, and the skipped tests grouped by the reason each one gave (GTEST_SKIP's message). In CI (--ci) a skip
 counts as a failure unless its reason is the machine's CPU (a kernel path this CPU cannot run):
 there every oracle and fixture is installed, so any other skip means one is missing.
 
@@ -14,6 +15,8 @@ import xml.etree.ElementTree as ET
 
 # The one kind of skip CI accepts: the test names the CPU feature it needs and this CPU lacks.
 HARDWARE_SKIP = re.compile(r"^CPU (lacks|has no) ")
+# What util/testing_oracles.h prints the first time a test process asks for an oracle part.
+ORACLE_MARK = re.compile(r"^\[ oracle \] (\S+)$", re.M)
 
 
 def skip_reason(output: str) -> str:
@@ -42,16 +45,25 @@ def main() -> int:
     ci = "--ci" in sys.argv[2:]
     cases = ET.parse(path).getroot().iter("testcase")
     passed, failed, skipped = [], [], []
+    by_oracle = collections.defaultdict(list)  # part -> [(seconds, test)]
     for case in cases:
         name = case.get("name")
         status = case.get("status", "")
         out = "".join(e.text or "" for e in case.iter("system-out"))
+        for part in sorted(set(ORACLE_MARK.findall(out))):
+            by_oracle[part].append((float(case.get("time") or 0), name))
         if case.find("failure") is not None or status == "fail":
             failed.append(name)
         elif case.find("skipped") is not None or status in ("skipped", "notrun", "disabled"):
             skipped.append((name, skip_reason(out)))
         else:
             passed.append(name)
+    if by_oracle:
+        print("tests that used an oracle (tools/oracle/setup.sh part: tests, seconds each):")
+        for part, tests in sorted(by_oracle.items()):
+            print(f"  {part}: {len(tests)} tests, {sum(t for t, _ in tests):.1f} s in all")
+            for seconds, name in sorted(tests, reverse=True):
+                print(f"    {seconds:7.1f} s  {name}")
     by_reason = collections.defaultdict(list)
     for name, reason in skipped:
         by_reason[shorten(reason)].append(name)

@@ -10,10 +10,10 @@ import unittest
 REPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_report.py")
 
 
-def case(name, status, out=""):
+def case(name, status, out="", time="0.1"):
     skipped = '<skipped message="Skipped"/>' if status == "notrun" else ""
     failure = '<failure message="Failed"/>' if status == "fail" else ""
-    return (f'<testcase name="{name}" classname="{name}" time="0.1" status="{status}">'
+    return (f'<testcase name="{name}" classname="{name}" time="{time}" status="{status}">'
             f"{skipped}{failure}<system-out>{out}</system-out></testcase>")
 
 
@@ -46,6 +46,22 @@ def run(cases, *flags):
 
 
 class TestReport(unittest.TestCase):
+    def test_oracle_tests_are_listed_by_part_with_their_times(self):
+        cases = [
+            case("H.Live", "run", "[ RUN      ] H.Live\n[ oracle ] python\n[       OK ]", "12.5"),
+            case("T.Tok", "run", "[ oracle ] python\n[ oracle ] tokenizers\n", "2.0"),
+            case("A.Plain", "run", "[       OK ] A.Plain", "1.0"),
+        ]
+        status, out = run(cases)
+        self.assertEqual(status, 0, out)
+        self.assertIn("  python: 2 tests, 14.5 s in all", out)
+        self.assertIn("  tokenizers: 1 tests, 2.0 s in all", out)
+        lines = out.splitlines()
+        first = lines.index("  python: 2 tests, 14.5 s in all")
+        self.assertEqual(lines[first + 1].split(), ["12.5", "s", "H.Live"])
+        self.assertEqual(lines[first + 2].split(), ["2.0", "s", "T.Tok"])
+        self.assertNotIn("A.Plain", out)
+
     def test_outside_ci_every_skip_is_a_skip(self):
         status, out = run(CASES[:4])
         self.assertEqual(status, 0, out)

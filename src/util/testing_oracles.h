@@ -30,11 +30,14 @@ struct OracleSetup {
 };
 
 // Runs `tools/oracle/setup.sh PART` ("python", "tokenizers" or "llama.cpp") the first time a part
-// is asked for; its progress goes to this test's stderr.
+// is asked for; its progress goes to this test's stderr. Prints "[ oracle ] PART" on stdout then,
+// so scripts/test_report.py can list every test that used an oracle, with its time.
 inline const OracleSetup& Oracles(const std::string& part) {
   static std::map<std::string, OracleSetup> parts;
   auto found = parts.find(part);
   if (found != parts.end()) return found->second;
+  std::printf("[ oracle ] %s\n", part.c_str());
+  std::fflush(stdout);
   OracleSetup& setup = parts[part];
   const std::filesystem::path err = std::filesystem::temp_directory_path() /
                                     ("proctor-oracle-setup-" + std::to_string(::getpid()));
