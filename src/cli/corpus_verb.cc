@@ -55,41 +55,9 @@ void RegisterCorpusVerb(CLI::App& app) {
                "tokens_sha256 {} in {:.2f} s\n",
                args->out, result.n_seqs, result.ctx_len, result.rows_used, result.rows_total,
                result.tokens_tokenized, result.tokens_sha256, result.elapsed_seconds);
-    if (!args->json.empty()) {
-      ResultsEnvelope env{.command = "corpus"};
-      double hash_seconds = 0;
-      {
-        ScopedSeconds hashing(&hash_seconds);
-        // The tokenizer's own files (not a model folder's weights), then the inputs.
-        const std::filesystem::path tok = result.tokenizer_path;
-        const std::filesystem::path dir =
-            std::filesystem::is_directory(tok) ? tok : tok.parent_path();
-        if (std::filesystem::is_regular_file(tok)) {
-          env.inputs.push_back(DescribeFileInput("tokenizer", tok));
-        } else {
-          for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
-            if (std::filesystem::exists(dir / name)) {
-              env.inputs.push_back(DescribeFileInput("tokenizer", dir / name));
-            }
-          }
-        }
-        if (!args->template_file.empty()) {
-          env.inputs.push_back(DescribeFileInput("chat_template", args->template_file));
-        }
-        for (const auto& input : options.inputs) {
-          env.inputs.push_back(DescribeFileInput("input", input));
-        }
-      }
-      env.settings = {{"ctx_len", args->ctx_len}, {"n_seqs", args->n_seqs}, {"seed", args->seed}};
-      env.results = CorpusBuildResultToJson(result);
-      env.timings.total_seconds = result.elapsed_seconds + hash_seconds;
-      env.timings.io_seconds = result.io_seconds;
-      env.timings.load_seconds = result.load_seconds;
-      env.timings.hash_seconds = hash_seconds;
-      env.outputs.push_back(DescribeCorpusInput("corpus", args->out));
-      WriteResultsJson(args->json, env);
-      if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
-    }
+    if (args->json.empty()) return;
+    WriteResultsJson(args->json, CorpusResultsEnvelope(result, options));
+    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
   });
 }
 

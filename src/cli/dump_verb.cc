@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
-#include "cli/llama_kld_cli.h"
 #include "cli/verbs.h"
+#include "eval/llama_kld_eval.h"
 #include "eval/results_json.h"
 #include "eval/teacher_dump.h"
 
@@ -51,59 +51,47 @@ void RegisterDumpVerb(CLI::App& app) {
                    "Also write the results JSON (docs/results-json.md) to this file");
   args->engine.Add(*verb);
   verb->callback([args] {
+    const bool quiet = Globals().quiet;
+    const bool json = !args->json.empty();
+    ResultsEnvelope envelope;
     if (args->format == "llama.cpp") {
-      return RunDumpLlamaKld({args->teacher, args->corpus, args->out, args->seq_start,
-                              args->seq_end, args->json, args->engine});
+      const LlamaKldDumpOptions options{.teacher = args->teacher,
+                                        .corpus_dir = args->corpus,
+                                        .out_file = args->out,
+                                        .chunk_size = args->engine.chunk,
+                                        .seq_start = args->seq_start,
+                                        .seq_end = args->seq_end,
+                                        .runtime = args->engine.Options(),
+                                        .quiet = quiet,
+                                        .describe_inputs = json};
+      const LlamaKldDumpResult r = DumpTeacherLlamaKld(options);
+      fmt::print("{}", FormatLlamaKldDumpReport(r, options));
+      if (!quiet) fmt::print(stderr, "{}", FormatTimings(r.timings, "encoding"));
+      if (json) envelope = LlamaKldDumpResultsEnvelope(r, options);
+    } else {
+      const TeacherDumpOptions options{.teacher = args->teacher,
+                                       .corpus_dir = args->corpus,
+                                       .out_dir = args->out,
+                                       .top_k = args->top_k,
+                                       .chunk_size = args->engine.chunk,
+                                       .seq_start = args->seq_start,
+                                       .seq_end = args->seq_end,
+                                       .resume = args->resume,
+                                       .runtime = args->engine.Options(),
+                                       .quiet = quiet,
+                                       .describe_inputs = json};
+      const TeacherDumpResult result = DumpTeacher(options);
+      if (!quiet) {
+        fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
+                   args->out, result.n_seqs, result.sequences_resumed, result.positions_written,
+                   result.elapsed_seconds);
+        fmt::print(stderr, "{}", FormatTimings(result.timings, "top-k/logsumexp"));
+      }
+      if (json) envelope = DumpResultsEnvelope(result, options);
     }
-    const TeacherDumpResult result = DumpTeacher({
-        .teacher = args->teacher,
-        .corpus_dir = args->corpus,
-        .out_dir = args->out,
-        .top_k = args->top_k,
-        .chunk_size = args->engine.chunk,
-        .seq_start = args->seq_start,
-        .seq_end = args->seq_end,
-        .resume = args->resume,
-        .runtime = args->engine.Options(),
-        .quiet = Globals().quiet,
-    });
-    if (!Globals().quiet) {
-      fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
-                 args->out, result.n_seqs, result.sequences_resumed, result.positions_written,
-                 result.elapsed_seconds);
-      const ResultsTimings& t = result.timings;
-      fmt::print(stderr,
-                 "time: {:.2f} s total = forward {:.2f} s + top-k/logsumexp {:.3f} s + I/O "
-                 "{:.3f} s + other {:.2f} s (loading {:.2f} s)\n",
-                 t.total_seconds, t.forward_seconds, t.scoring_seconds, t.io_seconds,
-                 t.other_seconds(), t.load_seconds);
-    }
-    if (args->json.empty()) return;
-    ResultsEnvelope env{.command = "dump"};
-    double hash_seconds = 0;
-    {
-      ScopedSeconds hashing(&hash_seconds);
-      env.inputs.push_back(DescribeModelInput("teacher", args->teacher));
-      env.inputs.push_back(DescribeCorpusInput("corpus", args->corpus));
-    }
-    env.settings = {{"top_k", args->top_k},         {"chunk_size", args->engine.chunk},
-                    {"seq_start", args->seq_start}, {"seq_end", args->seq_end},
-                    {"resume", args->resume},       {"compute", args->engine.compute},
-                    {"kv", args->engine.kv}};
-    const double dump_seconds = result.timings.total_seconds;
-    env.results = {
-        {"n_seqs", result.n_seqs},
-        {"sequences_resumed", result.sequences_resumed},
-        {"positions_written", result.positions_written},
-        {"vocab", result.vocab},
-        {"positions_per_second",
-         dump_seconds > 0 ? static_cast<double>(result.positions_written) / dump_seconds : 0.0}};
-    env.timings = result.timings;
-    env.timings.hash_seconds = hash_seconds;
-    env.timings.total_seconds += hash_seconds;
-    env.outputs.push_back(DescribeReferenceLogitsInput("dump", args->out));
-    WriteResultsJson(args->json, env);
-    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
+    if (!json) return;
+    WriteResultsJson(args->json, envelope);
+    if (!quiet) fmt::print(stderr, "wrote {}\n", args->json);
   });
 }
 

@@ -1,5 +1,5 @@
-// Flags shared by the verbs that run the engine (generate, logits, bench): --compute, --kv,
-// --chunk, and --prompt-ids parsing. Declared once here so every verb spells them the same.
+// Flags shared by the verbs that run the engine (generate, logits, bench, kl, dump, ppl): --compute,
+// --kv, --chunk. Declared once here so every verb spells them the same.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,8 +19,5 @@ struct EngineFlags {
   void Add(CLI::App& verb);
   RuntimeOptions Options() const;  // Error for a bad --compute / --kv / --chunk value
 };
-
-// "1,2,3" -> {1, 2, 3}; spaces allowed; Error naming the bad item otherwise.
-std::vector<int32_t> ParseTokenIds(const std::string& text);
 
 }  // namespace proctor::cli

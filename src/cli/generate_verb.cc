@@ -7,6 +7,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
+#include "text/token_ids.h"
 #include "model/greedy.h"
 #include "model/load.h"
 #include "util/error.h"
@@ -40,7 +41,7 @@ void RegisterGenerateVerb(CLI::App& app) {
     const LoadedModel loaded = LoadModel(args->model);
     std::vector<int32_t> prompt;
     if (!args->prompt_ids.empty()) {
-      prompt = ParseTokenIds(args->prompt_ids);
+      prompt = text::ParseTokenIds(args->prompt_ids, "--prompt-ids");
     } else if (loaded.config.bos_token_id >= 0) {
       prompt = {loaded.config.bos_token_id};
     } else {
@@ -55,7 +56,7 @@ void RegisterGenerateVerb(CLI::App& app) {
                              loaded.config.eos_token_ids.end());
     }
     if (!args->stop_ids.empty()) {
-      for (const int32_t id : ParseTokenIds(args->stop_ids)) greedy.stop_ids.push_back(id);
+      for (const int32_t id : text::ParseTokenIds(args->stop_ids, "--stop-ids")) greedy.stop_ids.push_back(id);
     }
     const auto start = std::chrono::steady_clock::now();
     const std::vector<int32_t> out = GreedyGenerate(model, prompt, greedy);

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
-#include "cli/llama_kld_cli.h"
 #include "cli/verbs.h"
 #include "eval/kl_eval.h"
+#include "eval/llama_kld_eval.h"
 #include "eval/results_json.h"
 #include "util/error.h"
 
@@ -65,83 +65,67 @@ void RegisterKlVerb(CLI::App& app) {
     if (args->reference_logits.empty() && args->reference.empty()) {
       Fail("cli", "kl needs a teacher: --reference-logits DIR, or --reference MODEL --corpus DIR");
     }
+    const bool quiet = Globals().quiet;
+    const bool json = !args->json.empty();
+    ResultsEnvelope envelope;
     if (IsLlamaKldReference(args->reference_logits)) {
-      return RunKlOnLlamaKld({args->reference_logits, args->candidate, args->n, args->json,
-                              args->per_position, args->engine});
-    }
-    const bool two_model = !args->reference.empty();
-    KlEvalResult result;
-    EngineFlags reference_engine = args->engine;
-    if (!args->reference_compute.empty()) reference_engine.compute = args->reference_compute;
-    if (!args->reference_kv.empty()) reference_engine.kv = args->reference_kv;
-    if (two_model) {
-      result = EvaluateKlTwoModels({.reference = args->reference,
+      if (!args->per_position.empty()) {
+        Fail("cli",
+             "--per-position is not available with a llama.cpp base file ('{}'); it needs a "
+             "proctor dump directory",
+             args->reference_logits);
+      }
+      const LlamaKldEvalOptions options{.base_file = args->reference_logits,
+                                        .candidate = args->candidate,
+                                        .max_chunks = args->n,
+                                        .chunk_size = args->engine.chunk,
+                                        .runtime = args->engine.Options(),
+                                        .quiet = quiet,
+                                        .describe_inputs = json};
+      const LlamaKldEvalResult result = EvaluateKlVsLlamaKld(options);
+      fmt::print("{}", FormatLlamaKldReport(result));
+      if (!quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
+      if (json) envelope = LlamaKldResultsEnvelope(result, options);
+    } else {
+      KlEvalResult result;
+      if (!args->reference.empty()) {
+        EngineFlags reference_engine = args->engine;
+        if (!args->reference_compute.empty()) reference_engine.compute = args->reference_compute;
+        if (!args->reference_kv.empty()) reference_engine.kv = args->reference_kv;
+        const KlTwoModelOptions options{.reference = args->reference,
+                                        .candidate = args->candidate,
+                                        .corpus_dir = args->corpus,
+                                        .max_seqs = args->n,
+                                        .chunk_size = args->engine.chunk,
+                                        .runtime = args->engine.Options(),
+                                        .reference_runtime = reference_engine.Options(),
+                                        .quiet = quiet,
+                                        .per_position = args->per_position,
+                                        .describe_inputs = json};
+        result = EvaluateKlTwoModels(options);
+        if (json) envelope = KlResultsEnvelope(result, options);
+      } else {
+        const KlEvalOptions options{.reference_dir = args->reference_logits,
                                     .candidate = args->candidate,
-                                    .corpus_dir = args->corpus,
                                     .max_seqs = args->n,
                                     .chunk_size = args->engine.chunk,
                                     .runtime = args->engine.Options(),
-                                    .reference_runtime = reference_engine.Options(),
-                                    .quiet = Globals().quiet,
-                                    .per_position = args->per_position});
-    } else {
-      result = EvaluateKlVsReferenceLogits({.reference_dir = args->reference_logits,
-                                            .candidate = args->candidate,
-                                            .max_seqs = args->n,
-                                            .chunk_size = args->engine.chunk,
-                                            .runtime = args->engine.Options(),
-                                            .quiet = Globals().quiet,
-                                            .per_position = args->per_position});
-    }
-    for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
-    fmt::print("{}", FormatKlTable({result}));
-    if (!Globals().quiet) {
-      const ResultsTimings& t = result.timings;
-      fmt::print(stderr,
-                 "time: {:.2f} s total = forward {:.2f} s + scoring {:.3f} s + I/O {:.3f} s + "
-                 "other {:.2f} s (loading {:.2f} s)\n",
-                 t.total_seconds, t.forward_seconds, t.scoring_seconds, t.io_seconds,
-                 t.other_seconds(), t.load_seconds);
-    }
-    if (!args->per_position.empty() && !Globals().quiet) {
-      fmt::print(stderr, "wrote {}\n", args->per_position);
-    }
-    if (args->json.empty()) return;
-    ResultsEnvelope env{.command = "kl"};
-    double hash_seconds = 0;
-    {
-      ScopedSeconds hashing(&hash_seconds);
-      if (two_model) {
-        env.inputs.push_back(DescribeModelInput("reference", args->reference));
-        env.inputs.push_back(DescribeCorpusInput("corpus", args->corpus));
-      } else {
-        env.inputs.push_back(
-            DescribeReferenceLogitsInput("reference_logits", args->reference_logits));
+                                    .quiet = quiet,
+                                    .per_position = args->per_position,
+                                    .describe_inputs = json};
+        result = EvaluateKlVsReferenceLogits(options);
+        if (json) envelope = KlResultsEnvelope(result, options);
       }
-      env.inputs.push_back(DescribeModelInput("candidate", args->candidate));
+      for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
+      fmt::print("{}", FormatKlTable({result}));
+      if (!quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
+      if (!args->per_position.empty() && !quiet) {
+        fmt::print(stderr, "wrote {}\n", args->per_position);
+      }
     }
-    env.settings = {
-        {"mode", result.mode},
-        {"chunk_size", args->engine.chunk},
-        {"max_seqs", args->n},
-        {"compute", args->engine.compute},
-        {"kv", args->engine.kv},
-        {"reference_compute", two_model ? nlohmann::ordered_json(reference_engine.compute)
-                                        : nlohmann::ordered_json(nullptr)},
-        {"reference_kv",
-         two_model ? nlohmann::ordered_json(reference_engine.kv) : nlohmann::ordered_json(nullptr)},
-        {"top_k", result.manifest.top_k},
-        {"full_vocabulary", two_model}};
-    env.results = KlEvalResultToJson(result);
-    env.timings = result.timings;
-    env.timings.hash_seconds = hash_seconds;
-    env.timings.total_seconds += hash_seconds;
-    env.warnings = result.warnings;
-    if (!args->per_position.empty()) {
-      env.outputs.push_back({{"role", "per_position"}, {"path", args->per_position}});
-    }
-    WriteResultsJson(args->json, env);
-    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
+    if (!json) return;
+    WriteResultsJson(args->json, envelope);
+    if (!quiet) fmt::print(stderr, "wrote {}\n", args->json);
   });
 }
 

@@ -36,8 +36,8 @@ void RegisterPplVerb(CLI::App& app) {
   verb->add_option("--num-samples", args->num_samples, "Rows to score (default 256; -1: all)");
   verb->add_option("--seed", args->seed, "Row shuffle seed (mulberry32; default 123)");
   verb->add_option("--batch-size", args->batch_size,
-                   "Rows per step (default 8; rows run one after another on all threads, so "
-                   "this only paces progress; results do not depend on it)")
+                   "mlx_lm's rows per step (default 8), recorded in the results; rows run one "
+                   "after another on all threads, so results do not depend on it")
       ->check(CLI::PositiveNumber);
   verb->add_option("--tokenizer", args->tokenizer,
                    "Tokenizer to use instead of the model's (folder, tokenizer.json or .gguf)");
@@ -52,35 +52,14 @@ void RegisterPplVerb(CLI::App& app) {
                        .chunk_size = args->engine.chunk,
                        .runtime = args->engine.Options(),
                        .tokenizer = args->tokenizer,
-                       .quiet = Globals().quiet};
+                       .quiet = Globals().quiet,
+                       .describe_inputs = !args->json.empty()};
     for (const auto& d : args->data) options.data.emplace_back(d);
     const PplResult result = EvaluatePerplexity(options);
     fmt::print("{}", FormatPplSummary(result));
-    if (!args->json.empty()) {
-      ResultsEnvelope env{.command = "ppl"};
-      double hash_seconds = 0;
-      {
-        ScopedSeconds hashing(&hash_seconds);
-        env.inputs.push_back(DescribeModelInput("model", args->model));
-        for (const auto& d : options.data) {
-          env.inputs.push_back(std::filesystem::is_directory(d) ? DescribeCorpusInput("data", d)
-                                                                : DescribeFileInput("data", d));
-        }
-        if (!args->tokenizer.empty() && std::filesystem::is_regular_file(args->tokenizer)) {
-          env.inputs.push_back(DescribeFileInput("tokenizer", args->tokenizer));
-        }
-      }
-      env.settings = PplSettingsToJson(result);
-      env.settings["compute"] = args->engine.compute;
-      env.settings["kv"] = args->engine.kv;
-      env.results = PplResultToJson(result);
-      env.timings = result.timings;
-      env.timings.hash_seconds = hash_seconds;
-      env.timings.total_seconds += hash_seconds;
-      env.warnings = result.warnings;
-      WriteResultsJson(args->json, env);
-      if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
-    }
+    if (args->json.empty()) return;
+    WriteResultsJson(args->json, PplResultsEnvelope(result, options));
+    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "text/token_ids.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -24,38 +25,10 @@ struct TokenizeOptions {
   bool no_special = false;
 };
 
-std::vector<int32_t> ParseIds(const std::string& list) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    std::string item = list.substr(pos, comma - pos);
-    size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    item = b == std::string::npos ? std::string() : item.substr(b, e - b + 1);
-    if (!item.empty()) {
-      size_t used = 0;
-      long long v = -1;
-      try {
-        v = std::stoll(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != item.size() || v < 0 || v > INT32_MAX) {
-        Fail("tokenize", "--decode: '{}' is not a token id (expected comma-separated "
-             "non-negative integers)", item);
-      }
-      ids.push_back(static_cast<int32_t>(v));
-    }
-    pos = comma + 1;
-  }
-  return ids;
-}
-
 void Run(const TokenizeOptions& o) {
   auto tokenizer = text::LoadTokenizer(o.model);
   if (!o.decode.empty()) {
-    std::vector<int32_t> ids = ParseIds(o.decode);
+    std::vector<int32_t> ids = text::ParseTokenIds(o.decode, "--decode");
     for (int32_t id : ids) {
       if (static_cast<size_t>(id) >= tokenizer->VocabSize()) {
         Fail("tokenize", "--decode: id {} is outside the vocabulary (size {})", id,

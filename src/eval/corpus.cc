@@ -1,10 +1,8 @@
 #include "eval/corpus.h"
 
-#include <chrono>
 #include <cstring>
-#include <ctime>
 
-#include "eval/results_json.h"
+#include "util/timing.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
@@ -53,6 +51,17 @@ Corpus ReadCorpus(const std::filesystem::path& dir) {
   if (j.contains("tokenizer") && j["tokenizer"].is_string()) {
     corpus.tokenizer = j["tokenizer"].get<std::string>();
   }
+  if (j.contains("tokenizer_sha256") && j["tokenizer_sha256"].is_string()) {
+    corpus.tokenizer_sha256 = j["tokenizer_sha256"].get<std::string>();
+  }
+  for (const auto& [key, id] : {std::pair{"bos_id", &corpus.bos_id}, {"eos_id", &corpus.eos_id}}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    if (!j[key].is_number_integer()) {
+      Fail(kComponent, "'{}': \"{}\" must be an integer, got {}", manifest_path.string(), key,
+           j[key].dump());
+    }
+    *id = j[key].get<int32_t>();
+  }
   if (!j.contains("tokens_sha256") || !j["tokens_sha256"].is_string()) {
     Fail(kComponent, "'{}': tokens_sha256 (a hex string) is missing", manifest_path.string());
   }
@@ -84,8 +93,9 @@ Corpus ReadCorpus(const std::filesystem::path& dir) {
   return corpus;
 }
 
-void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens, int64_t ctx_len,
-                 const nlohmann::ordered_json& descriptive) {
+nlohmann::ordered_json WriteCorpus(const std::filesystem::path& dir,
+                                   std::span<const int32_t> tokens, int64_t ctx_len,
+                                   const nlohmann::ordered_json& descriptive) {
   const nlohmann::ordered_json manifest =
       descriptive.is_object() ? descriptive : nlohmann::ordered_json::object();
   CHECK_MSG(ctx_len > 0 && !tokens.empty() && tokens.size() % ctx_len == 0, "tokens {} ctx_len {}",
@@ -113,6 +123,7 @@ void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> toke
   m["notes"] = manifest.contains("notes") ? manifest["notes"] : nullptr;
   WriteFileAtomic(dir / "tokens.bin", bytes);
   WriteFileAtomic(dir / "manifest.json", m.dump(2) + "\n");
+  return m;
 }
 
 CorpusSlice SliceCorpus(const Corpus& corpus, int64_t seq_start, int64_t seq_end,

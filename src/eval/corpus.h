@@ -20,6 +20,9 @@ struct Corpus {
   int64_t n_seqs = 0;
   int64_t vocab_size = 0;       // 0 when the manifest does not say (null or absent)
   std::string tokenizer;        // as the manifest says ("" when absent)
+  // The tokenizer's identity when the manifest records it (eval/vocab_check.h).
+  std::optional<std::string> tokenizer_sha256;
+  std::optional<int32_t> bos_id, eos_id;
   std::string tokens_sha256;    // verified against tokens.bin
   std::vector<int32_t> tokens;  // [n_seqs, ctx_len]
 
@@ -49,17 +52,19 @@ void CheckCorpusVocabularyMatches(const Corpus& corpus, int64_t logits_vocab,
                                   std::optional<int64_t> tokenizer_vocab,
                                   const std::string& teacher, const char* component);
 
-// Reads and validates a corpus directory: manifest format_version 1 and kind
-// "kl-eval-corpus", positive ctx_len / n_seqs, tokens.bin of exactly n_seqs*ctx_len*4 bytes
-// whose SHA-256 is tokens_sha256, token ids >= 0 (and < vocab_size when given).
+// Reads and validates a corpus directory (the one reader of its manifest.json): format_version 1
+// and kind "kl-eval-corpus", positive ctx_len / n_seqs, integer bos_id / eos_id when present,
+// tokens.bin of exactly n_seqs*ctx_len*4 bytes whose SHA-256 is tokens_sha256, token ids >= 0
+// (and < vocab_size when given).
 // Error("[corpus] ...") names the file and the numbers.
 Corpus ReadCorpus(const std::filesystem::path& dir);
 
-// Writes tokens.bin and manifest.json into `dir` (created if missing). `manifest` supplies the
-// descriptive keys (tokenizer, vocab_size, tokenizer_sha256 / bos_id / eos_id when given, seed,
-// chat_template, sources, notes); format_version,
-// kind, ctx_len, n_seqs, n_tokens, tokens_sha256 and created are filled in here.
-void WriteCorpus(const std::filesystem::path& dir, std::span<const int32_t> tokens, int64_t ctx_len,
-                 const nlohmann::ordered_json& manifest);
+// Writes tokens.bin and manifest.json into `dir` (created if missing) and returns the manifest
+// written. `manifest` supplies the descriptive keys (tokenizer, vocab_size, tokenizer_sha256 /
+// bos_id / eos_id when given, seed, chat_template, sources, notes); format_version, kind,
+// ctx_len, n_seqs, n_tokens, tokens_sha256 and created are filled in here.
+nlohmann::ordered_json WriteCorpus(const std::filesystem::path& dir,
+                                   std::span<const int32_t> tokens, int64_t ctx_len,
+                                   const nlohmann::ordered_json& manifest);
 
 }  // namespace proctor

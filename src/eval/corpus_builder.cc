@@ -97,7 +97,7 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
       stream.rows_used, rows.rows.size(), options.seed, stream.chat_rows_used, have, needed,
       tokenizer->Describe());
   t0 = std::chrono::steady_clock::now();
-  WriteCorpus(options.out_dir, tokens, options.ctx_len, descriptive);
+  result.manifest = WriteCorpus(options.out_dir, tokens, options.ctx_len, descriptive);
   result.out_dir = options.out_dir;
   result.tokenizer = tokenizer->Describe();
   result.tokenizer_path = tokenizer_path;
@@ -109,11 +109,7 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
   result.rows_used = stream.rows_used;
   result.chat_rows_used = stream.chat_rows_used;
   result.tokens_tokenized = have;
-  // Read back what was written: the manifest is the record (and ReadCorpus validates it).
-  const Corpus written = ReadCorpus(options.out_dir);
-  result.tokens_sha256 = written.tokens_sha256;
-  result.manifest =
-      nlohmann::ordered_json::parse(ReadFileToString(options.out_dir / "manifest.json"));
+  result.tokens_sha256 = result.manifest["tokens_sha256"].get<std::string>();
   result.io_seconds += SecondsSince(t0);
   result.elapsed_seconds = SecondsSince(start);
   return result;
@@ -136,6 +132,39 @@ nlohmann::ordered_json CorpusBuildResultToJson(const CorpusBuildResult& r) {
   j["tokenize_seconds"] = r.elapsed_seconds - r.load_seconds - r.io_seconds;
   j["manifest"] = r.manifest;
   return j;
+}
+
+ResultsEnvelope CorpusResultsEnvelope(const CorpusBuildResult& result,
+                                      const CorpusBuildOptions& options) {
+  ResultsEnvelope env{.command = "corpus"};
+  double hash_seconds = 0;
+  {
+    ScopedSeconds hashing(&hash_seconds);
+    const std::filesystem::path& tok = result.tokenizer_path;
+    if (std::filesystem::is_regular_file(tok)) {
+      env.inputs.push_back(DescribeFileInput("tokenizer", tok));
+    } else {
+      for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
+        if (std::filesystem::exists(tok / name)) {
+          env.inputs.push_back(DescribeFileInput("tokenizer", tok / name));
+        }
+      }
+    }
+    if (!options.chat_template_file.empty()) {
+      env.inputs.push_back(DescribeFileInput("chat_template", options.chat_template_file));
+    }
+    for (const auto& input : options.inputs) {
+      env.inputs.push_back(DescribeFileInput("input", input));
+    }
+    env.outputs.push_back(DescribeCorpusInput("corpus", options.out_dir));
+  }
+  env.settings = {{"ctx_len", options.ctx_len}, {"n_seqs", options.n_seqs}, {"seed", options.seed}};
+  env.results = CorpusBuildResultToJson(result);
+  env.timings.total_seconds = result.elapsed_seconds + hash_seconds;
+  env.timings.io_seconds = result.io_seconds;
+  env.timings.load_seconds = result.load_seconds;
+  env.timings.hash_seconds = hash_seconds;
+  return env;
 }
 
 }  // namespace proctor

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/results_json.h"
+
 namespace proctor {
 
 struct CorpusBuildOptions {
@@ -52,5 +54,10 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options);
 
 // The --json summary of `proctor corpus`.
 nlohmann::ordered_json CorpusBuildResultToJson(const CorpusBuildResult& result);
+// The results file of `proctor corpus --json`: the tokenizer's own files (not a model folder's
+// weights), the chat template and the inputs with their sha256, the settings, the result and the
+// corpus written.
+ResultsEnvelope CorpusResultsEnvelope(const CorpusBuildResult& result,
+                                      const CorpusBuildOptions& options);
 
 }  // namespace proctor

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <memory>
 
-#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/eval_model.h"
 #include "eval/demo_teacher.h"
 #include "eval/demo_texts.h"
 #include "eval/vocab_check.h"
@@ -41,25 +41,48 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Wraps a forward so that, besides handing each chunk on, it records the next-token negative
-// log-likelihood of every position that has a next token (in position order, sequence after
-// sequence: the forward is called once per sequence, in order).
+// -log softmax(row)[target], as the demo has always computed it.
+double NextTokenNll(const float* row, int64_t vocab, int32_t target) {
+  const ops::RowStats stats = ops::ComputeRowStats(row, vocab);
+  CHECK(target >= 0 && target < vocab);
+  return static_cast<double>(stats.max) + static_cast<double>(stats.log_sum_exp_shifted) -
+         static_cast<double>(row[target]);
+}
+
+// A stepper that hands every chunk on unchanged and records the next-token negative
+// log-likelihood of every position that has a next token, in position order. A chunk's last row
+// waits for the next chunk's first token; the sequence's last position has none and is dropped.
+class NllRecordingStepper final : public LogitsStepper {
+ public:
+  NllRecordingStepper(std::unique_ptr<LogitsStepper> inner, std::vector<double>* nll)
+      : inner_(std::move(inner)), nll_(nll) {}
+
+  MatView Step(std::span<const int32_t> tokens) override {
+    const MatView logits = inner_->Step(tokens);
+    if (!pending_.empty() && !tokens.empty()) {
+      nll_->push_back(NextTokenNll(pending_.data(), logits.cols, tokens[0]));
+    }
+    pending_.clear();
+    for (int64_t r = 0; r + 1 < logits.rows; ++r) {
+      nll_->push_back(NextTokenNll(logits.RowAs<float>(r), logits.cols,
+                                   tokens[static_cast<size_t>(r + 1)]));
+    }
+    if (logits.rows > 0) {
+      const float* last = logits.RowAs<float>(logits.rows - 1);
+      pending_.assign(last, last + logits.cols);
+    }
+    return logits;
+  }
+
+ private:
+  std::unique_ptr<LogitsStepper> inner_;
+  std::vector<double>* nll_;
+  std::vector<float> pending_;  // the last row of the previous chunk
+};
+
 TeacherForcedLogits WithNll(TeacherForcedLogits inner, std::shared_ptr<std::vector<double>> nll) {
-  return [inner = std::move(inner), nll](std::span<const int32_t> tokens, int64_t chunk,
-                                         const LogitsChunkFn& on_chunk) {
-    const auto scored = static_cast<int64_t>(tokens.size()) - 1;
-    inner(tokens, chunk, [&](int64_t start, const MatView& logits) {
-      for (int64_t r = 0; r < logits.rows && start + r < scored; ++r) {
-        const float* row = logits.RowAs<float>(r);
-        const ops::RowStats stats = ops::ComputeRowStats(row, logits.cols);
-        const int32_t target = tokens[static_cast<size_t>(start + r + 1)];
-        CHECK(target >= 0 && target < logits.cols);
-        nll->push_back(static_cast<double>(stats.max) +
-                       static_cast<double>(stats.log_sum_exp_shifted) -
-                       static_cast<double>(row[target]));
-      }
-      on_chunk(start, logits);
-    });
+  return [inner = std::move(inner), nll](int64_t max_positions) -> std::unique_ptr<LogitsStepper> {
+    return std::make_unique<NllRecordingStepper>(inner(max_positions), nll.get());
   };
 }
 
@@ -140,22 +163,23 @@ DemoResult RunDemo(const DemoOptions& options) {
   } else {
     result.teacher = options.model;
   }
-  int64_t vocab = 0;
-  std::string stored_dtype;
-  std::filesystem::path tokenizer_source;
-  {
-    const LoadedModel teacher = LoadModel(result.teacher);
-    vocab = teacher.config.vocab_size;
-    stored_dtype = teacher.config.stored_dtype;
-    tokenizer_source = teacher.source;
-    result.teacher_bits_per_weight = BitsPerWeight(teacher.weights);
-    if (!result.generated_teacher) {
-      result.teacher_summary =
-          fmt::format("{} ({:.2f}M parameters)", teacher.config.Summary(),
-                      static_cast<double>(CountParameters(teacher.weights)) / 1e6);
-    }
+  // Opened once: its shapes, tokenizer, vocabulary identity and forward.
+  const std::shared_ptr<const EvalModel> teacher = EvalModel::Open(result.teacher);
+  const int64_t vocab = teacher->config().vocab_size;
+  const std::string stored_dtype = teacher->config().stored_dtype;
+  result.teacher_bits_per_weight = BitsPerWeight(teacher->weights());
+  if (!result.generated_teacher) {
+    result.teacher_summary =
+        fmt::format("{} ({:.2f}M parameters)", teacher->config().Summary(),
+                    static_cast<double>(CountParameters(teacher->weights())) / 1e6);
   }
-  const auto tokenizer = text::LoadTokenizer(tokenizer_source);
+  const text::Tokenizer* tokenizer = teacher->tokenizer();
+  if (tokenizer == nullptr) {
+    Fail(kComponent,
+         "model '{}' has no tokenizer (no tokenizer.json beside its weights, no vocabulary in its "
+         ".gguf): the demo builds its corpus with the model's own tokenizer",
+         result.teacher);
+  }
   result.tokenizer = tokenizer->Describe();
   result.teacher_seconds = SecondsSince(phase);
   log(fmt::format("1. teacher: {}\n   {}", result.teacher, result.teacher_summary));
@@ -179,15 +203,15 @@ DemoResult RunDemo(const DemoOptions& options) {
   result.ctx_len = options.ctx_len;
   tokens.resize(static_cast<size_t>(result.n_seqs * result.ctx_len));
   result.corpus_dir = options.work_dir / "corpus";
-  nlohmann::ordered_json manifest =
-      ModelVocabularyIdentity(result.teacher, vocab, "teacher").ToJson();
+  nlohmann::ordered_json manifest = teacher->Identity("teacher").ToJson();
   manifest["tokenizer"] = result.teacher;
   manifest["sources"] = result.corpus_sources;
   manifest["notes"] =
       "proctor demo: the project's docs, BOS before each file, concatenated, cut "
       "into rows in order";
-  WriteCorpus(result.corpus_dir, tokens, result.ctx_len, manifest);
-  result.corpus_sha256 = ReadCorpus(result.corpus_dir).tokens_sha256;
+  result.corpus_sha256 =
+      WriteCorpus(result.corpus_dir, tokens, result.ctx_len, manifest)["tokens_sha256"]
+          .get<std::string>();
   result.corpus_seconds = SecondsSince(phase);
   log(
       fmt::format("2. corpus: {} sequences x {} tokens from the project's docs ({} files, "
@@ -213,7 +237,7 @@ DemoResult RunDemo(const DemoOptions& options) {
   //    to an MLX directory (as `proctor quantize`) and loaded back by the engine.
   DemoRow self =
       ScoreRow(options, result.dump_dir, fmt::format("teacher ({})", ShortDType(stored_dtype)),
-               MakeCandidateForward(result.teacher, options.runtime));
+               teacher->Forward(options.runtime));
   self.bits_per_weight = result.teacher_bits_per_weight;
   result.rows.push_back(std::move(self));
   log(fmt::format("4. scored the teacher against its own dump (the floor) in {:.2f} s",
@@ -229,7 +253,7 @@ DemoResult RunDemo(const DemoOptions& options) {
     const double prepare_seconds = SecondsSince(q_start);
     DemoRow row =
         ScoreRow(options, result.dump_dir, fmt::format("mlx {}-bit g{}", bits, options.group_size),
-                 MakeCandidateForward(dir.string(), options.runtime));
+                 EvalModel::Open(dir.string())->Forward(options.runtime));
     row.model = dir.string();
     row.bits = bits;
     row.bits_per_weight = report.bits_per_weight;

@@ -9,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/candidate_forward.h"
+#include "eval/eval_model.h"
 #include "eval/kl_eval.h"
+#include "eval/logits_chunks.h"
 #include "eval/ref_logits_writer.h"
 #include "eval/testing_dumps.h"
 
@@ -33,19 +34,20 @@ class KlEngine : public ::testing::Test {
     std::uniform_int_distribution<int32_t> token(3, 511);
     for (int i = 0; i < kSeqs * kCtx; ++i) tokens_.push_back(token(rng));
     // Dump the model's own logits (chunks of 16, as the scorer below uses).
-    const TeacherForcedLogits forward = MakeCandidateForward(Stories260K().string());
+    LogitsChunkDriver driver({{"stories260K", EvalModel::Open(Stories260K().string())->Forward({})}},
+                             {.chunk_size = 16, .quiet = true});
     ReferenceLogitsWriter writer({.dir = temp_.path(), .model = "stories260K",
                                   .corpus_sha256 = "test", .ctx_len = kCtx, .n_seqs = kSeqs,
                                   .top_k = 64, .created = "test"},
                                  tokens_);
     for (int64_t s = 0; s < kSeqs; ++s) {
       writer.BeginSequence(s);
-      forward(std::span<const int32_t>(tokens_).subspan(s * kCtx, kCtx), 16,
-              [&](int64_t start, const MatView& logits) {
-                for (int64_t r = 0; r < logits.rows && start + r < writer.positions(); ++r) {
-                  writer.AppendLogitsRow(std::span<const float>(logits.RowAs<float>(r), logits.cols));
-                }
-              });
+      driver.RunSequence(std::span<const int32_t>(tokens_).subspan(s * kCtx, kCtx),
+                         writer.positions(), "stories260K", [&](const LogitsChunk& chunk) {
+        for (int64_t r = 0; r < chunk.scored; ++r) {
+          writer.AppendLogitsRow(std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
+        }
+      });
       writer.EndSequence();
     }
     writer.Finish();

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <optional>
 
-#include "eval/candidate_forward.h"
+#include "eval/eval_model.h"
+#include "eval/logits_chunks.h"
 #include "eval/per_position.h"
 #include "eval/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/progress.h"
 
 namespace proctor {
 namespace {
@@ -23,7 +23,7 @@ std::string FormatSci(double v) { return fmt::format("{:.3e}", v); }
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   const double start = MonotonicSeconds();
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  CheckChunkSize(options.chunk_size, kComponent);
   if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
   KlEvalResult result;
   ResultsTimings& timings = result.timings;
@@ -33,21 +33,12 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
     opened.emplace(ReferenceLogitsDump::Open(options.reference_dir));
   }
   const ReferenceLogitsDump& dump = *opened;
-  // What the dump's manifest records about the teacher's vocabulary (checked at the first chunk,
-  // when the candidate's logits width is known).
-  const bool check_vocabulary = options.check_tokenizer && !options.forward;
-  VocabularyIdentity recorded, model;
-  if (check_vocabulary) {
-    ScopedSeconds load(&timings.load_seconds);
-    recorded = RecordedVocabularyIdentity(
-        nlohmann::json::parse(ReadFileToString(dump.ManifestPath())), dump.ManifestPath());
-    model = ModelVocabularyIdentity(options.candidate, 0, "candidate");
-  }
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   TeacherForcedLogits forward = options.forward;
+  std::shared_ptr<const EvalModel> model;  // the candidate, opened once (unless injected)
   if (!forward) {
     ScopedSeconds load(&timings.load_seconds);
-    forward = MakeCandidateForward(options.candidate, options.runtime);
+    model = EvalModel::Open(options.candidate);
+    forward = model->Forward(options.runtime);
   }
 
   result.label = dump.Label();
@@ -56,19 +47,28 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   result.manifest = dump.manifest();
   result.positions_per_seq = dump.positions();
   result.chunk_size = options.chunk_size;
-  result.threads = pool.num_threads();
   result.warnings = dump.warnings();
   const int64_t n_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, dump.n_seqs()) : dump.n_seqs();
   const int64_t positions = dump.positions();
 
-  Progress progress({.label = "kl",
-                     .unit = "positions",
-                     .total = static_cast<uint64_t>(n_seqs * positions),
-                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+  LogitsChunkDriver driver({{fmt::format("candidate '{}'", options.candidate), forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "kl",
+                            .total_positions = static_cast<uint64_t>(n_seqs * positions),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  result.threads = driver.pool().num_threads();
+  // What the dump's manifest records about the teacher's vocabulary, against the candidate.
+  if (options.check_tokenizer && model) {
+    driver.OnVocabulary([&](int64_t) {
+      CheckRecordedVocabulary(RecordedVocabularyIdentity(dump.manifest(), dump.ManifestPath()),
+                              model->Identity("candidate"));
+    });
+  }
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   ReferenceRecords records;
-  double forward_and_callbacks = 0, callbacks = 0;
   for (int64_t s = 0; s < n_seqs; ++s) {
     std::vector<int32_t> tokens;
     {
@@ -78,65 +78,33 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
     const std::string where = fmt::format("'{}'", dump.SequencePath(s).string());
     auto& seq_scores = scores[s];
     seq_scores.resize(static_cast<size_t>(positions));
-    int64_t next = 0;  // the first position not yet covered by a chunk
-    const LogitsChunkFn on_chunk = [&](int64_t start_pos, const MatView& logits) {
-      ScopedSeconds in_callback(&callbacks);
-      if (logits.type != DType::kF32) {
-        Fail(kComponent, "sequence {}: the forward gave {} logits; the scorer takes float32", s,
-             Name(logits.type));
-      }
-      if (start_pos != next || logits.rows < 1 || start_pos + logits.rows > dump.ctx_len()) {
-        Fail(kComponent,
-             "sequence {}: the forward gave a chunk of {} rows at position {}, but the next "
-             "uncovered position is {} (chunks must cover positions 0..{} in order, each once)",
-             s, logits.rows, start_pos, next, dump.ctx_len() - 1);
-      }
-      if (result.candidate_vocab == 0) {
-        result.candidate_vocab = logits.cols;
-        if (check_vocabulary) {
-          model.logits_vocab = logits.cols;
-          CheckRecordedVocabulary(recorded, model);
-        }
-      }
-      if (logits.cols != result.candidate_vocab) {
-        Fail(kComponent, "sequence {}: a chunk has vocabulary {}, an earlier one {}", s,
-             logits.cols, result.candidate_vocab);
-      }
-      next = start_pos + logits.rows;
-      // The sequence's last position predicts no corpus token and has no record: drop it.
-      const int64_t scored_end = std::min(next, positions);
-      if (start_pos >= scored_end) return;
-      const int64_t count = scored_end - start_pos;
+    // The sequence's last position predicts no corpus token and has no record: it is not scored.
+    driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
       {
         ScopedSeconds io(&timings.io_seconds);
-        dump.ReadRecords(s, start_pos, scored_end, &records);
+        dump.ReadRecords(s, chunk.start, chunk.start + chunk.scored, &records);
       }
-      {
-        ScopedSeconds scoring(&timings.scoring_seconds);
-        ScoreChunk(records, logits, count, where, pool, seq_scores.data() + start_pos,
-                   tokens.data() + start_pos + 1);
-      }
-      progress.Advance(static_cast<uint64_t>(count));
-    };
-    {
-      ScopedSeconds whole(&forward_and_callbacks);
-      forward(std::span<const int32_t>(tokens), options.chunk_size, on_chunk);
-    }
-    if (next < positions) {
-      Fail(kComponent,
-           "sequence {}: the forward's chunks covered positions [0, {}) but the dump has "
-           "records for [0, {})",
-           s, next, positions);
-    }
+      ScopedSeconds scoring(&timings.scoring_seconds);
+      ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),
+                 seq_scores.data() + chunk.start, tokens.data() + chunk.start + 1);
+    });
   }
-  progress.Finish();
-  timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
+  driver.Finish();
+  result.candidate_vocab = driver.vocab();
+  timings.forward_seconds = driver.forward_seconds();
   FinishKlRun(options.per_position,
               {.flags = 0,
                .positions_per_seq = static_cast<uint64_t>(positions),
                .top_k = static_cast<uint64_t>(dump.top_k()),
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
               scores, start, &result);
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(DescribeReferenceLogitsInput("reference_logits", dump));
+    result.inputs.push_back(model ? model->Describe("candidate")
+                                  : DescribeModelInput("candidate", options.candidate));
+  }
+  timings.total_seconds += timings.hash_seconds;
   return result;
 }
 
@@ -206,6 +174,51 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
           : 0.0;
   if (r.mode == "two-model") j["reference_forward_seconds"] = r.reference_forward_seconds;
   return j;
+}
+
+namespace {
+
+// What both KL envelopes share: results, timings, warnings, the per-position output.
+ResultsEnvelope KlEnvelope(const KlEvalResult& result, const std::filesystem::path& per_position) {
+  ResultsEnvelope env{.command = "kl", .threads = result.threads};
+  env.inputs = result.inputs;
+  env.results = KlEvalResultToJson(result);
+  env.timings = result.timings;
+  env.warnings = result.warnings;
+  if (!per_position.empty()) {
+    env.outputs.push_back({{"role", "per_position"}, {"path", per_position.string()}});
+  }
+  return env;
+}
+
+}  // namespace
+
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOptions& options) {
+  ResultsEnvelope env = KlEnvelope(result, options.per_position);
+  env.settings = {{"mode", result.mode},
+                  {"chunk_size", options.chunk_size},
+                  {"max_seqs", options.max_seqs},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"reference_compute", nullptr},
+                  {"reference_kv", nullptr},
+                  {"top_k", result.manifest.top_k},
+                  {"full_vocabulary", false}};
+  return env;
+}
+
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options) {
+  ResultsEnvelope env = KlEnvelope(result, options.per_position);
+  env.settings = {{"mode", result.mode},
+                  {"chunk_size", options.chunk_size},
+                  {"max_seqs", options.max_seqs},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"reference_compute", std::string(ComputeModeName(options.reference_runtime.compute))},
+                  {"reference_kv", options.reference_runtime.kv.Name()},
+                  {"top_k", result.manifest.top_k},
+                  {"full_vocabulary", true}};
+  return env;
 }
 
 std::string FormatKlTable(const std::vector<KlEvalResult>& results) {

@@ -28,10 +28,10 @@ namespace proctor {
 
 struct KlEvalOptions {
   std::filesystem::path reference_dir{};
-  std::string candidate{};               // model path (or a display name with an injected forward)
+  std::string candidate{};               // model spec (or a display name with an injected forward)
   int64_t max_seqs = 0;                  // score the first N sequences; 0 = all
   int64_t chunk_size = 512;              // positions per forward chunk
-  TeacherForcedLogits forward{};         // empty: MakeCandidateForward(candidate, runtime)
+  TeacherForcedLogits forward{};         // empty: the engine's (EvalModel::Open(candidate))
   RuntimeOptions runtime{};              // engine options for a loaded candidate
   ThreadPool* pool = nullptr;            // rows of a chunk are scored across it; null = Global()
   bool quiet = false;                    // no progress on stderr
@@ -39,6 +39,7 @@ struct KlEvalOptions {
   // Compare the candidate's tokenizer with what the dump's manifest records (when the candidate
   // is a model on disk and the manifest records anything).
   bool check_tokenizer = true;
+  bool describe_inputs = false;  // fill KlEvalResult::inputs (hashes every input file)
 };
 
 struct KlEvalResult {
@@ -56,6 +57,8 @@ struct KlEvalResult {
   std::vector<std::string> warnings;
   ResultsTimings timings;                // forward / scoring / I/O split of the run
   double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
+  // The inputs as the results file lists them (with describe_inputs; eval/results_json.h).
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
 };
 
 KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
@@ -68,19 +71,20 @@ void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHea
                  KlEvalResult* result);
 
 struct KlTwoModelOptions {
-  std::string reference{};  // teacher model spec (or a display name with `reference_steps`)
+  std::string reference{};  // teacher model spec (or a display name with `reference_forward`)
   std::string candidate{};
   std::filesystem::path corpus_dir{};
   int64_t max_seqs = 0;  // score the first N sequences; 0 = all
   int64_t chunk_size = 512;
-  StartSequenceFn reference_steps{};  // empty: the engine's (MakeSteppedModel)
-  StartSequenceFn candidate_steps{};
+  TeacherForcedLogits reference_forward{};  // empty: the engine's (EvalModel::Open(reference))
+  TeacherForcedLogits candidate_forward{};
   RuntimeOptions runtime{};            // engine options of the candidate
   RuntimeOptions reference_runtime{};  // and of the reference (self A/B: same model, two values)
   ThreadPool* pool = nullptr;
   bool quiet = false;
   std::filesystem::path per_position{};
-  bool check_tokenizer = true;  // compare tokenizers (both models, and the corpus' record)
+  bool check_tokenizer = true;   // compare tokenizers (both models, and the corpus' record)
+  bool describe_inputs = false;  // fill KlEvalResult::inputs
 };
 
 // Both models run teacher-forced over the corpus' tokens (src/eval/corpus.h) in lockstep; every
@@ -90,6 +94,10 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
 
 // Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);
+// The whole results file of a saved-teacher or two-model run (`proctor kl --json`): the inputs
+// the run described, its settings, every statistic, the timing split and the per-position file.
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOptions& options);
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options);
 // A readable table, one row per result (same reference).
 std::string FormatKlTable(const std::vector<KlEvalResult>& results);
 

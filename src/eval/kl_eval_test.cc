@@ -19,18 +19,13 @@ using testing::TempDir;
 using testing::TinyCase;
 
 // A fake forward that hands out the rows of `logits` ([n_seqs, ctx, vocab_stride]) for the
-// sequences in call order, `vocab` columns of each, in chunks of the requested size.
+// sequences in the order they are started, `vocab` columns of each.
 TeacherForcedLogits FakeForward(const std::vector<float>* logits, int64_t ctx, int64_t vocab_stride,
-                                int64_t vocab, std::shared_ptr<int64_t> seq) {
-  return [=](std::span<const int32_t> tokens, int64_t chunk, const LogitsChunkFn& on_chunk) {
-    EXPECT_EQ(static_cast<int64_t>(tokens.size()), ctx);
-    const float* base = logits->data() + (*seq)++ * ctx * vocab_stride;
-    for (int64_t start = 0; start < ctx; start += chunk) {
-      const int64_t rows = std::min(chunk, ctx - start);
-      on_chunk(start, MatView{DType::kF32, rows, vocab, static_cast<size_t>(vocab_stride) * 4,
-                              reinterpret_cast<const uint8_t*>(base + start * vocab_stride)});
-    }
-  };
+                                int64_t vocab) {
+  return testing::FakeForward([=](int64_t seq, int64_t start, std::span<const int32_t> t) {
+    const auto n = static_cast<int64_t>(t.size());
+    return testing::LogitsRows(*logits, ctx, vocab_stride, vocab, seq, start, n);
+  });
 }
 
 KlEvalResult Score(const TinyCase& c, const std::filesystem::path& dir, int64_t chunk,
@@ -42,7 +37,7 @@ KlEvalResult Score(const TinyCase& c, const std::filesystem::path& dir, int64_t 
        .max_seqs = max_seqs,
        .chunk_size = chunk,
        .forward = FakeForward(self ? &c.teacher : &c.candidate, c.ctx_len, c.vocab,
-                              vocab > 0 ? vocab : c.vocab, std::make_shared<int64_t>(0)),
+                              vocab > 0 ? vocab : c.vocab),
        .pool = &pool,
        .quiet = true});
 }
@@ -185,31 +180,53 @@ void ExpectForwardError(const TeacherForcedLogits& forward, const std::string& f
   try {
     EvaluateKlVsReferenceLogits(
         {.reference_dir = temp.path(), .candidate = "/nonexistent/candidate-model",
-         .forward = forward, .quiet = true});
+         .chunk_size = 3, .forward = forward, .quiet = true});
     FAIL() << "expected an error containing " << fragment;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
   }
 }
 
-TEST(KlEval, ChunksMustCoverTheScoredPositionsExactly) {
+// The chunk driver (eval/logits_chunks.h) decides the chunks; a forward that returns anything
+// but one float32 row per token of the chunk, or changes its vocabulary, is a clear error.
+TEST(KlEval, AForwardMustReturnOneFloatRowPerTokenOfTheChunk) {
   static const TinyCase c;
   const auto rows = [](int64_t start, int64_t n) {
-    return MatView{DType::kF32, n, 12, 48, reinterpret_cast<const uint8_t*>(c.candidate.data() + start * 12)};
+    return MatView{DType::kF32, n, 12, 48,
+                   reinterpret_cast<const uint8_t*>(c.candidate.data() + start * 12)};
   };
-  ExpectForwardError([&](auto, int64_t, const LogitsChunkFn& f) { f(0, rows(0, 2)); f(3, rows(3, 3)); },
-                     "next uncovered position is 2");
-  ExpectForwardError([&](auto, int64_t, const LogitsChunkFn& f) { f(0, rows(0, 3)); f(2, rows(2, 3)); },
-                     "next uncovered position is 3");
-  ExpectForwardError([&](auto, int64_t, const LogitsChunkFn& f) { f(0, rows(0, 3)); },
-                     "covered positions [0, 3) but the dump has records for [0, 5)");
-  ExpectForwardError([&](auto, int64_t, const LogitsChunkFn& f) { f(0, rows(0, 7)); },
-                     "chunk of 7 rows");
+  using testing::FakeForward;
+  ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
+                       const auto n = static_cast<int64_t>(t.size());
+                       return rows(start, n - 1);
+                     }),
+                     "gave 2 rows of 12 logits for the 3 tokens at positions [0, 3)");
+  ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
+                       const auto n = static_cast<int64_t>(t.size());
+                       return rows(start, n + 1);
+                     }),
+                     "gave 4 rows of 12 logits for the 3 tokens at positions [0, 3)");
+  ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
+                       const auto n = static_cast<int64_t>(t.size());
+                       MatView v = rows(start, n);
+                       v.type = DType::kBF16;
+                       return v;
+                     }),
+                     "gave bf16 logits; float32 expected");
+  ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
+                       const auto n = static_cast<int64_t>(t.size());
+                       MatView v = rows(start, n);
+                       if (start > 0) v.cols = 11;
+                       return v;
+                     }),
+                     "gave 11 logits per position at position 3, 12 before");
   std::vector<float> nan_rows(6 * 12, 0.0f);
   nan_rows[2 * 12 + 5] = std::nanf("");
-  ExpectForwardError([&](auto, int64_t, const LogitsChunkFn& f) {
-    f(0, MatView{DType::kF32, 6, 12, 48, reinterpret_cast<const uint8_t*>(nan_rows.data())});
-  }, "position 2: the candidate's logits have a NaN");
+  ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
+                       const auto n = static_cast<int64_t>(t.size());
+    return MatView{DType::kF32, n, 12, 48,
+                   reinterpret_cast<const uint8_t*>(nan_rows.data() + start * 12)};
+  }), "position 2: the candidate's logits have a NaN");
 }
 
 TEST(KlEval, WithoutAnInjectedForwardTheCandidateIsLoadedAsAModel) {

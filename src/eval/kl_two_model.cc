@@ -5,14 +5,14 @@
 #include <algorithm>
 #include <optional>
 
-#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/eval_model.h"
+#include "eval/logits_chunks.h"
 #include "eval/kl_eval.h"
 #include "eval/per_position.h"
 #include "eval/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/progress.h"
 
 namespace proctor {
 namespace {
@@ -23,7 +23,7 @@ constexpr const char* kComponent = "kl";
 
 KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   const double start = MonotonicSeconds();
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  CheckChunkSize(options.chunk_size, kComponent);
   if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
   KlEvalResult result;
   result.mode = "two-model";
@@ -39,44 +39,34 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
          corpus.dir.string(), corpus.ctx_len);
   }
 
-  // Load both models (or take the injected steppers) and compare their vocabularies.
-  StartSequenceFn reference_steps = options.reference_steps;
-  StartSequenceFn candidate_steps = options.candidate_steps;
-  int64_t reference_vocab = 0, candidate_vocab = 0;
+  // Open both models once (or take the injected forwards) and compare their vocabularies: with
+  // each other, and with what the corpus recorded. The same spec on both sides (a self A/B of a
+  // runtime switch) is opened once.
+  TeacherForcedLogits reference_forward = options.reference_forward;
+  TeacherForcedLogits candidate_forward = options.candidate_forward;
+  std::shared_ptr<const EvalModel> reference, candidate;
   {
     ScopedSeconds load(&timings.load_seconds);
-    if (!reference_steps) {
-      SteppedModel m = MakeSteppedModel(options.reference, options.reference_runtime);
-      reference_steps = std::move(m.start);
-      reference_vocab = m.vocab;
+    if (!reference_forward) {
+      reference = EvalModel::Open(options.reference);
+      reference_forward = reference->Forward(options.reference_runtime);
     }
-    if (!candidate_steps) {
-      SteppedModel m = MakeSteppedModel(options.candidate, options.runtime);
-      candidate_steps = std::move(m.start);
-      candidate_vocab = m.vocab;
-    }
-    VocabularyIdentity reference_id, candidate_id;
-    reference_id.source = fmt::format("reference '{}'", options.reference);
-    candidate_id.source = fmt::format("candidate '{}'", options.candidate);
-    if (options.check_tokenizer && !options.reference_steps) {
-      reference_id = ModelVocabularyIdentity(options.reference, reference_vocab, "reference");
-    }
-    if (options.check_tokenizer && !options.candidate_steps) {
-      candidate_id = ModelVocabularyIdentity(options.candidate, candidate_vocab, "candidate");
-    }
-    if (reference_vocab > 0) reference_id.logits_vocab = reference_vocab;
-    if (candidate_vocab > 0) candidate_id.logits_vocab = candidate_vocab;
-    CheckSameVocabulary(reference_id, candidate_id);
-    if (options.check_tokenizer) {
-      const auto manifest_path = corpus.dir / "manifest.json";
-      const VocabularyIdentity recorded = RecordedVocabularyIdentity(
-          nlohmann::json::parse(ReadFileToString(manifest_path)), manifest_path);
-      if (!options.reference_steps) CheckRecordedVocabulary(recorded, reference_id);
-      if (!options.candidate_steps) CheckRecordedVocabulary(recorded, candidate_id);
+    if (!candidate_forward) {
+      candidate = options.reference == options.candidate && reference
+                      ? reference
+                      : EvalModel::Open(options.candidate);
+      candidate_forward = candidate->Forward(options.runtime);
     }
   }
+  if (options.check_tokenizer && reference && candidate) {
+    CheckSameVocabulary(reference->Identity("reference"), candidate->Identity("candidate"));
+  }
+  if (options.check_tokenizer) {
+    const VocabularyIdentity recorded = RecordedVocabularyIdentity(corpus);
+    if (reference) CheckRecordedVocabulary(recorded, reference->Identity("reference"));
+    if (candidate) CheckRecordedVocabulary(recorded, candidate->Identity("candidate"));
+  }
 
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   const int64_t n_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, corpus.n_seqs) : corpus.n_seqs;
   const int64_t positions = corpus.ctx_len - 1;
@@ -92,65 +82,51 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   result.manifest.positions_per_seq = positions;
   result.positions_per_seq = positions;
   result.chunk_size = options.chunk_size;
-  result.threads = pool.num_threads();
 
-  Progress progress({.label = "kl",
-                     .unit = "positions",
-                     .total = static_cast<uint64_t>(n_seqs * positions),
-                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+  LogitsChunkDriver driver({{fmt::format("reference '{}'", options.reference), reference_forward},
+                            {fmt::format("candidate '{}'", options.candidate), candidate_forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "kl",
+                            .total_positions = static_cast<uint64_t>(n_seqs * positions),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  result.threads = driver.pool().num_threads();
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   for (int64_t s = 0; s < n_seqs; ++s) {
     const std::span<const int32_t> tokens = corpus.Sequence(s);
     const std::string where = fmt::format("sequence {} of corpus '{}'", s, corpus.dir.string());
-    std::unique_ptr<LogitsStepper> reference = reference_steps(corpus.ctx_len);
-    std::unique_ptr<LogitsStepper> candidate = candidate_steps(corpus.ctx_len);
     auto& seq_scores = scores[s];
     seq_scores.resize(static_cast<size_t>(positions));
     // Chunks cover the whole sequence (as `dump`, saved-teacher `kl` and `logits` run it, so the
     // same chunk size gives the same logits in every mode); the last position predicts no
     // corpus token and is not scored.
-    for (int64_t begin = 0; begin < corpus.ctx_len; begin += options.chunk_size) {
-      const int64_t end = std::min(corpus.ctx_len, begin + options.chunk_size);
-      const auto chunk =
-          tokens.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
-      MatView t, c;
-      {
-        ScopedSeconds forward(&result.reference_forward_seconds);
-        t = reference->Step(chunk);
-      }
-      {
-        ScopedSeconds forward(&timings.forward_seconds);
-        c = candidate->Step(chunk);
-      }
-      for (const auto& [view, who] : {std::pair{&t, "reference"}, std::pair{&c, "candidate"}}) {
-        if (view->type != DType::kF32 || view->rows != end - begin) {
-          Fail(kComponent, "{}: the {} forward gave {} rows of {} for a chunk of {} tokens", where,
-               who, view->rows, Name(view->type), end - begin);
-        }
-      }
-      if (t.cols != c.cols) {
-        Fail(kComponent,
-             "{}: reference '{}' gives {} logits per position, candidate '{}' gives {}: the "
-             "vocabularies differ (two-model KL needs the same vocabulary)",
-             where, options.reference, t.cols, options.candidate, c.cols);
-      }
-      if (result.candidate_vocab == 0) result.candidate_vocab = c.cols;
-      const int64_t scored = std::min(end, positions) - begin;
-      if (scored <= 0) continue;
+    driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
       ScopedSeconds scoring(&timings.scoring_seconds);
-      ScoreFullVocabularyChunk(t, c, scored, begin, where, pool, seq_scores.data() + begin,
-                               tokens.data() + begin + 1);
-      progress.Advance(static_cast<uint64_t>(scored));
-    }
+      ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where,
+                               driver.pool(), seq_scores.data() + chunk.start,
+                               tokens.data() + chunk.start + 1);
+    });
   }
-  progress.Finish();
-  timings.forward_seconds += result.reference_forward_seconds;
+  driver.Finish();
+  result.candidate_vocab = driver.vocab();
+  result.reference_forward_seconds = driver.arm_forward_seconds(0);
+  timings.forward_seconds = driver.forward_seconds();
   FinishKlRun(options.per_position,
               {.flags = kPerPositionFullVocabulary,
                .positions_per_seq = static_cast<uint64_t>(positions),
                .top_k = 0,
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
               scores, start, &result);
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(reference ? reference->Describe("reference")
+                                      : DescribeModelInput("reference", options.reference));
+    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+    result.inputs.push_back(candidate ? candidate->Describe("candidate")
+                                      : DescribeModelInput("candidate", options.candidate));
+  }
+  timings.total_seconds += timings.hash_seconds;
   return result;
 }
 

@@ -76,8 +76,8 @@ class TwoModel : public ::testing::Test {
                                 .candidate = "candidate",
                                 .corpus_dir = temp_.path() / "corpus",
                                 .chunk_size = chunk,
-                                .reference_steps = reference.Stepper(),
-                                .candidate_steps = candidate.Stepper(),
+                                .reference_forward = reference.Forward(),
+                                .candidate_forward = candidate.Forward(),
                                 .pool = &pool,
                                 .quiet = true,
                                 .per_position = per_position});
@@ -250,16 +250,11 @@ TEST(PerPosition, SavedTeacherRecordsCarryTheNextTokensNll) {
   const testing::TinyCase c;
   TempDir temp;
   c.WriteDump(temp.path() / "dump");
-  int64_t seq = 0;
-  const TeacherForcedLogits forward = [&](std::span<const int32_t>, int64_t chunk,
-                                          const LogitsChunkFn& on_chunk) {
-    const float* base = c.CandidateRow(seq++, 0);
-    for (int64_t start = 0; start < c.ctx_len; start += chunk) {
-      const int64_t rows = std::min(chunk, c.ctx_len - start);
-      on_chunk(start, MatView{DType::kF32, rows, c.vocab, static_cast<size_t>(c.vocab) * 4,
-                              reinterpret_cast<const uint8_t*>(base + start * c.vocab)});
-    }
-  };
+  const TeacherForcedLogits forward =
+      testing::FakeForward([&](int64_t seq, int64_t start, std::span<const int32_t> t) {
+        const auto n = static_cast<int64_t>(t.size());
+        return testing::LogitsRows(c.candidate, c.ctx_len, c.vocab, c.vocab, seq, start, n);
+      });
   const auto path = temp.path() / "pp.bin";
   const KlEvalResult r = EvaluateKlVsReferenceLogits({.reference_dir = temp.path() / "dump",
                                                       .candidate = "noisy",

@@ -6,13 +6,13 @@
 #include <memory>
 #include <optional>
 
-#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/eval_model.h"
 #include "eval/llama_kld_eval.h"
+#include "eval/logits_chunks.h"
 #include "eval/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/progress.h"
 
 namespace proctor {
 namespace {
@@ -35,7 +35,7 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
   const double start_time = MonotonicSeconds();
   LlamaKldDumpResult result;
   ResultsTimings& timings = result.timings;
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  CheckChunkSize(options.chunk_size, kComponent);
   std::optional<Corpus> read;
   {
     ScopedSeconds io(&timings.io_seconds);
@@ -49,24 +49,23 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
          "ctx_len/2 .. ctx_len-2 and needs ctx_len >= 3",
          corpus.dir.string(), corpus.ctx_len);
   }
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   result.n_ctx = corpus.ctx_len;
   result.n_chunk = slice.n_seqs();
-  // The teacher's vocabulary against what the corpus recorded (engine teachers only).
-  const bool engine_teacher = !options.forward;
-  VocabularyIdentity teacher_id, recorded;
+  // The teacher, opened once (unless injected); its vocabulary against what the corpus recorded.
   TeacherForcedLogits forward = options.forward;
+  std::shared_ptr<const EvalModel> model;
+  std::optional<VocabularyIdentity> teacher_id;
   {
     ScopedSeconds load(&timings.load_seconds);
+    if (!forward || options.chunk_start_token == kChunkStartFromModel) {
+      model = EvalModel::Open(options.teacher);
+    }
     result.chunk_start_token = options.chunk_start_token == kChunkStartFromModel
-                                   ? LlamaKldChunkStartToken(options.teacher)
+                                   ? ChunkStartOf(*model, "teacher")
                                    : options.chunk_start_token;
-    if (engine_teacher) {
-      teacher_id = ModelVocabularyIdentity(options.teacher, 0, "teacher");
-      const auto manifest_path = corpus.dir / "manifest.json";
-      recorded = RecordedVocabularyIdentity(nlohmann::json::parse(ReadFileToString(manifest_path)),
-                                            manifest_path);
-      forward = MakeCandidateForward(options.teacher, options.runtime);
+    if (!forward) {
+      forward = model->Forward(options.runtime);
+      teacher_id = model->Identity("teacher");
     }
   }
   const std::span<const int32_t> tokens = slice.tokens;
@@ -74,71 +73,61 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
   const int64_t first = LlamaKldFirstPosition(n_ctx);
   const int64_t per_chunk = LlamaKldRecordsPerChunk(n_ctx);
 
+  LogitsChunkDriver driver({{fmt::format("teacher '{}'", options.teacher), forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "dump",
+                            .total_positions = static_cast<uint64_t>(result.n_chunk * per_chunk),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
   std::unique_ptr<LlamaKldWriter> writer;  // created once the teacher's vocabulary is known
-  std::vector<uint16_t> encoded;           // [rows of a forward chunk, record words]
-  std::vector<double> nll;                 // [rows of a forward chunk]
+  driver.OnVocabulary([&](int64_t vocab) {
+    result.n_vocab = vocab;
+    CheckCorpusVocabularyMatches(corpus, vocab,
+                                 teacher_id ? teacher_id->tokenizer_vocab : std::nullopt,
+                                 options.teacher, kComponent);
+    if (result.chunk_start_token >= vocab) {
+      Fail(kComponent, "teacher '{}' has BOS id {} outside its vocabulary of {}", options.teacher,
+           result.chunk_start_token, vocab);
+    }
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] >= vocab) {
+        Fail(kComponent,
+             "corpus '{}' holds token {} (sequence {}), outside teacher '{}''s vocabulary of {}",
+             corpus.dir.string(), tokens[i], options.seq_start + static_cast<int64_t>(i) / n_ctx,
+             options.teacher, vocab);
+      }
+    }
+    if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
+    writer = std::make_unique<LlamaKldWriter>(options.out_file, n_ctx, vocab, result.n_chunk,
+                                              tokens);
+  });
+  std::vector<uint16_t> encoded;  // [rows of a forward chunk, record words]
+  std::vector<double> nll;        // [rows of a forward chunk]
   double sum_nll = 0, sum_nll2 = 0, sum_stored = 0, sum_stored2 = 0;
-  double forward_and_callbacks = 0, callbacks = 0, callback_io = 0;
-  Progress progress({.label = "dump",
-                     .unit = "positions",
-                     .total = static_cast<uint64_t>(result.n_chunk * per_chunk),
-                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+  double callback_io = 0;
   for (int64_t c = 0; c < result.n_chunk; ++c) {
     const auto stored = tokens.subspan(static_cast<size_t>(c * n_ctx), static_cast<size_t>(n_ctx));
     std::vector<int32_t> run_tokens(stored.begin(), stored.end());
     if (result.chunk_start_token >= 0) run_tokens[0] = result.chunk_start_token;
-    int64_t next = 0;
-    ScopedSeconds whole(&forward_and_callbacks);
-    forward(run_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
-      ScopedSeconds in_callback(&callbacks);
-      if (logits.type != DType::kF32) {
-        Fail(kComponent, "the teacher forward returned {} logits; f32 expected", Name(logits.type));
-      }
-      if (start_pos != next) {
-        Fail(kComponent, "sequence {}: a chunk starts at position {}, expected {}",
-             options.seq_start + c, start_pos, next);
-      }
-      next = start_pos + logits.rows;
-      if (!writer) {
-        result.n_vocab = logits.cols;
-        teacher_id.logits_vocab = logits.cols;
-        CheckCorpusVocabularyMatches(corpus, logits.cols, teacher_id.tokenizer_vocab,
-                                     options.teacher, kComponent);
-        if (result.chunk_start_token >= logits.cols) {
-          Fail(kComponent, "teacher '{}' has BOS id {} outside its vocabulary of {}",
-               options.teacher, result.chunk_start_token, logits.cols);
-        }
-        for (size_t i = 0; i < tokens.size(); ++i) {
-          if (tokens[i] >= logits.cols) {
-            Fail(kComponent,
-                 "corpus '{}' holds token {} (sequence {}), outside teacher '{}''s "
-                 "vocabulary of {}",
-                 corpus.dir.string(), tokens[i],
-                 options.seq_start + static_cast<int64_t>(i) / n_ctx, options.teacher, logits.cols);
-          }
-        }
-        if (engine_teacher) CheckRecordedVocabulary(recorded, teacher_id);
-        writer = std::make_unique<LlamaKldWriter>(options.out_file, n_ctx, logits.cols,
-                                                  result.n_chunk, tokens);
-      }
-      if (logits.cols != result.n_vocab) {
-        Fail(kComponent, "a chunk has vocabulary {}, an earlier one {}", logits.cols,
-             result.n_vocab);
-      }
-      const int64_t lo = std::max(start_pos, first);
-      const int64_t hi = std::min(next, n_ctx - 1);
+    const std::string where = fmt::format("sequence {} of corpus '{}'", options.seq_start + c,
+                                          corpus.dir.string());
+    driver.RunSequence(run_tokens, n_ctx - 1, where, [&](const LogitsChunk& chunk) {
+      const int64_t lo = std::max(chunk.start, first);
+      const int64_t hi = chunk.start + chunk.scored;
       if (lo >= hi) return;
+      const MatView& logits = chunk[0];
       const int64_t rows = hi - lo;
       const int64_t words = LlamaKldRecordWords(result.n_vocab);
       encoded.resize(static_cast<size_t>(rows * words));
       nll.resize(static_cast<size_t>(rows));
-      pool.ParallelFor(static_cast<size_t>(rows), [&](size_t b, size_t e, int) {
+      driver.pool().ParallelFor(static_cast<size_t>(rows), [&](size_t b, size_t e, int) {
         for (size_t i = b; i < e; ++i) {
           const int64_t pos = lo + static_cast<int64_t>(i);
-          nll[i] = EncodeLlamaKldRecord(std::span<const float>(logits.RowAs<float>(pos - start_pos),
-                                                               static_cast<size_t>(logits.cols)),
-                                        stored[static_cast<size_t>(pos + 1)],
-                                        encoded.data() + i * words);
+          nll[i] = EncodeLlamaKldRecord(
+              std::span<const float>(logits.RowAs<float>(pos - chunk.start),
+                                     static_cast<size_t>(logits.cols)),
+              stored[static_cast<size_t>(pos + 1)], encoded.data() + i * words);
         }
       });
       for (int64_t i = 0; i < rows; ++i) {
@@ -155,18 +144,11 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
         writer->AppendRecords(encoded);
       }
       result.positions += rows;
-      progress.Advance(static_cast<uint64_t>(rows));
     });
-    if (next < n_ctx - 1) {
-      Fail(kComponent,
-           "sequence {}: the teacher's chunks covered positions [0, {}), expected "
-           "at least [0, {})",
-           options.seq_start + c, next, n_ctx - 1);
-    }
   }
-  progress.Finish();
-  timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
-  timings.scoring_seconds = std::max(0.0, callbacks - callback_io);
+  driver.Finish();
+  timings.forward_seconds = driver.forward_seconds();
+  timings.scoring_seconds = std::max(0.0, driver.callback_seconds() - callback_io);
   {
     ScopedSeconds io(&callback_io);
     writer->Finish();
@@ -176,7 +158,57 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
   result.stored_ppl = PerplexityEstimate(sum_stored, sum_stored2, result.positions);
   timings.total_seconds = MonotonicSeconds() - start_time;
   result.elapsed_seconds = timings.total_seconds;
+  if (options.describe_inputs) {  // after the run's clock: hashing is not dumping
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(model ? model->Describe("teacher")
+                                  : DescribeModelInput("teacher", options.teacher));
+    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+  }
+  timings.total_seconds += timings.hash_seconds;
   return result;
+}
+
+std::string FormatLlamaKldDumpReport(const LlamaKldDumpResult& r,
+                                     const LlamaKldDumpOptions& options) {
+  const std::string bos =
+      r.chunk_start_token >= 0
+          ? fmt::format("token {} (BOS) evaluated at position 0 of every chunk, as llama.cpp does",
+                        r.chunk_start_token)
+          : std::string("chunks evaluated as stored (the vocabulary adds no BOS)");
+  return fmt::format(
+      "wrote {}: llama.cpp KL-divergence base, n_ctx {}, n_vocab {}, n_chunk {}, {} positions "
+      "(n_ctx/2 .. n_ctx-2 of each chunk); {}; {:.1f} s\n"
+      "teacher PPL over these positions, exact f32 logits : {:.6f} +/- {:.6f}\n"
+      "teacher PPL as stored in the file (what llama.cpp reports as PPL(base)): {:.6f} +/- "
+      "{:.6f}\n",
+      options.out_file.string(), r.n_ctx, r.n_vocab, r.n_chunk, r.positions, bos,
+      r.elapsed_seconds, r.exact_ppl.value, r.exact_ppl.uncertainty, r.stored_ppl.value,
+      r.stored_ppl.uncertainty);
+}
+
+ResultsEnvelope LlamaKldDumpResultsEnvelope(const LlamaKldDumpResult& r,
+                                            const LlamaKldDumpOptions& options) {
+  const auto ppl = [](const ValueAndUncertainty& v) {
+    return nlohmann::ordered_json{{"value", v.value}, {"uncertainty", v.uncertainty}};
+  };
+  ResultsEnvelope env{.command = "dump"};
+  env.inputs = r.inputs;
+  env.settings = {{"format", "llama.cpp"},
+                  {"chunk_size", options.chunk_size},
+                  {"seq_start", options.seq_start},
+                  {"seq_end", options.seq_end},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"chunk_start_token", r.chunk_start_token}};
+  env.results = {{"n_ctx", r.n_ctx},
+                 {"n_vocab", r.n_vocab},
+                 {"n_chunk", r.n_chunk},
+                 {"positions", r.positions},
+                 {"teacher_ppl_exact", ppl(r.exact_ppl)},
+                 {"teacher_ppl_stored", ppl(r.stored_ppl)}};
+  env.timings = r.timings;
+  env.outputs.push_back(DescribeFileInput("llama_kld", options.out_file));
+  return env;
 }
 
 }  // namespace proctor

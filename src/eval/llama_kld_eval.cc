@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <optional>
 
-#include "eval/candidate_forward.h"
-#include "model/load.h"
-#include "text/tokenizer/tokenizer.h"
+#include "eval/eval_model.h"
+#include "eval/llama_kld.h"
+#include "eval/logits_chunks.h"
 #include "util/error.h"
-#include "util/progress.h"
 
 namespace proctor {
 namespace {
@@ -23,18 +22,34 @@ std::string DescribeChunkStart(int32_t token) {
 
 }  // namespace
 
-int32_t LlamaKldChunkStartToken(const std::string& model_spec) {
-  const LocatedModel located = LocateModel(model_spec);
-  const auto tokenizer = text::LoadTokenizer(located.path);
+int32_t LlamaKldChunkStartToken(const text::Tokenizer* tokenizer) {
+  if (tokenizer == nullptr) return kChunkStartKeep;
   const int32_t bos = tokenizer->BosId();
   if (bos < 0) return kChunkStartKeep;
   const std::vector<int32_t> ids = tokenizer->Encode("a", /*add_special_tokens=*/true);
   return !ids.empty() && ids.front() == bos ? bos : kChunkStartKeep;
 }
 
+int32_t ChunkStartOf(const EvalModel& model, const std::string& role) {
+  if (model.tokenizer() == nullptr) {
+    Fail(kComponent,
+         "{} '{}' has no tokenizer, so whether llama.cpp evaluates each chunk from BOS is "
+         "unknown: give the model with its tokenizer (tokenizer.json beside the weights, or the "
+         ".gguf)",
+         role, model.spec());
+  }
+  return LlamaKldChunkStartToken(model.tokenizer());
+}
+
+bool IsLlamaKldReference(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return false;
+  return path.extension() == ".kld" || LooksLikeLlamaKld(path);
+}
+
 LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options) {
   const double start = MonotonicSeconds();
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  CheckChunkSize(options.chunk_size, kComponent);
   if (options.max_chunks < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_chunks);
   LlamaKldEvalResult result;
   ResultsTimings& timings = result.timings;
@@ -44,21 +59,23 @@ LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options) {
     opened = LlamaKldFile::Open(options.base_file);
   }
   const LlamaKldFile& file = *opened;
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   result.base_file = options.base_file;
   result.candidate = options.candidate;
   result.n_ctx = file.n_ctx();
   result.n_vocab = file.n_vocab();
   result.n_chunk = file.n_chunk();
   result.chunk_size = options.chunk_size;
-  result.threads = pool.num_threads();
   TeacherForcedLogits forward = options.forward;
+  std::shared_ptr<const EvalModel> model;
   {
     ScopedSeconds load(&timings.load_seconds);
+    if (!forward || options.chunk_start_token == kChunkStartFromModel) {
+      model = EvalModel::Open(options.candidate);
+    }
     result.chunk_start_token = options.chunk_start_token == kChunkStartFromModel
-                                   ? LlamaKldChunkStartToken(options.candidate)
+                                   ? ChunkStartOf(*model, "candidate")
                                    : options.chunk_start_token;
-    if (!forward) forward = MakeCandidateForward(options.candidate, options.runtime);
+    if (!forward) forward = model->Forward(options.runtime);
   }
   if (result.chunk_start_token >= file.n_vocab()) {
     Fail(kComponent, "the candidate's BOS id {} is outside the vocabulary [0, {}) of '{}'",
@@ -70,73 +87,55 @@ LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options) {
   const int64_t first = file.first_position();
   const int64_t per_chunk = file.records_per_chunk();
 
-  Progress progress({.label = "kl",
-                     .unit = "positions",
-                     .total = static_cast<uint64_t>(n_chunks * per_chunk),
-                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+  LogitsChunkDriver driver({{fmt::format("candidate '{}'", options.candidate), forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "kl",
+                            .total_positions = static_cast<uint64_t>(n_chunks * per_chunk),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  result.threads = driver.pool().num_threads();
+  driver.OnVocabulary([&](int64_t vocab) {
+    if (vocab != file.n_vocab()) {
+      Fail(kComponent,
+           "'{}' was written for a vocabulary of {} (n_vocab) but candidate '{}' has {}: a "
+           "different model family or tokenizer",
+           options.base_file.string(), file.n_vocab(), options.candidate, vocab);
+    }
+  });
   // [n_chunks * per_chunk] in position order; summed in that order at the end.
   std::vector<LlamaPositionScore> scores(static_cast<size_t>(n_chunks * per_chunk));
   LlamaKldRecords records;
-  double forward_and_callbacks = 0, callbacks = 0;
   for (int64_t c = 0; c < n_chunks; ++c) {
     const std::span<const int32_t> stored = file.Tokens(c);
     std::vector<int32_t> tokens(stored.begin(), stored.end());
     if (result.chunk_start_token >= 0) tokens[0] = result.chunk_start_token;
     const std::string where = fmt::format("'{}' chunk {}", options.base_file.string(), c);
     LlamaPositionScore* chunk_scores = scores.data() + c * per_chunk;
-    int64_t next = 0;  // the first position not yet covered by a forward chunk
-    const LogitsChunkFn on_chunk = [&](int64_t start_pos, const MatView& logits) {
-      ScopedSeconds in_callback(&callbacks);
-      if (logits.type != DType::kF32) {
-        Fail(kComponent, "{}: the forward gave {} logits; the scorer takes float32", where,
-             Name(logits.type));
-      }
-      if (start_pos != next || logits.rows < 1 || start_pos + logits.rows > file.n_ctx()) {
-        Fail(kComponent,
-             "{}: the forward gave a chunk of {} rows at position {}, but the next "
-             "uncovered position is {}",
-             where, logits.rows, start_pos, next);
-      }
-      if (logits.cols != file.n_vocab()) {
-        Fail(kComponent,
-             "'{}' was written for a vocabulary of {} (n_vocab) but candidate '{}' "
-             "has {}: a different model family or tokenizer",
-             options.base_file.string(), file.n_vocab(), options.candidate, logits.cols);
-      }
-      next = start_pos + logits.rows;
-      // Scored positions: [first, n_ctx - 1).
-      const int64_t lo = std::max(start_pos, first);
-      const int64_t hi = std::min(next, file.n_ctx() - 1);
+    // Scored positions: [first, n_ctx - 1).
+    driver.RunSequence(tokens, file.n_ctx() - 1, where, [&](const LogitsChunk& chunk) {
+      const int64_t lo = std::max(chunk.start, first);
+      const int64_t hi = chunk.start + chunk.scored;
       if (lo >= hi) return;
       {
         ScopedSeconds io(&timings.io_seconds);
         file.ReadRecords(c, lo - first, hi - first, &records);
       }
       ScopedSeconds scoring(&timings.scoring_seconds);
-      pool.ParallelFor(static_cast<size_t>(hi - lo), [&](size_t b, size_t e, int) {
+      const MatView& logits = chunk[0];
+      driver.pool().ParallelFor(static_cast<size_t>(hi - lo), [&](size_t b, size_t e, int) {
         for (size_t i = b; i < e; ++i) {
           const int64_t pos = lo + static_cast<int64_t>(i);
           chunk_scores[pos - first] =
-              ScoreLlamaPosition(logits.RowAs<float>(pos - start_pos), logits.cols,
+              ScoreLlamaPosition(logits.RowAs<float>(pos - chunk.start), logits.cols,
                                  records.Row(static_cast<int64_t>(i)),
                                  stored[static_cast<size_t>(pos + 1)], where, pos);
         }
       });
-      progress.Advance(static_cast<uint64_t>(hi - lo));
-    };
-    {
-      ScopedSeconds whole(&forward_and_callbacks);
-      forward(std::span<const int32_t>(tokens), options.chunk_size, on_chunk);
-    }
-    if (next < file.n_ctx() - 1) {
-      Fail(kComponent,
-           "{}: the forward's chunks covered positions [0, {}) but the file scores "
-           "up to position {}",
-           where, next, file.n_ctx() - 2);
-    }
+    });
   }
-  progress.Finish();
-  timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
+  driver.Finish();
+  timings.forward_seconds = driver.forward_seconds();
   {
     ScopedSeconds scoring(&timings.scoring_seconds);
     std::vector<float> kld_values, p_diff_values;
@@ -152,6 +151,13 @@ LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options) {
   }
   result.elapsed_seconds = MonotonicSeconds() - start;
   timings.total_seconds = result.elapsed_seconds;
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(DescribeFileInput("reference_llama_kld", options.base_file));
+    result.inputs.push_back(model ? model->Describe("candidate")
+                                  : DescribeModelInput("candidate", options.candidate));
+  }
+  timings.total_seconds += timings.hash_seconds;
   return result;
 }
 
@@ -194,6 +200,26 @@ nlohmann::ordered_json LlamaKlStatsToJson(const LlamaKlStats& s) {
       {"p0.1", s.p_diff_p01},   {"min", s.p_diff_min},       {"rms", pair(s.p_diff_rms)}};
   j["same_top"] = pair(s.same_top);
   return j;
+}
+
+ResultsEnvelope LlamaKldResultsEnvelope(const LlamaKldEvalResult& result,
+                                        const LlamaKldEvalOptions& options) {
+  ResultsEnvelope env{.command = "kl", .threads = result.threads};
+  env.inputs = result.inputs;
+  env.settings = {{"mode", "llama.cpp-kld"},
+                  {"chunk_size", options.chunk_size},
+                  {"max_chunks", options.max_chunks},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"chunk_start_token", result.chunk_start_token}};
+  env.results = LlamaKlStatsToJson(result.stats);
+  env.results["base"] = {{"n_ctx", result.n_ctx},
+                         {"n_vocab", result.n_vocab},
+                         {"n_chunk", result.n_chunk},
+                         {"chunks_scored", result.chunks_scored},
+                         {"first_position", LlamaKldFirstPosition(result.n_ctx)}};
+  env.timings = result.timings;
+  return env;
 }
 
 }  // namespace proctor

@@ -18,19 +18,25 @@
 #include "eval/results_json.h"
 #include "eval/teacher_forced.h"
 #include "model/runtime_model.h"
+#include "text/tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
+
+class EvalModel;  // eval/eval_model.h
 
 // chunk_start_token values: decide from the model's tokenizer (LlamaKldChunkStartToken), or keep
 // every chunk's stored first token.
 inline constexpr int32_t kChunkStartFromModel = -2;
 inline constexpr int32_t kChunkStartKeep = -1;
 
-// The token llama-perplexity puts at position 0 of every chunk for this model: its BOS id when
-// the vocabulary adds BOS (GGUF tokenizer.ggml.add_bos_token, or a tokenizer.json
-// post-processor that adds it), else kChunkStartKeep.
-int32_t LlamaKldChunkStartToken(const std::string& model_spec);
+// The token llama-perplexity puts at position 0 of every chunk for a model with this tokenizer:
+// its BOS id when the vocabulary adds BOS (GGUF tokenizer.ggml.add_bos_token, or a
+// tokenizer.json post-processor that adds it), else kChunkStartKeep (also for no tokenizer).
+int32_t LlamaKldChunkStartToken(const text::Tokenizer* tokenizer);
+// The same for an opened model; Error("[kl] ...") naming `role` and the model when it has no
+// tokenizer to tell.
+int32_t ChunkStartOf(const EvalModel& model, const std::string& role);
 
 struct LlamaKldEvalOptions {
   std::filesystem::path base_file{};
@@ -38,10 +44,11 @@ struct LlamaKldEvalOptions {
   int64_t max_chunks = 0;    // score the first N chunks; 0 = all
   int64_t chunk_size = 512;  // positions per forward chunk
   int32_t chunk_start_token = kChunkStartFromModel;  // >= 0: that id at position 0 of a chunk
-  TeacherForcedLogits forward{};  // empty: MakeCandidateForward(candidate, runtime)
+  TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(candidate))
   RuntimeOptions runtime{};
   ThreadPool* pool = nullptr;  // rows of a chunk are scored across it; null = Global()
   bool quiet = false;
+  bool describe_inputs = false;  // fill LlamaKldEvalResult::inputs
 };
 
 struct LlamaKldEvalResult {
@@ -56,6 +63,7 @@ struct LlamaKldEvalResult {
   LlamaKlStats stats;  // PPL(base) here is from the file's quantized log-probs
   double elapsed_seconds = 0;
   ResultsTimings timings;  // forward / scoring / I/O (reading the file) / loading
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };
 
 // Errors: "[llama-kld] ..." from the reader; "[kl] ..." when the candidate's vocabulary differs
@@ -66,6 +74,9 @@ LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options);
 std::string FormatLlamaKldReport(const LlamaKldEvalResult& result);
 // Every statistic by name (values as fractions, not percent; [value, uncertainty] pairs).
 nlohmann::ordered_json LlamaKlStatsToJson(const LlamaKlStats& stats);
+// The results file of `proctor kl --reference-logits FILE.kld --json`.
+ResultsEnvelope LlamaKldResultsEnvelope(const LlamaKldEvalResult& result,
+                                        const LlamaKldEvalOptions& options);
 
 struct LlamaKldDumpOptions {
   std::string teacher{};  // model spec
@@ -75,10 +86,11 @@ struct LlamaKldDumpOptions {
   int64_t seq_start = 0;  // corpus sequences [seq_start, seq_end) become the chunks
   int64_t seq_end = -1;   // -1 = all
   int32_t chunk_start_token = kChunkStartFromModel;
-  TeacherForcedLogits forward{};
+  TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(teacher))
   RuntimeOptions runtime{};
   ThreadPool* pool = nullptr;  // rows are encoded across it; null = Global()
   bool quiet = false;
+  bool describe_inputs = false;  // fill LlamaKldDumpResult::inputs
 };
 
 struct LlamaKldDumpResult {
@@ -92,11 +104,23 @@ struct LlamaKldDumpResult {
   ValueAndUncertainty stored_ppl;
   double elapsed_seconds = 0;
   ResultsTimings timings;  // forward / scoring (encoding) / I/O (corpus, file) / load
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };
 
 // Errors: "[dump] ..." for bad options and corpus/teacher mismatches (the corpus' vocab_size
 // or token ids vs the teacher's vocabulary); "[corpus] ..." / "[llama-kld] ..." from the reader
 // and writer.
 LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options);
+// What `proctor dump --format llama.cpp` prints: the file written and the teacher's perplexity
+// from its exact logits and as stored in the file.
+std::string FormatLlamaKldDumpReport(const LlamaKldDumpResult& result,
+                                     const LlamaKldDumpOptions& options);
+// The results file of `proctor dump --format llama.cpp --json`.
+ResultsEnvelope LlamaKldDumpResultsEnvelope(const LlamaKldDumpResult& result,
+                                            const LlamaKldDumpOptions& options);
+
+// Where a KL reference lives: a llama.cpp base file (a regular file named *.kld or starting with
+// "_logits_") rather than a proctor dump directory.
+bool IsLlamaKldReference(const std::filesystem::path& path);
 
 }  // namespace proctor

@@ -40,8 +40,8 @@ nlohmann::json WriteNumpyCase(const std::filesystem::path& dir) {
   return nlohmann::json::parse(ReadFileToString(dir / "expected.json"));
 }
 
-// A fake forward over logits [n_chunks, n_ctx, vocab] that hands out chunk after chunk (in call
-// order) in pieces of the requested size, and records the tokens it was given.
+// A fake forward over logits [n_chunks, n_ctx, vocab] that hands out chunk after chunk (in the
+// order they are started) the rows asked for, and records the tokens it was given.
 struct FakeForward {
   const std::vector<float>* logits;
   int64_t n_ctx, vocab;
@@ -49,16 +49,13 @@ struct FakeForward {
       std::make_shared<std::vector<std::vector<int32_t>>>();
 
   TeacherForcedLogits Get() const {
-    return [*this](std::span<const int32_t> tokens, int64_t chunk, const LogitsChunkFn& on_chunk) {
-      const int64_t c = static_cast<int64_t>(seen->size());
-      seen->emplace_back(tokens.begin(), tokens.end());
-      const float* base = logits->data() + c * n_ctx * vocab;
-      for (int64_t start = 0; start < n_ctx; start += chunk) {
-        const int64_t rows = std::min(chunk, n_ctx - start);
-        on_chunk(start, MatView{DType::kF32, rows, vocab, static_cast<size_t>(vocab) * 4,
-                                reinterpret_cast<const uint8_t*>(base + start * vocab)});
-      }
-    };
+    const FakeForward self = *this;
+    return testing::FakeForward([self](int64_t c, int64_t start, std::span<const int32_t> t) {
+      if (start == 0) self.seen->emplace_back();
+      self.seen->back().insert(self.seen->back().end(), t.begin(), t.end());
+      return testing::LogitsRows(*self.logits, self.n_ctx, self.vocab, self.vocab, c, start,
+                                 static_cast<int64_t>(t.size()));
+    });
   }
 };
 
@@ -412,8 +409,9 @@ TEST(LlamaKld, Stories260KSelfScoreIsAtTheQuantizationFloor) {
   if (!std::filesystem::exists(model) || !std::filesystem::exists(text)) {
     GTEST_SKIP() << "fixtures absent: " << model << ", " << text;
   }
-  EXPECT_EQ(LlamaKldChunkStartToken(model.string()), 1);
   const auto tokenizer = text::LoadTokenizer(model);
+  EXPECT_EQ(LlamaKldChunkStartToken(tokenizer.get()), 1);
+  EXPECT_EQ(LlamaKldChunkStartToken(nullptr), kChunkStartKeep);
   std::vector<int32_t> tokens = tokenizer->Encode(ReadFileToString(text), true);
   const int64_t n_ctx = 64, n_seqs = 4;
   ASSERT_GE(static_cast<int64_t>(tokens.size()), n_ctx * n_seqs);

@@ -1,22 +1,20 @@
 #include "eval/ppl.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/eval_model.h"
+#include "eval/logits_chunks.h"
 #include "eval/sum_exp.h"
 #include "eval/token_stream.h"
 #include "eval/vocab_check.h"
-#include "model/load.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/progress.h"
 #include "util/sha256.h"
 
 namespace proctor {
@@ -24,10 +22,6 @@ namespace {
 
 constexpr const char* kComponent = "ppl";
 constexpr int64_t kDefaultSequenceLength = 512;
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Sample standard deviation (ddof 1) around `mean`; NaN for fewer than 2 values.
 double SampleStd(std::span<const double> values, double mean) {
@@ -115,132 +109,131 @@ PerplexityScores ScorePerplexityRows(std::span<const int32_t> rows, int64_t sequ
          sequence_length);
   }
   CHECK(rows.size() % static_cast<size_t>(sequence_length) == 0);
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
   if (options.batch_size < 1) {
     Fail(kComponent, "--batch-size must be >= 1, got {}", options.batch_size);
   }
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   const int64_t n_rows = static_cast<int64_t>(rows.size()) / sequence_length;
   const int64_t positions = sequence_length - 1;  // scored per row
   PerplexityScores out;
   out.nlls.assign(static_cast<size_t>(n_rows * positions), 0.0);
-  Progress progress({.label = "ppl",
-                     .unit = "positions",
-                     .total = static_cast<uint64_t>(n_rows * positions),
-                     .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < n_rows; step += options.batch_size) {
-    const int64_t step_end = std::min(n_rows, step + options.batch_size);
-    for (int64_t r = step; r < step_end; ++r) {
-      const auto row = rows.subspan(static_cast<size_t>(r * sequence_length),
-                                    static_cast<size_t>(sequence_length));
-      double* row_nll = out.nlls.data() + r * positions;
-      int64_t next = 0;  // first position not yet scored
-      forward(row.first(static_cast<size_t>(positions)), options.chunk_size,
-              [&](int64_t start_pos, const MatView& logits) {
-                const auto t0 = std::chrono::steady_clock::now();
-                if (logits.type != DType::kF32) {
-                  Fail(kComponent, "the forward returned {} logits; f32 expected",
-                       Name(logits.type));
-                }
-                if (start_pos != next) {
-                  Fail(kComponent, "row {}: the forward's chunk starts at position {}, {} expected",
-                       r, start_pos, next);
-                }
-                const int64_t count = std::min<int64_t>(logits.rows, positions - start_pos);
-                pool.ParallelFor(static_cast<size_t>(std::max<int64_t>(count, 0)),
-                                 [&](size_t begin, size_t end, int) {
-                  for (size_t i = begin; i < end; ++i) {
-                    const int64_t p = start_pos + static_cast<int64_t>(i);
-                    row_nll[p] = NextTokenNll(
-                        std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
-                                               static_cast<size_t>(logits.cols)),
-                        row[static_cast<size_t>(p + 1)]);
-                  }
-                });
-                next = start_pos + logits.rows;
-                out.scoring_seconds += SecondsSince(t0);
-              });
-      if (next < positions) {
-        Fail(kComponent, "row {}: the forward returned logits for {} of {} positions", r, next,
-             positions);
-      }
-    }
-    progress.Advance(static_cast<uint64_t>((step_end - step) * positions));
+  LogitsChunkDriver driver({{"the model", forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "ppl",
+                            .total_positions = static_cast<uint64_t>(n_rows * positions),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const auto row =
+        rows.subspan(static_cast<size_t>(r * sequence_length), static_cast<size_t>(sequence_length));
+    double* row_nll = out.nlls.data() + r * positions;
+    // mlx_lm's way: the row's last token is only a target, never an input.
+    driver.RunSequence(row.first(static_cast<size_t>(positions)), positions,
+                       fmt::format("row {}", r), [&](const LogitsChunk& chunk) {
+      const MatView& logits = chunk[0];
+      driver.pool().ParallelFor(static_cast<size_t>(chunk.scored), [&](size_t b, size_t e, int) {
+        for (size_t i = b; i < e; ++i) {
+          const int64_t p = chunk.start + static_cast<int64_t>(i);
+          row_nll[p] = NextTokenNll(
+              std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
+                                     static_cast<size_t>(logits.cols)),
+              row[static_cast<size_t>(p + 1)]);
+        }
+      });
+    });
   }
-  progress.Finish();
-  out.forward_seconds = SecondsSince(start) - out.scoring_seconds;
+  driver.Finish();
+  out.forward_seconds = driver.forward_seconds();
+  out.scoring_seconds = driver.callback_seconds();
   return out;
 }
 
 PplResult EvaluatePerplexity(const PplOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const double start = MonotonicSeconds();
   PplResult result;
   result.model = options.model;
   result.num_samples = options.num_samples;
   result.seed = options.seed;
   result.batch_size = options.batch_size;
   result.chunk_size = options.chunk_size;
-  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
-  result.threads = pool.num_threads();
+  CheckChunkSize(options.chunk_size, kComponent);
   if (options.data.empty()) Fail(kComponent, "no --data given");
   if (options.num_samples == 0 || options.num_samples < -1) {
     Fail(kComponent, "--num-samples must be positive or -1 (all rows), got {}",
          options.num_samples);
   }
+  const bool corpus_data = IsCorpusDir(options.data.front());
+  if (corpus_data && options.data.size() != 1) {
+    Fail(kComponent, "--data '{}' is a corpus directory; give it alone",
+         options.data.front().string());
+  }
+
+  // The model, opened once: its forward (unless injected), its vocabulary against a corpus'
+  // record, and its tokenizer for text data (unless --tokenizer names another).
+  std::shared_ptr<const EvalModel> model;
+  const bool needs_model_tokenizer = !corpus_data && options.tokenizer.empty();
+  if (!options.forward || needs_model_tokenizer) {
+    ScopedSeconds load(&result.timings.load_seconds);
+    model = EvalModel::Open(options.model);
+  }
 
   std::vector<int32_t> rows;
-  const bool corpus_data = IsCorpusDir(options.data.front());
+  std::optional<Corpus> corpus;
   result.data = nlohmann::ordered_json::array();
   if (corpus_data) {
     // A tokenized corpus: its sequences are the rows (already shuffled and packed).
-    if (options.data.size() != 1) {
-      Fail(kComponent, "--data '{}' is a corpus directory; give it alone",
-           options.data.front().string());
+    {
+      ScopedSeconds io(&result.timings.io_seconds);
+      corpus.emplace(ReadCorpus(options.data.front()));
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    const Corpus corpus = ReadCorpus(options.data.front());
-    result.timings.io_seconds += SecondsSince(t0);
-    result.data_seconds = SecondsSince(t0);
-    if (!options.forward) {  // a model with another tokenizer than the corpus' is an error
-      const auto t1 = std::chrono::steady_clock::now();
-      const auto manifest_path = corpus.dir / "manifest.json";
-      CheckRecordedVocabulary(
-          RecordedVocabularyIdentity(nlohmann::json::parse(ReadFileToString(manifest_path)),
-                                     manifest_path),
-          ModelVocabularyIdentity(options.model, 0, "model"));
-      result.timings.load_seconds += SecondsSince(t1);
+    result.data_seconds = result.timings.io_seconds;
+    if (model && !options.forward) {  // a model with another tokenizer than the corpus' is an error
+      CheckRecordedVocabulary(RecordedVocabularyIdentity(*corpus), model->Identity("model"));
     }
-    if (options.sequence_length != 0 && options.sequence_length != corpus.ctx_len) {
+    if (options.sequence_length != 0 && options.sequence_length != corpus->ctx_len) {
       Fail(kComponent, "--sequence-length {} differs from the corpus' ctx_len {} ('{}')",
-           options.sequence_length, corpus.ctx_len, corpus.dir.string());
+           options.sequence_length, corpus->ctx_len, corpus->dir.string());
     }
-    result.sequence_length = corpus.ctx_len;
-    result.rows_available = corpus.n_seqs;
-    rows = PackPerplexityRows(corpus.tokens, corpus.ctx_len, options.num_samples);
-    result.data.push_back({{"path", corpus.dir.string()},
+    result.sequence_length = corpus->ctx_len;
+    result.rows_available = corpus->n_seqs;
+    rows = PackPerplexityRows(corpus->tokens, corpus->ctx_len, options.num_samples);
+    result.data.push_back({{"path", corpus->dir.string()},
                            {"kind", "corpus"},
-                           {"tokens_sha256", corpus.tokens_sha256},
-                           {"tokenizer", corpus.tokenizer},
-                           {"n_seqs", corpus.n_seqs},
-                           {"ctx_len", corpus.ctx_len}});
+                           {"tokens_sha256", corpus->tokens_sha256},
+                           {"tokenizer", corpus->tokenizer},
+                           {"n_seqs", corpus->n_seqs},
+                           {"ctx_len", corpus->ctx_len}});
   } else {
     result.sequence_length =
         options.sequence_length != 0 ? options.sequence_length : kDefaultSequenceLength;
     if (result.sequence_length < 2) {
       Fail(kComponent, "--sequence-length must be >= 2, got {}", result.sequence_length);
     }
-    auto t0 = std::chrono::steady_clock::now();
-    std::filesystem::path tokenizer_path = options.tokenizer;
-    if (tokenizer_path.empty()) tokenizer_path = LocateModel(options.model).path;
-    const auto tokenizer = text::LoadTokenizer(tokenizer_path);
+    std::unique_ptr<text::Tokenizer> own;  // --tokenizer
+    const text::Tokenizer* tokenizer = nullptr;
+    {
+      ScopedSeconds load(&result.timings.load_seconds);
+      if (!options.tokenizer.empty()) {
+        own = text::LoadTokenizer(options.tokenizer);
+        tokenizer = own.get();
+        result.tokenizer_path = options.tokenizer;
+      } else {
+        tokenizer = model->tokenizer();
+        result.tokenizer_path = model->path();
+        if (tokenizer == nullptr) {
+          Fail(kComponent,
+               "model '{}' has no tokenizer (no tokenizer.json beside its weights, no vocabulary "
+               "in its .gguf): pass --tokenizer, or a corpus directory as --data",
+               options.model);
+        }
+      }
+    }
     result.tokenizer = tokenizer->Describe();
-    result.tokenizer_path = tokenizer_path;
-    result.timings.load_seconds += SecondsSince(t0);
-    t0 = std::chrono::steady_clock::now();
+    const double t0 = MonotonicSeconds();
     const TextRows text_rows = ReadTextRows(options.data);
     const int64_t needed =
         options.num_samples > 0 ? options.num_samples * result.sequence_length : -1;
+    const std::filesystem::path& tokenizer_path = result.tokenizer_path;
     const TokenStream stream = BuildTokenStream(
         text_rows, *tokenizer,
         {.seed = options.seed,
@@ -267,7 +260,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
            result.sequence_length, result.sequence_length, text_rows.rows.size(),
            stream.tokens.size());
     }
-    result.data_seconds = SecondsSince(t0);
+    result.data_seconds = MonotonicSeconds() - t0;
   }
   const int64_t n_rows = static_cast<int64_t>(rows.size()) / result.sequence_length;
   if (!corpus_data && options.num_samples > 0 && n_rows < options.num_samples) {
@@ -278,10 +271,13 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   result.rows_sha256 = Sha256Hex(std::span<const uint8_t>(
       reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)));
 
-  auto t0 = std::chrono::steady_clock::now();
-  const TeacherForcedLogits forward =
-      options.forward ? options.forward : MakeCandidateForward(options.model, options.runtime);
-  result.timings.load_seconds += SecondsSince(t0);
+  TeacherForcedLogits forward = options.forward;
+  if (!forward) {
+    ScopedSeconds load(&result.timings.load_seconds);
+    forward = model->Forward(options.runtime);
+  }
+  ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
+  result.threads = pool.num_threads();
   const PerplexityScores scores =
       ScorePerplexityRows(rows, result.sequence_length, forward,
                           {.chunk_size = options.chunk_size,
@@ -300,8 +296,34 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   const double scored_seconds = scores.forward_seconds + scores.scoring_seconds;
   result.tokens_per_second =
       scored_seconds > 0 ? static_cast<double>(result.stats.positions) / scored_seconds : 0;
-  result.timings.total_seconds = SecondsSince(start);
+  result.timings.total_seconds = MonotonicSeconds() - start;
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&result.timings.hash_seconds);
+    result.inputs.push_back(model ? model->Describe("model")
+                                  : DescribeModelInput("model", options.model));
+    if (corpus) {
+      result.inputs.push_back(DescribeCorpusInput("data", *corpus));
+    } else {
+      for (const auto& d : options.data) result.inputs.push_back(DescribeFileInput("data", d));
+    }
+    if (!options.tokenizer.empty() && std::filesystem::is_regular_file(options.tokenizer)) {
+      result.inputs.push_back(DescribeFileInput("tokenizer", options.tokenizer));
+    }
+  }
+  result.timings.total_seconds += result.timings.hash_seconds;
   return result;
+}
+
+ResultsEnvelope PplResultsEnvelope(const PplResult& result, const PplOptions& options) {
+  ResultsEnvelope env{.command = "ppl", .threads = result.threads};
+  env.inputs = result.inputs;
+  env.settings = PplSettingsToJson(result);
+  env.settings["compute"] = std::string(ComputeModeName(options.runtime.compute));
+  env.settings["kv"] = options.runtime.kv.Name();
+  env.results = PplResultToJson(result);
+  env.timings = result.timings;
+  env.warnings = result.warnings;
+  return env;
 }
 
 nlohmann::ordered_json PplResultToJson(const PplResult& r) {

@@ -16,7 +16,7 @@
 //
 // The math (PackPerplexityRows, NextTokenNll, PerplexityFromNlls, ScorePerplexityRows) takes
 // any TeacherForcedLogits, so it is tested with fake forwards; EvaluatePerplexity is the whole
-// command (`proctor ppl`) on a model through the serving forward (MakeCandidateForward).
+// command (`proctor ppl`) on a model through the serving forward (eval/eval_model.h).
 #pragma once
 
 #include <cstdint>
@@ -61,7 +61,7 @@ PerplexityStats PerplexityFromNlls(std::span<const double> nlls, int64_t positio
 
 struct PerplexityScoreOptions {
   int64_t chunk_size = 512;    // positions per forward call
-  int64_t batch_size = 8;      // rows per step (progress granularity; see docs/statistics.md)
+  int64_t batch_size = 8;      // mlx_lm's rows per step: recorded only (results do not depend on it)
   ThreadPool* pool = nullptr;  // positions of a chunk are scored across it; null: Global()
   bool quiet = false;
 };
@@ -87,11 +87,12 @@ struct PplOptions {
   int64_t batch_size = 8;
   int64_t chunk_size = 512;
   RuntimeOptions runtime{};
-  TeacherForcedLogits forward{};             // empty: MakeCandidateForward(model, runtime)
+  TeacherForcedLogits forward{};             // empty: the engine's (EvalModel::Open(model))
   std::string tokenizer{};                   // empty: the model's own
   std::optional<std::tm> chat_now{};         // strftime_now's clock for chat rows
   ThreadPool* pool = nullptr;
   bool quiet = false;
+  bool describe_inputs = false;  // fill PplResult::inputs (hashes the inputs)
 };
 
 struct PplResult {
@@ -115,9 +116,12 @@ struct PplResult {
   double data_seconds = 0;        // reading and tokenizing the data (part of io / other)
   double tokens_per_second = 0;   // scored positions / (forward + scoring)
   std::vector<std::string> warnings;
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };
 
 PplResult EvaluatePerplexity(const PplOptions& options);
+// The results file of `proctor ppl --json`.
+ResultsEnvelope PplResultsEnvelope(const PplResult& result, const PplOptions& options);
 
 // The `results` of the ppl results envelope (docs/results-json.md): every statistic, the data
 // with its sha256, the scored rows' sha256, per-row mean NLL.

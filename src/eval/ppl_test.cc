@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/candidate_forward.h"
+#include "eval/eval_model.h"
 #include "eval/ppl.h"
 #include "eval/testing_dumps.h"
 #include "text/tokenizer/tokenizer.h"
@@ -37,19 +37,20 @@ fs::path TinyStories() { return Fixtures() / "tinystories" / "tinystories_sample
 using FillFn = std::function<void(int32_t token, int64_t position, float* logits)>;
 TeacherForcedLogits FakeForward(int64_t vocab, FillFn fill,
                                 std::vector<std::vector<int32_t>>* calls = nullptr) {
-  return [vocab, fill, calls](std::span<const int32_t> tokens, int64_t chunk,
-                              const LogitsChunkFn& on_chunk) {
-    if (calls != nullptr) calls->emplace_back(tokens.begin(), tokens.end());
-    for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(chunk)) {
-      const size_t n = std::min(tokens.size() - begin, static_cast<size_t>(chunk));
-      Tensor logits = Tensor::F32(static_cast<int64_t>(n), vocab);
-      MutMatF32 out = logits.MutF32();
-      for (size_t r = 0; r < n; ++r) {
-        fill(tokens[begin + r], static_cast<int64_t>(begin + r), out.data + r * vocab);
-      }
-      on_chunk(static_cast<int64_t>(begin), logits.View());
-    }
-  };
+  auto buffers = std::make_shared<std::vector<Tensor>>();  // one per chunk, alive with the fake
+  return testing::FakeForward(
+      [vocab, fill, calls, buffers](int64_t, int64_t start, std::span<const int32_t> tokens) {
+        if (calls != nullptr) {
+          if (start == 0) calls->emplace_back();
+          calls->back().insert(calls->back().end(), tokens.begin(), tokens.end());
+        }
+        buffers->push_back(Tensor::F32(static_cast<int64_t>(tokens.size()), vocab));
+        MutMatF32 out = buffers->back().MutF32();
+        for (size_t r = 0; r < tokens.size(); ++r) {
+          fill(tokens[r], start + static_cast<int64_t>(r), out.data + r * vocab);
+        }
+        return buffers->back().View();
+      });
 }
 
 // Deterministic "random" logits in [-4, 4) from (token, position, index).
@@ -200,15 +201,18 @@ TEST(Ppl, BadLogitsAndTargetsAreErrors) {
   EXPECT_THROW(NextTokenNll(ok, 2), Error);
   EXPECT_THROW(NextTokenNll(ok, -1), Error);
   EXPECT_NEAR(NextTokenNll(ok, 1), std::log(1.0 + std::exp(-1.0)), 1e-15);
-  // A forward that covers too few positions.
+  // A forward that returns too few rows.
   const std::vector<int32_t> rows = {1, 1, 1, 1};
-  const TeacherForcedLogits short_forward = [](std::span<const int32_t>, int64_t,
-                                               const LogitsChunkFn& on_chunk) {
-    Tensor logits = Tensor::F32(1, 2);
-    std::fill(logits.MutF32().data, logits.MutF32().data + 2, 0.0f);
-    on_chunk(0, logits.View());
-  };
-  EXPECT_THROW(ScorePerplexityRows(rows, 4, short_forward, {.quiet = true}), Error);
+  Tensor one_row = Tensor::F32(1, 2);
+  std::fill(one_row.MutF32().data, one_row.MutF32().data + 2, 0.0f);
+  const TeacherForcedLogits short_forward =
+      testing::FakeForward([&](int64_t, int64_t, std::span<const int32_t>) {
+        return one_row.View();
+      });
+  EXPECT_NE(testing::ErrorOf([&] {
+              ScorePerplexityRows(rows, 4, short_forward, {.quiet = true});
+            }).find("gave 1 rows of 2 logits for the 3 tokens"),
+            std::string::npos);
 }
 
 // The text pipeline end to end with a fake forward: the .txt file is one row, encoded with BOS
@@ -301,7 +305,7 @@ TEST(Ppl, MatchesTransformersLogitsOnEveryHfGoldenTheEngineRuns) {
     const auto prompt = nlohmann::json::parse(ReadFileToString(dir / "tokens.json"))["prompt"]
                             .get<std::vector<int32_t>>();
     const auto L = static_cast<int64_t>(prompt.size());
-    const PerplexityScores s = ScorePerplexityRows(prompt, L, MakeCandidateForward(dir.string()),
+    const PerplexityScores s = ScorePerplexityRows(prompt, L, EvalModel::Open(dir.string())->Forward({}),
                                                    {.chunk_size = 16, .quiet = true});
     const PerplexityStats got = PerplexityFromNlls(s.nlls, L - 1);
     testing::TempDir temp;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 
+#include "eval/corpus.h"
+#include "eval/ref_logits.h"
 #include "model/load.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -16,19 +16,6 @@ namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "results";
-
-nlohmann::json ParseManifest(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) Fail(kComponent, "missing '{}'", path.string());
-  auto j = nlohmann::json::parse(ReadFileToString(path), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    Fail(kComponent, "'{}' is not a JSON object", path.string());
-  }
-  return j;
-}
-
-nlohmann::ordered_json Copy(const nlohmann::json& j, const char* key) {
-  return j.contains(key) ? nlohmann::ordered_json(j[key]) : nlohmann::ordered_json(nullptr);
-}
 
 }  // namespace
 
@@ -46,6 +33,14 @@ nlohmann::ordered_json ResultsTimingsToJson(const ResultsTimings& t) {
   j["load_seconds"] = t.load_seconds;
   j["hash_seconds"] = t.hash_seconds;
   return j;
+}
+
+std::string FormatTimings(const ResultsTimings& t, std::string_view work) {
+  return fmt::format(
+      "time: {:.2f} s total = forward {:.2f} s + {} {:.3f} s + I/O {:.3f} s + other {:.2f} s "
+      "(loading {:.2f} s)\n",
+      t.total_seconds, t.forward_seconds, work, t.scoring_seconds, t.io_seconds,
+      t.other_seconds(), t.load_seconds);
 }
 
 std::vector<std::string> ProcessCommandLine() {
@@ -76,65 +71,64 @@ nlohmann::ordered_json DescribeFileInput(const std::string& role,
   return j;
 }
 
-nlohmann::ordered_json DescribeCorpusInput(const std::string& role,
-                                           const std::filesystem::path& dir) {
-  const auto manifest_path = dir / "manifest.json";
-  const nlohmann::json m = ParseManifest(manifest_path);
+nlohmann::ordered_json DescribeCorpusInput(const std::string& role, const Corpus& corpus) {
   nlohmann::ordered_json j;
   j["role"] = role;
   j["kind"] = "corpus";
-  j["path"] = dir.string();
-  j["tokens_sha256"] = Copy(m, "tokens_sha256");
-  j["manifest_sha256"] = Sha256FileHex(manifest_path);
-  j["tokenizer"] = Copy(m, "tokenizer");
-  j["vocab_size"] = Copy(m, "vocab_size");
-  j["n_seqs"] = Copy(m, "n_seqs");
-  j["ctx_len"] = Copy(m, "ctx_len");
+  j["path"] = corpus.dir.string();
+  j["tokens_sha256"] = corpus.tokens_sha256;
+  j["manifest_sha256"] = Sha256FileHex(corpus.dir / "manifest.json");
+  j["tokenizer"] = corpus.tokenizer.empty() ? nlohmann::ordered_json(nullptr)
+                                            : nlohmann::ordered_json(corpus.tokenizer);
+  j["vocab_size"] = corpus.vocab_size > 0 ? nlohmann::ordered_json(corpus.vocab_size)
+                                          : nlohmann::ordered_json(nullptr);
+  j["n_seqs"] = corpus.n_seqs;
+  j["ctx_len"] = corpus.ctx_len;
+  return j;
+}
+
+nlohmann::ordered_json DescribeCorpusInput(const std::string& role,
+                                           const std::filesystem::path& dir) {
+  return DescribeCorpusInput(role, ReadCorpus(dir));
+}
+
+nlohmann::ordered_json DescribeReferenceLogitsInput(const std::string& role,
+                                                    const ReferenceLogitsDump& dump) {
+  const ReferenceLogitsManifest& m = dump.manifest();
+  nlohmann::ordered_json j;
+  j["role"] = role;
+  j["kind"] = "reference-logits";
+  j["path"] = dump.dir().string();
+  j["manifest_sha256"] = Sha256FileHex(dump.ManifestPath());
+  j["tokens_sha256"] = Sha256FileHex(dump.TokensPath());
+  j["corpus_sha256"] = m.corpus_sha256;
+  j["model"] = m.model;
+  j["top_k"] = m.top_k;
+  j["n_seqs"] = m.n_seqs;
+  j["ctx_len"] = m.ctx_len;
   return j;
 }
 
 nlohmann::ordered_json DescribeReferenceLogitsInput(const std::string& role,
                                                     const std::filesystem::path& dir) {
-  const auto manifest_path = dir / "manifest.json";
-  const nlohmann::json m = ParseManifest(manifest_path);
-  nlohmann::ordered_json j;
-  j["role"] = role;
-  j["kind"] = "reference-logits";
-  j["path"] = dir.string();
-  j["manifest_sha256"] = Sha256FileHex(manifest_path);
-  j["tokens_sha256"] = std::filesystem::exists(dir / "tokens.bin")
-                           ? nlohmann::ordered_json(Sha256FileHex(dir / "tokens.bin"))
-                           : nlohmann::ordered_json(nullptr);
-  j["corpus_sha256"] = Copy(m, "corpus_sha256");
-  j["model"] = Copy(m, "model");
-  j["top_k"] = Copy(m, "top_k");
-  j["n_seqs"] = Copy(m, "n_seqs");
-  j["ctx_len"] = Copy(m, "ctx_len");
-  return j;
+  return DescribeReferenceLogitsInput(role, ReferenceLogitsDump::Open(dir));
 }
 
-nlohmann::ordered_json DescribeModelInput(const std::string& role, const std::string& spec) {
+nlohmann::ordered_json DescribeModelFiles(const std::string& role, const std::string& spec,
+                                          const std::filesystem::path& path) {
   nlohmann::ordered_json j;
   j["role"] = role;
-  LocatedModel located;
-  try {
-    located = LocateModel(spec);
-  } catch (const Error&) {
-    j["kind"] = "unresolved";
-    j["spec"] = spec;
-    return j;
-  }
   j["spec"] = spec;
-  j["path"] = located.path.string();
-  if (std::filesystem::is_regular_file(located.path)) {
+  j["path"] = path.string();
+  if (std::filesystem::is_regular_file(path)) {
     j["kind"] = "model-file";
-    j["bytes"] = std::filesystem::file_size(located.path);
-    j["sha256"] = Sha256FileHex(located.path);
+    j["bytes"] = std::filesystem::file_size(path);
+    j["sha256"] = Sha256FileHex(path);
     return j;
   }
   j["kind"] = "model-directory";
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(located.path)) {
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
     if (entry.is_regular_file()) files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -146,6 +140,16 @@ nlohmann::ordered_json DescribeModelInput(const std::string& role, const std::st
   }
   j["files"] = list;
   return j;
+}
+
+nlohmann::ordered_json DescribeModelInput(const std::string& role, const std::string& spec) {
+  LocatedModel located;
+  try {
+    located = LocateModel(spec);
+  } catch (const Error&) {  // not a model on disk (a synthetic name): nothing to hash
+    return {{"role", role}, {"kind", "unresolved"}, {"spec", spec}};
+  }
+  return DescribeModelFiles(role, spec, located.path);
 }
 
 nlohmann::ordered_json ResultsEnvelopeToJson(const ResultsEnvelope& e) {
@@ -168,32 +172,6 @@ nlohmann::ordered_json ResultsEnvelopeToJson(const ResultsEnvelope& e) {
 
 void WriteResultsJson(const std::filesystem::path& path, const ResultsEnvelope& envelope) {
   WriteFileAtomic(path, ResultsEnvelopeToJson(envelope).dump(2) + "\n");
-}
-
-ScopedSeconds::ScopedSeconds(double* sink)
-    : sink_(sink),
-      start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count()) {}
-
-ScopedSeconds::~ScopedSeconds() {
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  *sink_ += static_cast<double>(now - start_ns_) * 1e-9;
-}
-
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace proctor

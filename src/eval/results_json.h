@@ -19,7 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "util/timing.h"  // ScopedSeconds for the timing split
+
 namespace proctor {
+
+struct Corpus;                // eval/corpus.h
+class ReferenceLogitsDump;   // eval/ref_logits.h
 
 inline constexpr const char* kResultsSchema = "proctor-results";
 inline constexpr int kResultsSchemaVersion = 1;
@@ -40,6 +45,9 @@ struct ResultsTimings {
 };
 
 nlohmann::ordered_json ResultsTimingsToJson(const ResultsTimings& timings);
+// One line for the terminal: "time: T s total = forward F s + <work> S s + I/O I s + other O s
+// (loading L s)" (`work` names what the scoring time went to: "scoring", "top-k/logsumexp").
+std::string FormatTimings(const ResultsTimings& timings, std::string_view work = "scoring");
 
 struct ResultsEnvelope {
   std::string command{};                    // "kl", "dump", "ppl", "corpus", ...
@@ -60,22 +68,28 @@ std::vector<std::string> ProcessCommandLine();
 // streamed).
 nlohmann::ordered_json DescribeFileInput(const std::string& role,
                                          const std::filesystem::path& path);
-// A tokenized corpus directory (FORMATS.md section 4): {"role", "kind": "corpus", "path",
-// "tokens_sha256" (as its manifest records it), "manifest_sha256", "tokenizer", "vocab_size",
-// "n_seqs", "ctx_len"}. Error when the manifest cannot be read.
+// A tokenized corpus (FORMATS.md section 4), opened: {"role", "kind": "corpus", "path",
+// "tokens_sha256" (verified when it was read), "manifest_sha256", "tokenizer", "vocab_size",
+// "n_seqs", "ctx_len"}. The path form reads the corpus first (ReadCorpus; its errors).
+nlohmann::ordered_json DescribeCorpusInput(const std::string& role, const Corpus& corpus);
 nlohmann::ordered_json DescribeCorpusInput(const std::string& role,
                                            const std::filesystem::path& dir);
-// A reference-logits dump directory: {"role", "kind": "reference-logits", "path",
+// A reference-logits dump, opened: {"role", "kind": "reference-logits", "path",
 // "manifest_sha256", "tokens_sha256" (of tokens.bin), "corpus_sha256", "model", "top_k",
 // "n_seqs", "ctx_len"}. The sequence files are not hashed (they are large; the manifest and the
-// tokens pin what was dumped).
+// tokens pin what was dumped). The path form opens the dump first (its errors).
+nlohmann::ordered_json DescribeReferenceLogitsInput(const std::string& role,
+                                                    const ReferenceLogitsDump& dump);
 nlohmann::ordered_json DescribeReferenceLogitsInput(const std::string& role,
                                                     const std::filesystem::path& dir);
-// A model spec (directory, .gguf file or cached HF id, resolved with LocateModel): a .gguf is a
-// file input ("kind": "model-file"); a directory lists every regular file directly in it with
+// A located model (`path`: its directory or .gguf file): a .gguf is a file input ("kind":
+// "model-file", "bytes", "sha256"); a directory lists every regular file directly in it with
 // its bytes and sha256 ("kind": "model-directory", "files": [...]). `spec` keeps what the user
-// passed. A spec that is not a model on disk (a synthetic name) gives {"role", "kind":
-// "unresolved", "spec"}.
+// passed.
+nlohmann::ordered_json DescribeModelFiles(const std::string& role, const std::string& spec,
+                                          const std::filesystem::path& path);
+// DescribeModelFiles of a spec resolved with LocateModel (model/load.h); a spec that is not a
+// model on disk (a synthetic name) gives {"role", "kind": "unresolved", "spec"}.
 nlohmann::ordered_json DescribeModelInput(const std::string& role, const std::string& spec);
 
 // The whole document: {"schema", "schema_version", "command", "proctor_version", "threads",
@@ -85,24 +99,5 @@ nlohmann::ordered_json ResultsEnvelopeToJson(const ResultsEnvelope& envelope);
 
 // Writes ResultsEnvelopeToJson(envelope) pretty-printed, atomically (temp file + rename).
 void WriteResultsJson(const std::filesystem::path& path, const ResultsEnvelope& envelope);
-
-// Accumulates elapsed seconds into *sink while alive (for the timing split).
-class ScopedSeconds {
- public:
-  explicit ScopedSeconds(double* sink);
-  ~ScopedSeconds();
-  ScopedSeconds(const ScopedSeconds&) = delete;
-  ScopedSeconds& operator=(const ScopedSeconds&) = delete;
-
- private:
-  double* sink_;
-  int64_t start_ns_;
-};
-
-// Seconds on a monotonic clock (for hand-rolled splits).
-double MonotonicSeconds();
-
-// The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" (the "created" field of manifests and results).
-std::string UtcNow();
 
 }  // namespace proctor

@@ -1,7 +1,10 @@
 #include "eval/synthetic_lm.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
+#include "eval/logits_chunks.h"
 #include "eval/ref_logits_writer.h"
 #include "util/sha256.h"
 #include "util/thread_pool.h"
@@ -58,28 +61,6 @@ void SyntheticLm::RowLogits(std::span<const int32_t> tokens, int64_t pos, float*
 }
 
 TeacherForcedLogits SyntheticLm::Forward() const {
-  return
-      [this](std::span<const int32_t> tokens, int64_t chunk_size, const LogitsChunkFn& on_chunk) {
-        const int64_t n = static_cast<int64_t>(tokens.size());
-        std::vector<uint64_t> hashes(static_cast<size_t>(n));
-        uint64_t h = SplitMix64(seed_);
-        for (int64_t i = 0; i < n; ++i)
-          hashes[i] = h = SplitMix64(h ^ static_cast<uint32_t>(tokens[i]));
-        Tensor chunk = Tensor::F32(std::min(chunk_size, n), vocab_);  // [C, V]
-        for (int64_t start = 0; start < n; start += chunk_size) {
-          const int64_t rows = std::min(chunk_size, n - start);
-          ThreadPool::Global().ParallelFor(static_cast<size_t>(rows), [&](size_t b, size_t e, int) {
-            for (size_t r = b; r < e; ++r) {
-              Row(hashes[start + r], start + static_cast<int64_t>(r),
-                  chunk.RowF32(static_cast<int64_t>(r)));
-            }
-          });
-          on_chunk(start, chunk.View().RowRange(0, rows));
-        }
-      };
-}
-
-StartSequenceFn SyntheticLm::Stepper() const {
   class Stepper final : public LogitsStepper {
    public:
     explicit Stepper(const SyntheticLm& lm) : lm_(lm), hash_(SplitMix64(lm.seed_)) {}
@@ -135,15 +116,17 @@ void WriteSyntheticDump(const std::filesystem::path& dir, const SyntheticLm& lm,
        .notes = "synthetic teacher (proctor's SyntheticLm), not a real model",
        .created = created},
       tokens);
-  const TeacherForcedLogits forward = lm.Forward();
+  LogitsChunkDriver driver({{"the synthetic teacher", lm.Forward()}},
+                           {.component = "dump", .chunk_size = 64, .quiet = true});
   for (int64_t s = 0; s < n_seqs; ++s) {
     if (writer.SequenceDone(s)) continue;
     writer.BeginSequence(s);
     const auto seq_tokens =
         tokens.subspan(static_cast<size_t>(s * ctx_len), static_cast<size_t>(ctx_len));
-    forward(seq_tokens, 64, [&](int64_t start, const MatView& logits) {
-      for (int64_t r = 0; r < logits.rows && start + r < writer.positions(); ++r) {
-        writer.AppendLogitsRow(std::span<const float>(logits.RowAs<float>(r), logits.cols));
+    driver.RunSequence(seq_tokens, writer.positions(), fmt::format("sequence {}", s),
+                       [&](const LogitsChunk& chunk) {
+      for (int64_t r = 0; r < chunk.scored; ++r) {
+        writer.AppendLogitsRow(std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
       }
     });
     writer.EndSequence();

@@ -22,10 +22,9 @@ class SyntheticLm {
   int64_t vocab() const { return vocab_; }
   // Logits [vocab] at position `pos` of `tokens` (depends on tokens[0..pos] only).
   void RowLogits(std::span<const int32_t> tokens, int64_t pos, float* out) const;
-  // The teacher-forced forward through the scoring seam (rows of a chunk built in parallel).
+  // The teacher-forced forward through the scoring seam (rows of a chunk built in parallel; the
+  // model must outlive the steppers).
   TeacherForcedLogits Forward() const;
-  // The same logits through the stepping seam (the model must outlive the steppers).
-  StartSequenceFn Stepper() const;
 
  private:
   void Row(uint64_t prefix_hash, int64_t pos, float* out) const;

@@ -6,14 +6,13 @@
 #include <chrono>
 #include <optional>
 
-#include "eval/candidate_forward.h"
 #include "eval/corpus.h"
+#include "eval/eval_model.h"
+#include "eval/logits_chunks.h"
 #include "eval/ref_logits_writer.h"
 #include "eval/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/progress.h"
-#include "util/thread_pool.h"
 
 namespace proctor {
 namespace {
@@ -27,7 +26,7 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   TeacherDumpResult result;
   ResultsTimings& timings = result.timings;
   if (options.top_k < 1) Fail(kComponent, "--top-k must be >= 1, got {}", options.top_k);
-  if (options.chunk_size < 1) Fail(kComponent, "--chunk must be >= 1, got {}", options.chunk_size);
+  CheckChunkSize(options.chunk_size, kComponent);
   std::optional<Corpus> read;
   {
     ScopedSeconds io(&timings.io_seconds);
@@ -61,94 +60,104 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 .top_k = options.top_k,
                                 .notes = notes},
                                tokens);
-  // The teacher's vocabulary: recorded in the manifest, checked against the corpus' record.
-  const bool engine_teacher = !options.forward;
-  VocabularyIdentity teacher_id, recorded;
-  if (options.check_tokenizer && engine_teacher) {
-    ScopedSeconds load(&timings.load_seconds);
-    teacher_id = ModelVocabularyIdentity(options.teacher, 0, "teacher");
-    const auto manifest_path = corpus.dir / "manifest.json";
-    recorded = RecordedVocabularyIdentity(nlohmann::json::parse(ReadFileToString(manifest_path)),
-                                          manifest_path);
-  }
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();
   const int64_t positions = writer.positions();
+  // The teacher, opened once (unless injected): its vocabulary is recorded in the manifest and
+  // checked against the corpus' record when its first logits come back.
+  std::shared_ptr<const EvalModel> model;
+  std::optional<VocabularyIdentity> teacher_id;
   if (result.sequences_resumed < n_seqs) {
     TeacherForcedLogits forward = options.forward;
     if (!forward) {
       ScopedSeconds load(&timings.load_seconds);
-      forward = MakeCandidateForward(options.teacher, options.runtime);
+      model = EvalModel::Open(options.teacher);
+      forward = model->Forward(options.runtime);
+      if (options.check_tokenizer) teacher_id = model->Identity("teacher");
     }
-    double forward_and_callbacks = 0, callbacks = 0, callback_io = 0;
-    Progress progress(
-        {.label = "dump",
-         .unit = "positions",
-         .total = static_cast<uint64_t>((n_seqs - result.sequences_resumed) * positions),
-         .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+    LogitsChunkDriver driver(
+        {{fmt::format("teacher '{}'", options.teacher), forward}},
+        {.component = kComponent,
+         .chunk_size = options.chunk_size,
+         .progress_label = "dump",
+         .total_positions = static_cast<uint64_t>((n_seqs - result.sequences_resumed) * positions),
+         .quiet = options.quiet});
+    driver.OnVocabulary([&](int64_t vocab) {
+      CheckCorpusVocabularyMatches(corpus, vocab,
+                                   teacher_id ? teacher_id->tokenizer_vocab : std::nullopt,
+                                   options.teacher, kComponent);
+      if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
+      if (options.top_k > vocab) {
+        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
+             vocab);
+      }
+    });
+    double callback_io = 0;
     for (int64_t s = 0; s < n_seqs; ++s) {
       if (writer.SequenceDone(s)) continue;
       const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
                                              static_cast<size_t>(corpus.ctx_len));
       writer.BeginSequence(s);
-      int64_t next = 0;  // next position to append
-      {                  // the forward, with the callbacks (timed separately) inside it
-        ScopedSeconds whole(&forward_and_callbacks);
-        forward(seq_tokens, options.chunk_size, [&](int64_t start_pos, const MatView& logits) {
-          ScopedSeconds in_callback(&callbacks);
-          if (logits.type != DType::kF32) {
-            Fail(kComponent, "the teacher forward returned {} logits; f32 expected",
-                 Name(logits.type));
-          }
-          if (start_pos != next && start_pos < positions) {
-            Fail(kComponent, "sequence {}: a chunk starts at position {}, expected {}",
-                 options.seq_start + s, start_pos, next);
-          }
-          if (result.vocab == 0) {
-            result.vocab = logits.cols;
-            teacher_id.logits_vocab = logits.cols;
-            CheckCorpusVocabularyMatches(corpus, logits.cols, teacher_id.tokenizer_vocab,
-                                         options.teacher, kComponent);
-            if (options.check_tokenizer && engine_teacher) {
-              CheckRecordedVocabulary(recorded, teacher_id);
-            }
-            if (options.top_k > logits.cols) {
-              Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
-                   logits.cols);
-            }
-          }
-          // The chunk's rows up to the last scored position: selected across the pool, written
-          // in position order with one write.
-          const int64_t appended = std::clamp<int64_t>(positions - start_pos, 0, logits.rows);
-          const double io_before = writer.io_seconds();
-          writer.AppendLogitsRows(logits, appended, ThreadPool::Global());
-          callback_io += writer.io_seconds() - io_before;
-          next += appended;
-          progress.Advance(static_cast<uint64_t>(appended));
-        });
-      }
-      if (next != positions) {
-        Fail(kComponent, "sequence {}: the teacher's chunks covered {} positions, expected {}",
-             options.seq_start + s, next, positions);
-      }
+      const std::string where = fmt::format("sequence {} of corpus '{}'", options.seq_start + s,
+                                            corpus.dir.string());
+      // The chunk's rows up to the last scored position: selected across the pool, written in
+      // position order with one write.
+      driver.RunSequence(seq_tokens, positions, where, [&](const LogitsChunk& chunk) {
+        const double io_before = writer.io_seconds();
+        writer.AppendLogitsRows(chunk[0], chunk.scored, driver.pool());
+        callback_io += writer.io_seconds() - io_before;
+      });
       writer.EndSequence();
       result.positions_written += positions;
     }
-    progress.Finish();
-    timings.forward_seconds = std::max(0.0, forward_and_callbacks - callbacks);
+    driver.Finish();
+    result.vocab = driver.vocab();
+    timings.forward_seconds = driver.forward_seconds();
     // Inside the callbacks: the writer's file I/O, the rest is top-k selection, logsumexp and
     // fp16 packing.
-    timings.scoring_seconds = std::max(0.0, callbacks - callback_io);
+    timings.scoring_seconds = std::max(0.0, driver.callback_seconds() - callback_io);
   }
   if (result.vocab > 0) {
-    writer.SetTeacherVocabulary(result.vocab, teacher_id.tokenizer_sha256, teacher_id.bos_id,
-                                teacher_id.eos_id);
+    writer.SetTeacherVocabulary(result.vocab,
+                                teacher_id ? teacher_id->tokenizer_sha256 : std::nullopt,
+                                teacher_id ? teacher_id->bos_id : std::nullopt,
+                                teacher_id ? teacher_id->eos_id : std::nullopt);
   }
   writer.Finish();
   timings.io_seconds += writer.io_seconds();
   timings.total_seconds = MonotonicSeconds() - start_time;
   result.elapsed_seconds = timings.total_seconds;
+  if (options.describe_inputs) {  // after the rate's clock: hashing is not dumping
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(model ? model->Describe("teacher")
+                                  : DescribeModelInput("teacher", options.teacher));
+    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+  }
+  timings.total_seconds += timings.hash_seconds;
   return result;
+}
+
+ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
+                                    const TeacherDumpOptions& options) {
+  ResultsEnvelope env{.command = "dump"};
+  env.inputs = result.inputs;
+  env.settings = {{"top_k", options.top_k},
+                  {"chunk_size", options.chunk_size},
+                  {"seq_start", options.seq_start},
+                  {"seq_end", options.seq_end},
+                  {"resume", options.resume},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()}};
+  const double seconds = result.elapsed_seconds;
+  env.results = {{"n_seqs", result.n_seqs},
+                 {"sequences_resumed", result.sequences_resumed},
+                 {"positions_written", result.positions_written},
+                 {"vocab", result.vocab},
+                 {"positions_per_second",
+                  seconds > 0 ? static_cast<double>(result.positions_written) / seconds : 0.0}};
+  env.timings = result.timings;
+  env.outputs.push_back(DescribeReferenceLogitsInput("dump", options.out_dir));
+  return env;
 }
 
 }  // namespace proctor

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "eval/results_json.h"
@@ -28,12 +29,13 @@ struct TeacherDumpOptions {
   int64_t seq_start = 0;             // first corpus sequence dumped
   int64_t seq_end = -1;              // one past the last; -1 = the corpus' n_seqs
   bool resume = false;               // continue an interrupted dump in out_dir
-  TeacherForcedLogits forward{};     // empty: MakeCandidateForward(teacher, runtime)
+  TeacherForcedLogits forward{};     // empty: the engine's (EvalModel::Open(teacher))
   RuntimeOptions runtime{};
   bool quiet = false;
   // Record the teacher's vocabulary in the manifest (vocab_size; tokenizer_sha256, bos_id,
   // eos_id when its tokenizer loads) and check it against what the corpus records.
   bool check_tokenizer = true;
+  bool describe_inputs = false;  // fill TeacherDumpResult::inputs (hashes the inputs)
 };
 
 struct TeacherDumpResult {
@@ -43,11 +45,17 @@ struct TeacherDumpResult {
   int64_t vocab = 0;                 // the teacher's vocabulary (0 if nothing was run)
   double elapsed_seconds = 0;
   ResultsTimings timings;            // forward / scoring (top-k, logsumexp) / I/O split
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };
 
 // Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids
 // out of range, top_k above the vocabulary) or chunks that do not cover the sequence;
 // "[corpus] ..." / "[ref-logits] ..." from the reader and writer.
 TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options);
+
+// The results file of a dump (`proctor dump --json`): inputs, settings, counts, the timing
+// split, and the dump directory written (its manifest and tokens hashed).
+ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
+                                    const TeacherDumpOptions& options);
 
 }  // namespace proctor

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "model/load.h"
 #include "util/error.h"
 #include "util/sha256.h"
 
@@ -63,46 +62,25 @@ nlohmann::ordered_json VocabularyIdentity::ToJson() const {
   return j;
 }
 
-VocabularyIdentity ModelVocabularyIdentity(const std::string& model_spec, int64_t logits_vocab,
-                                           const std::string& role) {
-  VocabularyIdentity v;
-  v.source = fmt::format("{} '{}'", role, model_spec);
-  if (logits_vocab > 0) v.logits_vocab = logits_vocab;
-  std::unique_ptr<text::Tokenizer> tokenizer;
-  try {
-    tokenizer = text::LoadTokenizer(LocateModel(model_spec).path);
-  } catch (const Error&) {
-    return v;  // no tokenizer beside the weights (synthetic or weights-only models)
-  }
-  v.tokenizer_vocab = static_cast<int64_t>(tokenizer->VocabSize());
-  v.tokenizer_sha256 = TokenizerFingerprint(*tokenizer);
-  v.bos_id = tokenizer->BosId();
-  v.eos_id = tokenizer->EosId();
-  v.tokenizer_description = tokenizer->Describe();
-  return v;
-}
-
-VocabularyIdentity RecordedVocabularyIdentity(const nlohmann::json& m,
+VocabularyIdentity RecordedVocabularyIdentity(const ReferenceLogitsManifest& m,
                                               const std::filesystem::path& manifest_path) {
   VocabularyIdentity v;
   v.source = fmt::format("'{}'", manifest_path.string());
-  const auto integer = [&](const char* key) -> std::optional<int64_t> {
-    if (!m.contains(key) || m[key].is_null()) return std::nullopt;
-    if (!m[key].is_number_integer()) {
-      Fail(kComponent, "'{}': \"{}\" must be an integer, got {}", manifest_path.string(), key,
-           m[key].dump());
-    }
-    return m[key].get<int64_t>();
-  };
-  v.tokenizer_vocab = integer("vocab_size");
-  if (const auto bos = integer("bos_id")) v.bos_id = static_cast<int32_t>(*bos);
-  if (const auto eos = integer("eos_id")) v.eos_id = static_cast<int32_t>(*eos);
-  if (m.contains("tokenizer_sha256") && m["tokenizer_sha256"].is_string()) {
-    v.tokenizer_sha256 = m["tokenizer_sha256"].get<std::string>();
-  }
-  if (m.contains("tokenizer") && m["tokenizer"].is_string()) {
-    v.tokenizer_description = m["tokenizer"].get<std::string>();
-  }
+  v.tokenizer_vocab = m.vocab_size;
+  v.tokenizer_sha256 = m.tokenizer_sha256;
+  v.bos_id = m.bos_id;
+  v.eos_id = m.eos_id;
+  return v;
+}
+
+VocabularyIdentity RecordedVocabularyIdentity(const Corpus& corpus) {
+  VocabularyIdentity v;
+  v.source = fmt::format("'{}'", (corpus.dir / "manifest.json").string());
+  if (corpus.vocab_size > 0) v.tokenizer_vocab = corpus.vocab_size;
+  v.tokenizer_sha256 = corpus.tokenizer_sha256;
+  v.bos_id = corpus.bos_id;
+  v.eos_id = corpus.eos_id;
+  v.tokenizer_description = corpus.tokenizer;
   return v;
 }
 

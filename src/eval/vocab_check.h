@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "eval/corpus.h"
+#include "eval/ref_logits.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace proctor {
@@ -34,16 +36,12 @@ struct VocabularyIdentity {
   nlohmann::ordered_json ToJson() const;  // the recorded keys (vocab_size, tokenizer_sha256, ..)
 };
 
-// A model's identity: its logits width and, when a tokenizer can be loaded from the model's
-// location (tokenizer.json beside safetensors, or the .gguf's vocabulary), the tokenizer's.
-// A model whose tokenizer cannot be loaded has no tokenizer fields (no error).
-VocabularyIdentity ModelVocabularyIdentity(const std::string& model_spec, int64_t logits_vocab,
-                                           const std::string& role);
-
-// The identity recorded in a manifest (dump or corpus): "vocab_size", "tokenizer_sha256",
-// "bos_id", "eos_id", "tokenizer" when present.
-VocabularyIdentity RecordedVocabularyIdentity(const nlohmann::json& manifest,
+// A model's identity comes from the model opened once (eval/eval_model.h EvalModel::Identity).
+// The identity a dump or corpus recorded, from its manifest as its reader parsed it: vocab_size,
+// tokenizer_sha256, bos_id, eos_id (and the corpus' "tokenizer" description) when present.
+VocabularyIdentity RecordedVocabularyIdentity(const ReferenceLogitsManifest& manifest,
                                               const std::filesystem::path& manifest_path);
+VocabularyIdentity RecordedVocabularyIdentity(const Corpus& corpus);
 
 // Two models scored against each other: logits widths must be equal; when both tokenizers are
 // known their fingerprints and special ids must be equal. Error("[kl] ...") names both.

@@ -1,4 +1,4 @@
-// Chunked prefill, greedy decoding and teacher-forced chunks (see greedy.h).
+// Chunked prefill and greedy decoding (see greedy.h).
 #include "model/greedy.h"
 
 #include <algorithm>
@@ -59,20 +59,6 @@ std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const i
     hidden = model.ForwardHidden(std::span<const int32_t>(&out.back(), 1), cache);
   }
   return out;
-}
-
-void RunTeacherForced(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
-                      const LogitsChunkCallback& on_chunk) {
-  if (chunk <= 0) Fail("model", "chunk size must be positive (seen {})", chunk);
-  ModelCache cache = model.MakeCache(static_cast<int64_t>(tokens.size()));
-  Tensor logits;
-  for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(chunk)) {
-    const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(chunk));
-    Tensor hidden = model.ForwardHidden(tokens.subspan(begin, end - begin), cache);
-    if (logits.rows() != hidden.rows()) logits = Tensor::F32(hidden.rows(), model.vocab_size());
-    model.LogitsFromHidden(hidden.View(), logits.MutF32());
-    on_chunk(static_cast<int64_t>(begin), logits.View());
-  }
 }
 
 }  // namespace proctor

@@ -1,5 +1,5 @@
-// Driving a RuntimeModel over sequences: chunked prefill, greedy decoding, and the engine side of
-// the teacher-forced logits seam (eval's TeacherForcedLogits wraps RunTeacherForced).
+// Driving a RuntimeModel over sequences: chunked prefill and greedy decoding (teacher-forced
+// logits: model/teacher_forced.h).
 #pragma once
 
 #include <cstdint>
@@ -31,12 +31,5 @@ struct GreedyOptions {
 // (a stop id ends generation and is not included). The prompt must not be empty.
 std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const int32_t> prompt,
                                     const GreedyOptions& options);
-
-// Teacher-forced logits of one sequence: runs it in chunks of `chunk` with one cache and calls
-// on_chunk(start_position, logits [C, vocab]) for each chunk, in order. The logits view is valid
-// only during the call.
-using LogitsChunkCallback = std::function<void(int64_t start, const MatView& logits)>;
-void RunTeacherForced(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk,
-                      const LogitsChunkCallback& on_chunk);
 
 }  // namespace proctor

@@ -14,6 +14,7 @@
 
 #include "model/greedy.h"
 #include "model/load.h"
+#include "model/teacher_forced.h"
 #include "model/test_util.h"
 #include "util/testing_oracles.h"
 
@@ -65,14 +66,10 @@ TEST(LlamaCppOracle, Stories260KLogitsAgreeWithLlamaCppF32) {
   ASSERT_TRUE(in.good()) << "short file " << out_path;
 
   float max_diff = 0.0f;
-  RunTeacherForced(model, tokens, 64, [&](int64_t start, const MatView& logits) {
-    for (int64_t r = 0; r < logits.rows; ++r) {
-      const float* ref = reference.data() + static_cast<size_t>(start + r) * vocab;
-      for (size_t i = 0; i < vocab; ++i) {
-        max_diff = std::max(max_diff, std::abs(logits.RowAs<float>(r)[i] - ref[i]));
-      }
-    }
-  });
+  const Tensor logits = AllTeacherForcedLogits(model, tokens, 64);
+  for (size_t i = 0; i < reference.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(logits.f32()[i] - reference[i]));
+  }
   std::printf("[ distance ] stories260K vs llama.cpp F32: max |diff| %.3g\n", max_diff);
   EXPECT_LE(max_diff, 1e-4f);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/greedy.h"
+#include "model/teacher_forced.h"
 #include "model/kv_cache.h"
 #include "model/synthetic_model.h"
 #include "model/test_util.h"
@@ -76,13 +77,7 @@ float MaxAbsDiff(const Tensor& a, const Tensor& b) {
 
 // All logits of `tokens`, prefilled in chunks of `chunk`.
 Tensor AllLogits(const RuntimeModel& model, std::span<const int32_t> tokens, int64_t chunk) {
-  Tensor out = Tensor::F32(static_cast<int64_t>(tokens.size()), model.vocab_size());
-  RunTeacherForced(model, tokens, chunk, [&](int64_t start, const MatView& logits) {
-    for (int64_t r = 0; r < logits.rows; ++r) {
-      std::copy_n(logits.RowAs<float>(r), logits.cols, out.RowF32(start + r));
-    }
-  });
-  return out;
+  return AllTeacherForcedLogits(model, tokens, chunk);
 }
 
 class SyntheticTiny : public ::testing::TestWithParam<DType> {};

@@ -21,6 +21,7 @@
 #include "model/model_config.h"
 #include "model/runtime_model.h"
 #include "model/safetensors.h"
+#include "model/teacher_forced.h"
 
 namespace proctor::testing {
 
@@ -60,17 +61,11 @@ inline std::unique_ptr<Golden> LoadGolden(const std::filesystem::path& dir) {
   return g;
 }
 
-// Prompt logits [T, V] through RunTeacherForced with the given chunk.
+// Prompt logits [T, V], teacher-forced in chunks of `chunk`.
 inline std::vector<float> PromptLogits(const RuntimeModel& model, std::span<const int32_t> prompt,
                                        int64_t chunk) {
-  const size_t v = static_cast<size_t>(model.vocab_size());
-  std::vector<float> out(prompt.size() * v);
-  RunTeacherForced(model, prompt, chunk, [&](int64_t start, const MatView& logits) {
-    for (int64_t r = 0; r < logits.rows; ++r) {
-      std::copy_n(logits.RowAs<float>(r), v, out.begin() + (start + r) * v);
-    }
-  });
-  return out;
+  const Tensor all = AllTeacherForcedLogits(model, prompt, chunk);
+  return std::vector<float>(all.f32(), all.f32() + all.rows() * all.cols());
 }
 
 inline float MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
