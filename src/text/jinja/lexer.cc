@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 #include "text/jinja/value.h"
 #include "util/utf8.h"
 

@@ -8,7 +8,7 @@
 
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 #include "util/utf8.h"
 
 namespace proctor::jinja {

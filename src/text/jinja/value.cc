@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 #include "util/utf8.h"
 
 namespace proctor::jinja {

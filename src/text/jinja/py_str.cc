@@ -1,4 +1,5 @@
-#include "text/jinja/unicode.h"
+// Python string semantics over UTF-8 (see py_str.h).
+#include "text/jinja/py_str.h"
 
 #include <algorithm>
 
