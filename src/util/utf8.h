@@ -28,7 +28,9 @@ enum class InvalidByte {
   // and compares a stray byte as one character U+0080..U+00FF.
   kAsLatin1,
   // kInvalidByteFlag | byte, above kMaxCodePoint: the tokenizers keep a stray byte apart from
-  // every character (no Unicode property, no case mapping, no byte-level alphabet entry).
+  // every character (no Unicode property, no case mapping, no byte-level alphabet entry). A
+  // sequence decoded structurally past U+10FFFF can give the same value; callers treat every
+  // value above kMaxCodePoint alike.
   kFlagged,
 };
 
