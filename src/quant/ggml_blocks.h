@@ -7,7 +7,9 @@
 // value j+16 in its high nibble. d is IEEE fp16. The other formats are spelled out beside their
 // structs below and in docs/quantization.md; every formula is evaluated in f32 in the order
 // ggml's own dequantize_row_* uses (no fused multiply-add), so results are bit-identical to ggml.
-// Kernels dispatch on the traits.
+// Kernels dispatch on the traits (ggml_block_traits.cc). The legacy blocks' kernels are in
+// ggml_legacy_blocks.cc (scalar) and ggml_legacy_blocks_simd.cc (Highway), the K-quants' in
+// ggml_k_quants.cc and ggml_k_quants_simd.cc.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,8 @@
 #include "tensor/dtype.h"
 
 namespace proctor::quant {
+
+// Legacy blocks: 32 values with one fp16 scale (and a minimum for Q4_1 / Q5_1).
 
 inline constexpr int kQ8_0BlockElems = 32;
 inline constexpr int kQ4_0BlockElems = 32;
@@ -60,6 +64,9 @@ struct BlockQ5_1 {
   uint8_t qs[kQK / 2];
 };
 static_assert(sizeof(BlockQ5_1) == 24, "GGUF Q5_1 blocks are 24 bytes");
+
+// K-quants: 256-value super-blocks of 16- or 32-value sub-blocks whose scales (and mins) are
+// themselves quantized and packed.
 
 // Q2_K: 16 sub-blocks of 16. scales[s] low nibble = scale, high nibble = min of sub-block s.
 // In each 128-value half h, value 32*j' + 16*p + l (j' = 0..3 shift index, p = 0..1, l = 0..15)
@@ -137,39 +144,24 @@ struct BlockTraits {
 // Traits of a block-quantized type, or nullptr when `type` is not one this build supports.
 const BlockTraits* FindBlockTraits(DType type);
 
-// Scalar references.
-void DequantizeQ8_0Ref(const uint8_t* blocks, int64_t n_blocks, float* out);
-void DequantizeQ4_0Ref(const uint8_t* blocks, int64_t n_blocks, float* out);
-
-// SIMD versions (Highway, dispatched at run time); same results as the references, bit for bit
-// (each value is one f32 product of exactly representable factors).
-void DequantizeQ8_0(const uint8_t* blocks, int64_t n_blocks, float* out);
-void DequantizeQ4_0(const uint8_t* blocks, int64_t n_blocks, float* out);
-
-// Dot products of n_blocks blocks with x[n_blocks * 32] (f32), for matrix-vector products:
-// sum over blocks of d * sum(q_i * x_i). The reference accumulates in block order; the SIMD
-// version in lane order (results agree to f32 rounding).
-float DotQ8_0Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);
-float DotQ4_0Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);
-float DotQ8_0(const uint8_t* blocks, int64_t n_blocks, const float* x);
-float DotQ4_0(const uint8_t* blocks, int64_t n_blocks, const float* x);
-
-// Quantizes x[n_blocks*32] the way ggml's reference quantizer does (d = absmax / 127 or
-// max-magnitude / -8, rounded to nearest); used to build test matrices.
-void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
-void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
-
-// The other formats (ggml_blocks_more.cc, ggml_blocks_more_simd.cc). Ref = scalar reference,
-// bit-identical to ggml's dequantize_row_*; the SIMD versions are bit-identical to the
-// references; the dot products are sum_i value_i * x_i (reference: f32 in element order).
-#define PROCTOR_DECLARE_BLOCK_KERNELS(T)                                           \
-  void Dequantize##T##Ref(const uint8_t* blocks, int64_t n_blocks, float* out);  \
-  void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out);       \
-  float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);    \
+// The kernels of each type. Ref = scalar reference, bit-identical to ggml's dequantize_row_*;
+// the SIMD versions (Highway, dispatched at run time) dequantize bit-identically to the
+// references. Dot products with x[n_blocks * block_elems] (f32), for matrix-vector products:
+// Q8_0 and Q4_0 sum d * sum(q_i * x_i) over blocks, the other types sum_i value_i * x_i; the
+// references accumulate in f32 in block / element order, the SIMD versions in lane order
+// (results agree to f32 rounding).
+#define PROCTOR_DECLARE_BLOCK_KERNELS(T)                                          \
+  void Dequantize##T##Ref(const uint8_t* blocks, int64_t n_blocks, float* out); \
+  void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out);      \
+  float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);   \
   float Dot##T(const uint8_t* blocks, int64_t n_blocks, const float* x);
+// The legacy 32-value blocks (ggml_legacy_blocks.cc, ggml_legacy_blocks_simd.cc).
+PROCTOR_DECLARE_BLOCK_KERNELS(Q8_0)
+PROCTOR_DECLARE_BLOCK_KERNELS(Q4_0)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q4_1)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q5_0)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q5_1)
+// The K-quants (ggml_k_quants.cc, ggml_k_quants_simd.cc).
 PROCTOR_DECLARE_BLOCK_KERNELS(Q2_K)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q3_K)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q4_K)
@@ -177,14 +169,19 @@ PROCTOR_DECLARE_BLOCK_KERNELS(Q5_K)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q6_K)
 #undef PROCTOR_DECLARE_BLOCK_KERNELS
 
-// Reference quantizers with ggml's rules for the 32-wide formats with a minimum or a fifth bit:
+// Reference quantizers for the legacy blocks with ggml's rules, byte-identical to ggml's
+// quantize_row_*_ref (tested against libggml); used to build test matrices. (ggml's K-quant
+// quantizers are search-based; proctor has none.)
+// Q8_0 / Q4_0: d = absmax / 127 or max-magnitude / -8, codes rounded to nearest.
+void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 // Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), m = min, q = min(2^bits - 1, trunc((x - m) / d +
 // 0.5)); Q5_0: d = (signed value of largest magnitude) / -16, q = min(31, trunc(x / d + 16.5)).
-// Byte-identical to ggml's quantize_row_*_ref (tested against libggml).
 void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 
+// K-quant scale unpacking, shared by the scalar and SIMD dequantizers.
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 packed bytes.
 void UnpackScaleMinK4(const uint8_t* packed, int j, uint8_t* scale, uint8_t* min);
 // The 16 scales of a Q3_K block (6-bit codes minus 32).

@@ -8,7 +8,7 @@
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/interpreter.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 
 namespace proctor::jinja {
 namespace {

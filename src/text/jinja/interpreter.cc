@@ -7,7 +7,7 @@
 #include "text/jinja/builtins.h"
 #include "text/jinja/lexer.h"
 #include "text/jinja/parser.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 
 namespace proctor::jinja {
 namespace {

@@ -7,8 +7,9 @@
 #include <cstdlib>
 
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
 #include "text/jinja/value.h"
+#include "util/utf8.h"
 
 namespace proctor::jinja {
 namespace {
@@ -38,7 +39,7 @@ size_t WhitespaceRun(std::string_view s, size_t pos) {
   size_t i = pos;
   while (i < s.size()) {
     size_t next = i;
-    if (!IsPySpace(DecodeUtf8(s, &next))) break;
+    if (!IsPySpace(DecodeUtf8(s, &next, InvalidByte::kAsLatin1))) break;
     i = next;
   }
   return i - pos;

@@ -8,7 +8,8 @@
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/interpreter.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
+#include "util/utf8.h"
 
 namespace proctor::jinja {
 namespace {
@@ -49,7 +50,7 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
     size_t word_start = std::string::npos;
     while (i < s.size()) {
       const size_t start = i;
-      const bool space = IsPySpace(DecodeUtf8(s, &i));
+      const bool space = IsPySpace(DecodeUtf8(s, &i, InvalidByte::kAsLatin1));
       if (!space && word_start == std::string::npos) word_start = start;
       if (space && word_start != std::string::npos) {
         words.emplace_back(word_start, start);
@@ -119,7 +120,7 @@ std::string Replace(const std::string& s, const std::string& old, const std::str
       out += with;
       ++done;
       const size_t start = i;
-      DecodeUtf8(s, &i);
+      DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
       out.append(s, start, i - start);
     }
     out.append(s, i, std::string::npos);

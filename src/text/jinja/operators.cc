@@ -8,7 +8,8 @@
 
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
+#include "util/utf8.h"
 
 namespace proctor::jinja {
 
@@ -67,7 +68,7 @@ std::vector<Value> Iterate(const Value& value) {
       const std::string& s = value.str();
       for (size_t i = 0; i < s.size();) {
         const size_t start = i;
-        DecodeUtf8(s, &i);
+        DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
         chars.emplace_back(s.substr(start, i - start));
       }
       return chars;

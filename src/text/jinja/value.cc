@@ -7,7 +7,8 @@
 #include <cmath>
 
 #include "text/jinja/errors.h"
-#include "text/jinja/unicode.h"
+#include "text/jinja/py_str.h"
+#include "util/utf8.h"
 
 namespace proctor::jinja {
 
@@ -132,7 +133,7 @@ std::string StringRepr(std::string_view s) {
   std::string out(1, quote);
   for (size_t i = 0; i < s.size();) {
     const size_t start = i;
-    const char32_t cp = DecodeUtf8(s, &i);
+    const char32_t cp = DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
     if (cp == static_cast<char32_t>(quote) || cp == U'\\') {
       out += '\\';
       out += static_cast<char>(cp);
@@ -300,7 +301,7 @@ void DumpJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   *out += '"';
   for (size_t i = 0; i < s.size();) {
     const size_t start = i;
-    const char32_t cp = DecodeUtf8(s, &i);
+    const char32_t cp = DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
     switch (cp) {
       case U'"': *out += "\\\""; break;
       case U'\\': *out += "\\\\"; break;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "text/tokenizer/unicode.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 
@@ -14,10 +15,8 @@ bool IsWordChar(char32_t c) { return IsAlphanumeric(c) || c == '_'; }
 // The last character of s, or 0 when s is empty.
 char32_t LastChar(std::string_view s) {
   if (s.empty()) return 0;
-  size_t start = s.size() - 1;
-  while (start > 0 && (static_cast<uint8_t>(s[start]) & 0xC0) == 0x80) --start;
-  size_t pos = start;
-  return DecodeUtf8(s, pos);
+  size_t pos = Utf8SequenceStartBefore(s, s.size());
+  return DecodeUtf8(s, &pos, InvalidByte::kFlagged);
 }
 
 }  // namespace
@@ -74,17 +73,17 @@ void AddedTokenMatcher::Split(std::string_view text, std::vector<AddedSplit>& ou
     if (token.single_word) {
       bool start_space = start == 0 || !IsWordChar(LastChar(text.substr(0, start)));
       size_t p = stop;
-      bool stop_space = stop == text.size() || !IsWordChar(DecodeUtf8(text, p));
+      bool stop_space =
+          stop == text.size() || !IsWordChar(DecodeUtf8(text, &p, InvalidByte::kFlagged));
       if (!start_space || !stop_space) continue;
     }
     if (token.lstrip) {
       // Back over whitespace before the match (not into an earlier match).
       size_t new_start = start;
       while (new_start > 0) {
-        size_t prev = new_start - 1;
-        while (prev > 0 && (static_cast<uint8_t>(text[prev]) & 0xC0) == 0x80) --prev;
+        const size_t prev = Utf8SequenceStartBefore(text, new_start);
         size_t p = prev;
-        if (!IsWhitespace(DecodeUtf8(text, p))) break;
+        if (!IsWhitespace(DecodeUtf8(text, &p, InvalidByte::kFlagged))) break;
         new_start = prev;
       }
       start = std::max(new_start, start_offset);
@@ -93,7 +92,7 @@ void AddedTokenMatcher::Split(std::string_view text, std::vector<AddedSplit>& ou
       size_t p = stop;
       while (p < text.size()) {
         size_t q = p;
-        if (!IsWhitespace(DecodeUtf8(text, q))) break;
+        if (!IsWhitespace(DecodeUtf8(text, &q, InvalidByte::kFlagged))) break;
         p = q;
       }
       stop = p;

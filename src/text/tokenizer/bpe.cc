@@ -5,8 +5,8 @@
 
 #include <queue>
 
-#include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 

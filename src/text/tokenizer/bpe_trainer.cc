@@ -8,6 +8,7 @@
 #include "text/tokenizer/hf_components.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 namespace {
@@ -67,7 +68,7 @@ ByteLevelBpe TrainByteLevelBpe(std::string_view text, const ByteLevelBpeOptions&
   std::unordered_map<std::string, int32_t> token_ids;
   for (int b = 0; b < 256; ++b) {
     std::string t;
-    AppendUtf8(t, ByteToChar(static_cast<uint8_t>(b)));
+    AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &t);
     token_ids.emplace(t, static_cast<int32_t>(bpe.tokens.size()));
     bpe.tokens.push_back(t);
   }
@@ -77,7 +78,7 @@ ByteLevelBpe TrainByteLevelBpe(std::string_view text, const ByteLevelBpeOptions&
     Word w;
     w.count = count;
     for (size_t pos = 0; pos < piece.size();) {
-      const int byte = CharToByte(DecodeUtf8(piece, pos));
+      const int byte = CharToByte(DecodeUtf8(piece, &pos, InvalidByte::kFlagged));
       CHECK(byte >= 0);
       w.ids.push_back(n_special + byte);
     }

@@ -24,6 +24,7 @@
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 
@@ -302,7 +303,7 @@ class GgufTokenizer : public Tokenizer {
         size_t p = 0;
         while (p < s.size()) {
           size_t start = p;
-          int b = CharToByte(DecodeUtf8(s, p));
+          int b = CharToByte(DecodeUtf8(s, &p, InvalidByte::kFlagged));
           if (b < 0) {
             piece.append(s, start, p - start);
           } else {
@@ -314,7 +315,7 @@ class GgufTokenizer : public Tokenizer {
       remove_space = false;
       out += piece;
     }
-    return Utf8Lossy(out);
+    return ReplaceInvalidUtf8(out);
   }
 
   int32_t TokenToId(std::string_view token) const override {

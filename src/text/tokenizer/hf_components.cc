@@ -10,6 +10,7 @@
 #include "text/tokenizer/hf_component_util.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 
@@ -81,7 +82,7 @@ PrependScheme ParsePrependScheme(const json& j, const std::string& where) {
 char32_t ParseReplacement(const json& j, const std::string& where) {
   std::string r = GetString(j, "replacement", where);
   size_t pos = 0;
-  char32_t cp = r.empty() ? 0 : DecodeUtf8(r, pos);
+  char32_t cp = r.empty() ? 0 : DecodeUtf8(r, &pos, InvalidByte::kFlagged);
   if (r.empty() || pos != r.size()) {
     Fail("tokenizer", "{}: Metaspace replacement '{}' is not one character", where, r);
   }
@@ -105,7 +106,7 @@ void CharMatches(std::string_view s, Pred pred, Ranges& out) {
   size_t pos = 0;
   while (pos < s.size()) {
     size_t start = pos;
-    char32_t cp = DecodeUtf8(s, pos);
+    char32_t cp = DecodeUtf8(s, &pos, InvalidByte::kFlagged);
     if (pred(cp)) out.emplace_back(start, pos);
   }
 }
@@ -162,7 +163,7 @@ class StripNormalizer : public Normalizer {
     size_t pos = 0, first = std::string::npos, last_end = 0;
     while (pos < s.size()) {
       size_t start = pos;
-      if (!IsWhitespace(DecodeUtf8(s, pos))) {
+      if (!IsWhitespace(DecodeUtf8(s, &pos, InvalidByte::kFlagged))) {
         if (first == std::string::npos) first = start;
         last_end = pos;
       }
@@ -274,7 +275,7 @@ class MetaspacePreTokenizer : public PreTokenizer {
       : replacement_(ParseReplacement(j, where)),
         scheme_(ParsePrependScheme(j, where)),
         split_(GetBool(j, "split", true)) {
-    AppendUtf8(replacement_utf8_, replacement_);
+    AppendUtf8(replacement_, &replacement_utf8_);
   }
   void Apply(std::vector<Piece>& pieces, std::vector<Piece>& scratch) const override {
     std::string replaced;

@@ -8,6 +8,7 @@
 #include "text/tokenizer/hf_components.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 
@@ -101,7 +102,7 @@ class ByteLevelDecoder : public Decoder {
       size_t pos = 0;
       bool all = true;
       while (pos < t.size()) {
-        int b = CharToByte(DecodeUtf8(t, pos));
+        int b = CharToByte(DecodeUtf8(t, &pos, InvalidByte::kFlagged));
         if (b < 0) {
           all = false;
           break;
@@ -113,7 +114,7 @@ class ByteLevelDecoder : public Decoder {
         bytes += t;
       }
     }
-    tokens.assign(1, Utf8Lossy(bytes));
+    tokens.assign(1, ReplaceInvalidUtf8(bytes));
   }
 };
 
@@ -159,7 +160,7 @@ class MetaspaceDecoder : public Decoder {
  public:
   MetaspaceDecoder(const json& j, const std::string& where)
       : scheme_(ParsePrependScheme(j, where)) {
-    AppendUtf8(replacement_, ParseReplacement(j, where));
+    AppendUtf8(ParseReplacement(j, where), &replacement_);
   }
   void Apply(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -201,7 +202,7 @@ class StripDecoder : public Decoder {
       : start_(j.value("start", 0)), stop_(j.value("stop", 0)) {
     std::string c = GetString(j, "content", where);
     size_t pos = 0;
-    content_ = c.empty() ? 0 : DecodeUtf8(c, pos);
+    content_ = c.empty() ? 0 : DecodeUtf8(c, &pos, InvalidByte::kFlagged);
     if (c.empty() || pos != c.size()) {
       Fail("tokenizer", "{}: Strip decoder content '{}' is not one character", where, c);
     }
@@ -211,7 +212,7 @@ class StripDecoder : public Decoder {
     for (std::string& t : tokens) {
       chars.clear();
       size_t pos = 0;
-      while (pos < t.size()) chars.push_back(DecodeUtf8(t, pos));
+      while (pos < t.size()) chars.push_back(DecodeUtf8(t, &pos, InvalidByte::kFlagged));
       size_t start_cut = 0;
       while (start_cut < chars.size() && start_cut < start_ && chars[start_cut] == content_) {
         ++start_cut;
@@ -225,7 +226,7 @@ class StripDecoder : public Decoder {
       size_t take = t.size() >= start_cut + stop_cut ? t.size() - start_cut - stop_cut : 0;
       std::string out;
       for (size_t i = start_cut; i < chars.size() && i - start_cut < take; ++i) {
-        AppendUtf8(out, chars[i]);
+        AppendUtf8(chars[i], &out);
       }
       t.swap(out);
     }

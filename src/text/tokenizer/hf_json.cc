@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 
@@ -184,7 +184,7 @@ class Parser {
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             Bad("lone low surrogate");
           }
-          AppendUtf8(out, static_cast<char32_t>(cp));
+          AppendUtf8(static_cast<char32_t>(cp), &out);
           break;
         }
         default:

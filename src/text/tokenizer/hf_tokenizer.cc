@@ -11,8 +11,8 @@
 #include "text/tokenizer/hf_components.h"
 #include "text/tokenizer/hf_json.h"
 #include "text/tokenizer/tokenizer.h"
-#include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 

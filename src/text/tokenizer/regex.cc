@@ -4,8 +4,8 @@
 
 #include <pcre2.h>
 
-#include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
 

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "text/tokenizer/tokenizer.h"
-#include "text/tokenizer/unicode.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -136,19 +135,6 @@ TEST(LoadTokenizer, ErrorsNameTheProblem) {
   auto ok = LoadHfTokenizer("{" + model + "}", "", "test.json");
   EXPECT_EQ(ok->Encode("ab", false), std::vector<int32_t>({2}));
   EXPECT_THROW(ok->Encode("\xff", false), Error);
-}
-
-TEST(Unicode, LossyUtf8MatchesRustFromUtf8Lossy) {
-  // Expected strings from the Unicode standard's "maximal subpart" rule (ch. 3, U+FFFD
-  // substitution), which Rust's String::from_utf8_lossy follows.
-  const std::string r = "\xEF\xBF\xBD";
-  EXPECT_EQ(Utf8Lossy("a\xC3"), "a" + r);
-  EXPECT_EQ(Utf8Lossy("\xF0\x9F\x98"), r);                // truncated 4-byte sequence: one
-  EXPECT_EQ(Utf8Lossy("\xE0\x80\x80"), r + r + r);         // overlong: each byte
-  EXPECT_EQ(Utf8Lossy("\xED\xA0\x80z"), r + r + r + "z");  // surrogate: each byte
-  EXPECT_EQ(Utf8Lossy("\xFF\xF0\x9F\x98\x80"), r + "\xF0\x9F\x98\x80");
-  EXPECT_TRUE(IsValidUtf8("\xF0\x9F\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// UTF-8 and Unicode helpers (see unicode.h).
+// Unicode helpers for the tokenizers (see unicode.h).
 #include "text/tokenizer/unicode.h"
 
 #include <utf8proc.h>
@@ -8,116 +8,9 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace proctor::text {
-
-char32_t DecodeUtf8(std::string_view s, size_t& pos) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  uint8_t lead = p[pos];
-  size_t n = Utf8SequenceLength(lead);
-  if (n == 1 || pos + n > s.size()) {
-    ++pos;
-    return lead < 0x80 ? lead : (0x110000 | lead);
-  }
-  char32_t cp = lead & (0x7F >> n);
-  for (size_t i = 1; i < n; ++i) {
-    uint8_t c = p[pos + i];
-    if ((c & 0xC0) != 0x80) {
-      ++pos;
-      return 0x110000 | lead;
-    }
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  pos += n;
-  return cp;
-}
-
-void AppendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 and the length of the maximal invalid
-// subpart in *bad (Unicode "substitution of maximal subparts", as Rust and WHATWG do).
-size_t ValidSequenceAt(const uint8_t* s, size_t n, size_t i, size_t* bad) {
-  uint8_t b0 = s[i];
-  if (b0 < 0x80) return 1;
-  size_t need;
-  uint8_t lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    *bad = 1;
-    return 0;
-  }
-  for (size_t k = 1; k < need; ++k) {
-    if (i + k >= n) {
-      *bad = k;
-      return 0;
-    }
-    uint8_t c = s[i + k];
-    uint8_t l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-    if (c < l || c > h) {
-      *bad = k;
-      return 0;
-    }
-  }
-  return need;
-}
-
-}  // namespace
-
-bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  size_t i = 0, bad = 0;
-  while (i < s.size()) {
-    size_t n = ValidSequenceAt(p, s.size(), i, &bad);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-std::string Utf8Lossy(std::string_view bytes) {
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  std::string out;
-  out.reserve(bytes.size());
-  size_t i = 0, bad = 0;
-  while (i < bytes.size()) {
-    size_t n = ValidSequenceAt(p, bytes.size(), i, &bad);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      i += bad;
-    } else {
-      out.append(bytes.data() + i, n);
-      i += n;
-    }
-  }
-  return out;
-}
 
 bool IsLetter(char32_t cp) {
   auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
@@ -175,8 +68,8 @@ std::string Lowercase(std::string_view s) {
   size_t pos = 0;
   while (pos < s.size()) {
     size_t start = pos;
-    char32_t cp = DecodeUtf8(s, pos);
-    if (cp >= 0x110000) {
+    char32_t cp = DecodeUtf8(s, &pos, InvalidByte::kFlagged);
+    if (cp > kMaxCodePoint) {  // a stray byte or a value past Unicode: copied as it is
       out.append(s.substr(start, pos - start));
       continue;
     }
@@ -184,7 +77,7 @@ std::string Lowercase(std::string_view s) {
       out += "i\xCC\x87";
       continue;
     }
-    AppendUtf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+    AppendUtf8(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))), &out);
   }
   return out;
 }
@@ -199,7 +92,7 @@ struct ByteTables {
     for (int b = 0; b < 256; ++b) {
       bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
       byte_to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-      AppendUtf8(byte_to_utf8[b], byte_to_char[b]);
+      AppendUtf8(byte_to_char[b], &byte_to_utf8[b]);
     }
   }
 };

@@ -1,5 +1,6 @@
-// UTF-8 and Unicode helpers shared by the tokenizers: decoding, encoding, categories
-// (utf8proc), normalization forms, GPT-2's byte<->char table and lossy UTF-8 repair.
+// Unicode helpers shared by the tokenizers: categories (utf8proc), normalization forms, case
+// mapping and GPT-2's byte<->char table. UTF-8 itself is util/utf8.h; the tokenizers decode with
+// InvalidByte::kFlagged, so a stray byte has no property, no case and no byte-level character.
 #pragma once
 
 #include <cstdint>
@@ -7,24 +8,6 @@
 #include <string_view>
 
 namespace proctor::text {
-
-// Decodes one code point at s[pos] and advances pos. Invalid or truncated sequences decode as
-// the single byte value with high bit set (0x80..0xFF) | 0x110000 marker, consuming one byte.
-char32_t DecodeUtf8(std::string_view s, size_t& pos);
-// Length in bytes of the UTF-8 sequence starting with this lead byte (1 for invalid leads).
-inline size_t Utf8SequenceLength(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return 4;
-  return 1;
-}
-void AppendUtf8(std::string& out, char32_t cp);
-
-// True when s is well-formed UTF-8.
-bool IsValidUtf8(std::string_view s);
-// Rust's String::from_utf8_lossy: each maximal invalid subpart becomes U+FFFD.
-std::string Utf8Lossy(std::string_view bytes);
 
 // Unicode properties (utf8proc tables).
 bool IsLetter(char32_t cp);       // L*

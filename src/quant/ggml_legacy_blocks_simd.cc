@@ -1,24 +1,18 @@
-// Highway versions of the Q8_0 / Q4_0 dequantizers and dot products (see ggml_blocks.h).
-#include <cstring>
-
-#include "quant/ggml_blocks.h"
-#include "util/half.h"
-
+// Highway versions of the legacy 32-value block kernels, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (see
+// ggml_blocks.h), bit-identical to the scalar references in ggml_legacy_blocks.cc when
+// dequantizing. Q8_0 and Q4_0 dot products accumulate q * x per block in lanes and scale once per
+// block; the others dequantize one block at a time (ggml_simd_helpers-inl.h).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "quant/ggml_blocks_simd.cc"
+#define HWY_TARGET_INCLUDE "quant/ggml_legacy_blocks_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "quant/ggml_blocks.h"
+#include "quant/ggml_simd_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::quant {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-inline float BlockScale(const uint8_t* block) {
-  uint16_t d;
-  std::memcpy(&d, block, sizeof(d));
-  return F16ToF32(d);
-}
 
 void DequantizeQ8_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   const hn::ScalableTag<float> df;
@@ -28,7 +22,7 @@ void DequantizeQ8_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ8_0);
     const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-    const auto d = hn::Set(df, BlockScale(block));
+    const auto d = hn::Set(df, HalfAt(block));
     for (size_t i = 0; i < kQ8_0BlockElems; i += N) {
       const auto v = hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + i)));
       hn::StoreU(hn::Mul(d, v), df, out + b * kQ8_0BlockElems + i);
@@ -46,7 +40,7 @@ void DequantizeQ4_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   const auto eight = hn::Set(di32, 8);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ4_0);
-    const auto d = hn::Set(df, BlockScale(block));
+    const auto d = hn::Set(df, HalfAt(block));
     float* o = out + b * kQ4_0BlockElems;
     for (size_t i = 0; i < kHalf; i += N) {
       const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, block + 2 + i));
@@ -73,7 +67,7 @@ float DotQ8_0Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {
       const auto v = hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + i)));
       block_sum = hn::MulAdd(v, hn::LoadU(df, xb + i), block_sum);
     }
-    acc = hn::MulAdd(hn::Set(df, BlockScale(block)), block_sum, acc);
+    acc = hn::MulAdd(hn::Set(df, HalfAt(block)), block_sum, acc);
   }
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
@@ -98,10 +92,77 @@ float DotQ4_0Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {
       block_sum = hn::MulAdd(lo, hn::LoadU(df, xb + i), block_sum);
       block_sum = hn::MulAdd(hi, hn::LoadU(df, xb + kHalf + i), block_sum);
     }
-    acc = hn::MulAdd(hn::Set(df, BlockScale(block)), block_sum, acc);
+    acc = hn::MulAdd(hn::Set(df, HalfAt(block)), block_sum, acc);
   }
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
+
+// Fifth bits of values [j0, j0 + N) of a Q5 block, already shifted to bit 4.
+HWY_INLINE hn::Vec<DI32> FifthBits(uint32_t qh, int j0) {
+  const hn::Rebind<uint32_t, DF> du;
+  const auto shifts = hn::BitCast(du, hn::Iota(DI32(), j0));
+  const auto bits = hn::And(hn::Shr(hn::Set(du, qh), shifts), hn::Set(du, 1u));
+  return hn::BitCast(DI32(), hn::ShiftLeft<4>(bits));
+}
+
+void DequantizeQ4_1Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto mask = hn::Set(DI32(), 0x0F);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = blocks + b * sizeof(BlockQ4_1);
+    const auto d = hn::Set(df, HalfAt(block)), m = hn::Set(df, HalfAt(block + 2));
+    float* o = out + b * kQK;
+    for (size_t i = 0; i < kQK / 2; i += N) {
+      const auto bytes = LoadBytes(block + 4 + i);
+      hn::StoreU(hn::Add(hn::Mul(ToFloat(hn::And(bytes, mask)), d), m), df, o + i);
+      hn::StoreU(hn::Add(hn::Mul(ToFloat(hn::ShiftRight<4>(bytes)), d), m), df, o + kQK / 2 + i);
+    }
+  }
+}
+
+// Q5_0 (kHasMin false: (q - 16) * d) and Q5_1 (kHasMin true: q * d + m).
+template <bool kHasMin>
+void DequantizeQ5Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto mask = hn::Set(DI32(), 0x0F);
+  const auto sixteen = hn::Set(DI32(), 16);
+  constexpr size_t kBytes = kHasMin ? sizeof(BlockQ5_1) : sizeof(BlockQ5_0);
+  constexpr size_t kQhAt = kHasMin ? 4 : 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = blocks + b * kBytes;
+    const auto d = hn::Set(df, HalfAt(block));
+    const auto m = hn::Set(df, kHasMin ? HalfAt(block + 2) : 0.0f);
+    uint32_t qh;
+    std::memcpy(&qh, block + kQhAt, 4);
+    const uint8_t* qs = block + kQhAt + 4;
+    float* o = out + b * kQK;
+    for (size_t i = 0; i < kQK / 2; i += N) {
+      const auto bytes = LoadBytes(qs + i);
+      auto lo = hn::Or(hn::And(bytes, mask), FifthBits(qh, static_cast<int>(i)));
+      auto hi = hn::Or(hn::ShiftRight<4>(bytes), FifthBits(qh, static_cast<int>(i + kQK / 2)));
+      if constexpr (kHasMin) {
+        hn::StoreU(hn::Add(hn::Mul(ToFloat(lo), d), m), df, o + i);
+        hn::StoreU(hn::Add(hn::Mul(ToFloat(hi), d), m), df, o + kQK / 2 + i);
+      } else {
+        hn::StoreU(hn::Mul(ToFloat(hn::Sub(lo, sixteen)), d), df, o + i);
+        hn::StoreU(hn::Mul(ToFloat(hn::Sub(hi, sixteen)), d), df, o + kQK / 2 + i);
+      }
+    }
+  }
+}
+
+void DequantizeQ5_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  DequantizeQ5Impl<false>(blocks, n_blocks, out);
+}
+void DequantizeQ5_1Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  DequantizeQ5Impl<true>(blocks, n_blocks, out);
+}
+
+PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q4_1, kQK)
+PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q5_0, kQK)
+PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q5_1, kQK)
 
 }  // namespace HWY_NAMESPACE
 }  // namespace proctor::quant
@@ -110,23 +171,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace proctor::quant {
 
-HWY_EXPORT(DequantizeQ8_0Impl);
-HWY_EXPORT(DequantizeQ4_0Impl);
-HWY_EXPORT(DotQ8_0Impl);
-HWY_EXPORT(DotQ4_0Impl);
-
-void DequantizeQ8_0(const uint8_t* blocks, int64_t n_blocks, float* out) {
-  HWY_DYNAMIC_DISPATCH(DequantizeQ8_0Impl)(blocks, n_blocks, out);
-}
-void DequantizeQ4_0(const uint8_t* blocks, int64_t n_blocks, float* out) {
-  HWY_DYNAMIC_DISPATCH(DequantizeQ4_0Impl)(blocks, n_blocks, out);
-}
-float DotQ8_0(const uint8_t* blocks, int64_t n_blocks, const float* x) {
-  return HWY_DYNAMIC_DISPATCH(DotQ8_0Impl)(blocks, n_blocks, x);
-}
-float DotQ4_0(const uint8_t* blocks, int64_t n_blocks, const float* x) {
-  return HWY_DYNAMIC_DISPATCH(DotQ4_0Impl)(blocks, n_blocks, x);
-}
+PROCTOR_EXPORT_BLOCK_KERNELS(Q8_0)
+PROCTOR_EXPORT_BLOCK_KERNELS(Q4_0)
+PROCTOR_EXPORT_BLOCK_KERNELS(Q4_1)
+PROCTOR_EXPORT_BLOCK_KERNELS(Q5_0)
+PROCTOR_EXPORT_BLOCK_KERNELS(Q5_1)
 
 }  // namespace proctor::quant
 #endif  // HWY_ONCE

@@ -1,5 +1,6 @@
-// UTF-8 helpers with Python's string semantics: strings are sequences of code points (len,
-// indexing and slicing count code points), and str.isspace() is Unicode's whitespace set.
+// Python's string semantics over UTF-8: strings are sequences of code points (len, indexing and
+// slicing count code points), and str.isspace() is Unicode's whitespace set. The engine decodes
+// with util/utf8.h's InvalidByte::kAsLatin1: a stray byte is one character U+0080..U+00FF.
 #pragma once
 
 #include <string>
@@ -7,11 +8,6 @@
 #include <vector>
 
 namespace proctor::jinja {
-
-// Decodes the code point at *pos and advances *pos; an invalid byte decodes as itself
-// (0x80..0xFF) and advances one byte, so any input is consumed.
-char32_t DecodeUtf8(std::string_view s, size_t* pos);
-void AppendUtf8(char32_t cp, std::string* out);
 
 // Python's str.isspace() for one code point.
 bool IsPySpace(char32_t cp);

@@ -1,0 +1,28 @@
+// The traits table of the GGUF block types: size, scalar references and SIMD kernels per type
+// (the kernels are in ggml_legacy_blocks*.cc and ggml_k_quants*.cc).
+#include "quant/ggml_blocks.h"
+
+namespace proctor::quant {
+
+const BlockTraits* FindBlockTraits(DType type) {
+  // Two types per row, in the order of ggml_blocks.h.
+  // clang-format off
+#define PROCTOR_TRAITS(T, kElems)                                                        \
+  {DType::k##T, kElems, sizeof(Block##T), Dequantize##T##Ref, Dequantize##T, Dot##T##Ref, \
+   Dot##T}
+  static const BlockTraits kTraits[] = {
+      PROCTOR_TRAITS(Q8_0, kQ8_0BlockElems), PROCTOR_TRAITS(Q4_0, kQ4_0BlockElems),
+      PROCTOR_TRAITS(Q4_1, kQK),             PROCTOR_TRAITS(Q5_0, kQK),
+      PROCTOR_TRAITS(Q5_1, kQK),             PROCTOR_TRAITS(Q2_K, kQK_K),
+      PROCTOR_TRAITS(Q3_K, kQK_K),           PROCTOR_TRAITS(Q4_K, kQK_K),
+      PROCTOR_TRAITS(Q5_K, kQK_K),           PROCTOR_TRAITS(Q6_K, kQK_K),
+  };
+  // clang-format on
+#undef PROCTOR_TRAITS
+  for (const BlockTraits& traits : kTraits) {
+    if (traits.type == type) return &traits;
+  }
+  return nullptr;
+}
+
+}  // namespace proctor::quant
