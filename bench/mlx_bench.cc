@@ -48,8 +48,8 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(2));
   const auto mode = state.range(3) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
   const bool amx = state.range(4) != 0;  // prefill on AMX (when the CPU has it) or FMA
-  SetF32AmxForTesting(amx);
-  SetBF16KernelForTesting(amx ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback);
+  SetKernelOverridesForTesting(
+      {.bf16_family = amx ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback, .amx_in_f32_mode = amx});
   ThreadPool pool(threads);
   const auto& weights = LayerWeights(format);
   double weight_bytes = 0.0;
@@ -61,8 +61,7 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   state.SetLabel(fmt::format("{} T={} threads={} {} {}", MlxTypeName(f.mode, f.bits, f.group),
                              T, threads, mode == ComputeMode::kF32 ? "f32" : "bf16",
                              T == 1 ? "matvec" : amx ? "amx" : "fma"));
-  SetF32AmxForTesting(true);
-  SetBF16KernelForTesting(BF16Kernel::kAuto);
+  SetKernelOverridesForTesting({});
 }
 BENCHMARK(BM_MlxMatMulLayer)
     ->ArgNames({"format", "T", "threads", "bf16", "amx"})

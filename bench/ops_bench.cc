@@ -24,11 +24,6 @@ namespace {
 
 #define PROCTOR_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-bool HaveAvx512Bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16");
-}
-
 PROCTOR_AVX512_TARGET __attribute__((noinline)) float FmaLoop(int64_t iters) {
   __m512 acc[24];
 #pragma GCC unroll 24
@@ -62,7 +57,7 @@ PROCTOR_AVX512_TARGET __attribute__((noinline)) float Bf16DotLoop(int64_t iters)
 }
 
 void BM_PeakF32Fma(benchmark::State& state) {
-  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512");
+  if (!CpuFeatures::Host().avx512_bf16) return state.SkipWithError("needs AVX-512");
   constexpr int64_t kIters = 1 << 20;
   for (auto _ : state) benchmark::DoNotOptimize(FmaLoop(kIters));
   state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 32,
@@ -71,7 +66,7 @@ void BM_PeakF32Fma(benchmark::State& state) {
 BENCHMARK(BM_PeakF32Fma)->Unit(benchmark::kMillisecond);
 
 void BM_PeakBF16Dot(benchmark::State& state) {
-  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512 BF16");
+  if (!CpuFeatures::Host().avx512_bf16) return state.SkipWithError("needs AVX-512 BF16");
   constexpr int64_t kIters = 1 << 20;
   for (auto _ : state) benchmark::DoNotOptimize(Bf16DotLoop(kIters));
   state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(kIters) * 24 * 64,
@@ -91,7 +86,7 @@ PROCTOR_AVX512_TARGET __attribute__((noinline)) float SumFloats(const float* p, 
 }
 
 void BM_StreamRead(benchmark::State& state) {
-  if (!HaveAvx512Bf16()) return state.SkipWithError("needs AVX-512");
+  if (!CpuFeatures::Host().avx512_bf16) return state.SkipWithError("needs AVX-512");
   const int threads = static_cast<int>(state.range(0));
   constexpr size_t kBytes = size_t{1} << 30;
   Tensor buf(DType::kF32, 1, static_cast<int64_t>(kBytes / 4));
@@ -123,9 +118,7 @@ void BM_MatMulLayer(benchmark::State& state) {
   TimeLayerMatMuls(state, T, weights, weight_bytes, mode, pool);
   state.SetLabel(fmt::format("{} {} T={} threads={} kernel={}", Name(type),
                              mode == ComputeMode::kF32 ? "f32" : "bf16", T, threads,
-                             mode == ComputeMode::kF32 || type != DType::kBF16
-                                 ? F32KernelName(type, T)
-                                 : BF16KernelName(T)));
+                             MatMulKernelName(weights.front().View(), mode, T)));
 }
 BENCHMARK(BM_MatMulLayer)
     ->ArgNames({"mode", "T", "threads", "type"})

@@ -158,19 +158,14 @@ void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& st
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
-  ModelConfig c;
   const std::string arch(gguf.GetString("general.architecture"));
-  if (arch == "llama") {
-    c.arch = ModelArch::kLlama;
-  } else if (arch == "qwen2") {
-    c.arch = ModelArch::kQwen2;
-  } else if (arch == "qwen3") {
-    c.arch = ModelArch::kQwen3;
-  } else {
+  const FamilyTraits* family = FindFamilyByGgufArchitecture(arch);
+  if (family == nullptr) {
     GgufModelFail(gguf, fmt::format("architecture (general.architecture) \"{}\" is not supported "
-                                    "(supported: llama, qwen2, qwen3)",
-                                    arch));
+                                    "(supported: {})",
+                                    arch, SupportedGgufArchitectures()));
   }
+  ModelConfig c = FamilyConfig(family->arch);
   c.model_type = arch;
   const std::string p = arch + ".";
   c.hidden_size = MetaInt(gguf, p + "embedding_length", std::nullopt);
@@ -247,10 +242,9 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   const TensorInfo* output = weights.Find("lm_head.weight");
   c.tie_word_embeddings =
       output == nullptr || SameBytes(output, weights.Find("model.embed_tokens.weight"));
-  c.attention_bias = c.arch == ModelArch::kQwen2 ||
-                     weights.Has("model.layers.0.self_attn.q_proj.bias");
-  c.qk_norm = c.arch == ModelArch::kQwen3;
-  c.rope_adjacent_pairs = c.arch == ModelArch::kLlama;  // llama.cpp permuted Q/K for llama only
+  // GGUF has no bias flag: the tensors decide, unless the family always has biases.
+  c.attention_bias = c.attention_bias || weights.Has("model.layers.0.self_attn.q_proj.bias");
+  c.rope_adjacent_pairs = family->gguf_rope_pairing == GgufRopePairing::kAdjacentPairs;
   // Storage type: the most common type among the 2-D weights.
   std::map<std::string_view, int> counts;
   for (const GgufTensorInfo& t : gguf.tensors()) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/gguf.h"
+#include "model/gguf_model.h"
 #include "model/safetensors.h"
 #include "model/test_util.h"
 #include "util/file.h"
@@ -170,6 +171,17 @@ TEST(MalformedGguf, GoodFileParses) {
   const auto gguf = GgufFile::Parse(bytes, "good.gguf");
   ASSERT_EQ(gguf->tensors().size(), 2u);
   EXPECT_EQ(gguf->tensors()[1].data - bytes.data(), static_cast<ptrdiff_t>(gguf->data_offset() + 32));
+}
+
+// The architecture names GGUF files may carry come from the family-traits table; Mistral has
+// none of its own (llama.cpp converts it as "llama").
+TEST(MalformedGguf, UnknownArchitectureListsTheSupportedOnes) {
+  GgufBuilder b(3, 0, 1);
+  b.Str("general.architecture").U32(8).Str("mistral");
+  const Bytes bytes = b.bytes();
+  const auto gguf = GgufFile::Parse(bytes, "mistral.gguf");
+  EXPECT_ERROR_CONTAINS(ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
+                        "\"mistral\" is not supported", "(supported: llama, qwen2, qwen3)");
 }
 
 TEST(MalformedGguf, EveryTruncationIsAnError) {

@@ -17,20 +17,6 @@ nlohmann::json ShortFloat(double value) {
 
 std::string Megabytes(uint64_t bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
 
-std::string_view ArchitectureClass(ModelArch arch) {
-  switch (arch) {
-    case ModelArch::kLlama:
-      return "LlamaForCausalLM";
-    case ModelArch::kMistral:
-      return "MistralForCausalLM";
-    case ModelArch::kQwen2:
-      return "Qwen2ForCausalLM";
-    case ModelArch::kQwen3:
-      return "Qwen3ForCausalLM";
-  }
-  return "?";
-}
-
 std::string TorchDtype(DType type) {
   switch (type) {
     case DType::kF16:
@@ -46,9 +32,10 @@ std::string TorchDtype(DType type) {
 
 nlohmann::json HfConfigJsonFor(const LoadedModel& model) {
   const ModelConfig& c = model.config;
+  const FamilyTraits& family = FamilyOf(c.arch);
   nlohmann::json j = {
-      {"architectures", {ArchitectureClass(c.arch)}},
-      {"model_type", ArchName(c.arch)},
+      {"architectures", {family.hf_architecture}},
+      {"model_type", family.hf_model_type},
       {"hidden_size", c.hidden_size},
       {"num_hidden_layers", c.num_layers},
       {"num_attention_heads", c.num_heads},
@@ -61,7 +48,7 @@ nlohmann::json HfConfigJsonFor(const LoadedModel& model) {
       {"rope_theta", ShortFloat(c.rope.theta)},
       {"tie_word_embeddings", c.tie_word_embeddings},
   };
-  if (c.arch == ModelArch::kLlama) {
+  if (family.hf_config_has_bias_keys) {
     j["attention_bias"] = c.attention_bias;
     j["mlp_bias"] = false;
   }
@@ -97,7 +84,9 @@ nlohmann::json HfConfigJsonFor(const LoadedModel& model) {
       j["layer_types"] = types;
     }
     j["sliding_window"] = c.sliding_window;
-    if (c.arch == ModelArch::kQwen2 || c.arch == ModelArch::kQwen3) j["use_sliding_window"] = true;
+    if (family.sliding_window == SlidingWindowRule::kUseSlidingWindowFlag) {
+      j["use_sliding_window"] = true;
+    }
   }
   return j;
 }

@@ -71,9 +71,10 @@ void ExpectSameLogits(const LoadedModel& mlx, const LoadedModel& deq) {
   for (const Config& c : {Config{ops::ComputeMode::kF32, true, 2e-5f},
                           Config{ops::ComputeMode::kBF16, false, std::ldexp(1.0f, -8)},
                           Config{ops::ComputeMode::kBF16, true, std::ldexp(1.0f, -6)}}) {
-    ops::SetBF16KernelForTesting(c.amx ? ops::BF16Kernel::kAuto : ops::BF16Kernel::kF32Fallback);
+    ops::SetKernelOverridesForTesting(
+        {.bf16_family = c.amx ? ops::BF16Kernel::kAuto : ops::BF16Kernel::kF32Fallback});
     const std::vector<float> a = Logits(mlx, c.mode, pool), b = Logits(deq, c.mode, pool);
-    ops::SetBF16KernelForTesting(ops::BF16Kernel::kAuto);
+    ops::SetKernelOverridesForTesting({});
     ASSERT_EQ(a.size(), b.size());
     float max_diff = 0.0f, max_abs = 0.0f;
     for (size_t i = 0; i < a.size(); ++i) {

@@ -186,8 +186,8 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
 }
 
 // Which layers use the sliding window: `layer_types` when present, else the family's rule.
-void ParseSlidingWindow(const json& config, ModelConfig& out, std::string_view origin) {
-  const bool is_qwen = out.arch == ModelArch::kQwen2 || out.arch == ModelArch::kQwen3;
+void ParseSlidingWindow(const json& config, SlidingWindowRule rule, ModelConfig& out,
+                        std::string_view origin) {
   const int window = GetInt(config, "sliding_window", origin, 0);
   const json* layer_types = Member(config, "layer_types");
   if (layer_types != nullptr) {
@@ -218,7 +218,7 @@ void ParseSlidingWindow(const json& config, ModelConfig& out, std::string_view o
     out.sliding_window = window;
     return;
   }
-  if (is_qwen) {
+  if (rule == SlidingWindowRule::kUseSlidingWindowFlag) {
     if (!GetBool(config, "use_sliding_window", origin, false) || window <= 0) return;
     const int first = GetInt(config, "max_window_layers", origin, out.num_layers);
     for (int layer = 0; layer < out.num_layers; ++layer) {
@@ -227,19 +227,34 @@ void ParseSlidingWindow(const json& config, ModelConfig& out, std::string_view o
     out.sliding_window = window;
     return;
   }
-  if (out.arch == ModelArch::kMistral) out.sliding_window = std::max(window, 0);
+  if (rule == SlidingWindowRule::kEveryLayer) out.sliding_window = std::max(window, 0);
+}
+
+// q/k/v biases: the family's rule, or config.json's "attention_bias" where the family leaves it
+// open.
+bool ParseAttentionBias(const json& config, AttentionBiasRule rule, std::string_view origin) {
+  switch (rule) {
+    case AttentionBiasRule::kAlways:
+      return true;
+    case AttentionBiasRule::kNever:
+      return false;
+    case AttentionBiasRule::kFromConfig:
+      break;
+  }
+  return GetBool(config, "attention_bias", origin, false);
 }
 
 }  // namespace
 
-std::string_view ArchName(ModelArch arch) {
-  switch (arch) {
-    case ModelArch::kLlama: return "llama";
-    case ModelArch::kMistral: return "mistral";
-    case ModelArch::kQwen2: return "qwen2";
-    case ModelArch::kQwen3: return "qwen3";
-  }
-  return "?";
+ModelConfig FamilyConfig(ModelArch arch) {
+  const FamilyTraits& family = FamilyOf(arch);
+  ModelConfig c;
+  c.arch = arch;
+  c.model_type = std::string(family.hf_model_type);
+  c.attention_bias = family.attention_bias == AttentionBiasRule::kAlways;
+  c.qk_norm = family.qk_norm;
+  c.tie_word_embeddings = family.tie_word_embeddings_default;
+  return c;
 }
 
 std::string ModelConfig::Summary() const {
@@ -253,21 +268,14 @@ std::string ModelConfig::Summary() const {
 
 ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin) {
   if (!config_json.is_object()) ConfigFail(origin, "config.json should hold a JSON object");
-  ModelConfig out;
-  out.model_type = GetString(config_json, "model_type", origin);
-  if (out.model_type == "llama") {
-    out.arch = ModelArch::kLlama;
-  } else if (out.model_type == "mistral") {
-    out.arch = ModelArch::kMistral;
-  } else if (out.model_type == "qwen2") {
-    out.arch = ModelArch::kQwen2;
-  } else if (out.model_type == "qwen3") {
-    out.arch = ModelArch::kQwen3;
-  } else {
+  const std::string model_type = GetString(config_json, "model_type", origin);
+  const FamilyTraits* family = FindFamilyByHfModelType(model_type);
+  if (family == nullptr) {
     ConfigFail(origin, fmt::format("architecture (model_type) \"{}\" is not supported (supported: "
-                                   "llama, mistral, qwen2, qwen3)",
-                                   out.model_type));
+                                   "{})",
+                                   model_type, SupportedHfModelTypes()));
   }
+  ModelConfig out = FamilyConfig(family->arch);
   const std::string act = GetString(config_json, "hidden_act", origin, "silu");
   if (act != "silu") {
     ConfigFail(origin, fmt::format("hidden_act \"{}\" is not supported (only silu)", act));
@@ -286,16 +294,12 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.vocab_size = GetInt(config_json, "vocab_size", origin);
   out.max_position_embeddings = GetInt(config_json, "max_position_embeddings", origin, 0);
   out.rms_norm_eps = GetFloat(config_json, "rms_norm_eps", origin, 1e-6f);
-  out.tie_word_embeddings = GetBool(config_json, "tie_word_embeddings", origin, false);
-  switch (out.arch) {
-    case ModelArch::kQwen2: out.attention_bias = true; break;  // Qwen2 always has q/k/v biases
-    case ModelArch::kMistral: out.attention_bias = false; break;
-    default: out.attention_bias = GetBool(config_json, "attention_bias", origin, false);
-  }
-  out.qk_norm = out.arch == ModelArch::kQwen3;
+  out.tie_word_embeddings =
+      GetBool(config_json, "tie_word_embeddings", origin, family->tie_word_embeddings_default);
+  out.attention_bias = ParseAttentionBias(config_json, family->attention_bias, origin);
   out.rope = ParseRope(config_json, origin);
   out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
-  ParseSlidingWindow(config_json, out, origin);
+  ParseSlidingWindow(config_json, family->sliding_window, out, origin);
   const std::vector<int> bos = GetTokenIds(config_json, "bos_token_id", origin);
   out.bos_token_id = bos.empty() ? -1 : bos.front();
   out.eos_token_ids = GetTokenIds(config_json, "eos_token_id", origin);

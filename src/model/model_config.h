@@ -1,9 +1,10 @@
 // The architecture description of a causal language model, whatever file it came from.
 //
-// ParseHfConfig reads a Hugging Face config.json (llama, mistral, qwen2, qwen3); gguf_config.h
-// builds the same struct from GGUF metadata. Anything the forward pass would need but proctor
-// does not implement (another architecture, an unknown RoPE type, mlp biases...) is refused with
-// an Error naming it, so a model never loads with a silently ignored option.
+// ParseHfConfig reads a Hugging Face config.json; gguf_model.h builds the same struct from GGUF
+// metadata. Both recognise the families of family_traits.h and take each family's flags from
+// that table. Anything the forward pass would need but proctor does not implement (another
+// architecture, an unknown RoPE type, mlp biases...) is refused with an Error naming it, so a
+// model never loads with a silently ignored option.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,13 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "model/family_traits.h"
 #include "model/mlx_quant_config.h"
 #include "model/rope_frequencies.h"
 
 namespace proctor {
-
-enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3 };
-std::string_view ArchName(ModelArch arch);  // "llama", "mistral", "qwen2", "qwen3"
 
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
@@ -63,6 +62,10 @@ struct ModelConfig {
   // One-line summary for logs: "qwen3 L=2 d=64 heads=4/2 hd=32 ff=128 vocab=512 ...".
   std::string Summary() const;
 };
+
+// A config of family `arch` with the flags its table row fixes (arch, model_type, always-present
+// biases, q/k norm, the tied-embeddings default); the sizes are left to the caller.
+ModelConfig FamilyConfig(ModelArch arch);
 
 // Parses a Hugging Face config.json. `origin` (e.g. the file path) starts every error message.
 // Accepts both RoPE spellings (top-level rope_theta/rope_scaling and nested rope_parameters) and

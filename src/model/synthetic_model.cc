@@ -131,19 +131,17 @@ std::vector<std::string> SyntheticModelNames() {
 
 ModelConfig SyntheticConfig(std::string_view name) {
   ModelConfig c;
-  c.rms_norm_eps = 1e-5f;
   if (name == "qwen3-0.6b") {
-    c.arch = ModelArch::kQwen3;
-    c.model_type = "qwen3";
+    c = FamilyConfig(ModelArch::kQwen3);
     c.hidden_size = 1024, c.num_layers = 28, c.num_heads = 16, c.num_kv_heads = 8;
     c.head_dim = 128, c.intermediate_size = 3072, c.vocab_size = 151936;
     c.max_position_embeddings = 40960, c.rms_norm_eps = 1e-6f;
-    c.tie_word_embeddings = true, c.qk_norm = true;
+    c.tie_word_embeddings = true;
     c.rope.theta = 1000000.0;
     c.eos_token_ids = {151645, 151643};
   } else if (name == "llama-3.2-1b") {
-    c.arch = ModelArch::kLlama;
-    c.model_type = "llama";
+    c = FamilyConfig(ModelArch::kLlama);
+    c.rms_norm_eps = 1e-5f;
     c.hidden_size = 2048, c.num_layers = 16, c.num_heads = 32, c.num_kv_heads = 8;
     c.head_dim = 64, c.intermediate_size = 8192, c.vocab_size = 128256;
     c.max_position_embeddings = 131072, c.tie_word_embeddings = true;
@@ -153,27 +151,26 @@ ModelConfig SyntheticConfig(std::string_view name) {
     c.rope.original_max_position_embeddings = 8192;
     c.bos_token_id = 128000, c.eos_token_ids = {128001, 128008, 128009};
   } else if (name == "tinyllama-1.1b") {
-    c.arch = ModelArch::kLlama;
-    c.model_type = "llama";
+    c = FamilyConfig(ModelArch::kLlama);
+    c.rms_norm_eps = 1e-5f;
     c.hidden_size = 2048, c.num_layers = 22, c.num_heads = 32, c.num_kv_heads = 4;
     c.head_dim = 64, c.intermediate_size = 5632, c.vocab_size = 32000;
     c.max_position_embeddings = 2048;
     c.bos_token_id = 1, c.eos_token_ids = {2};
   } else if (name == "qwen2.5-0.5b") {
-    c.arch = ModelArch::kQwen2;
-    c.model_type = "qwen2";
+    c = FamilyConfig(ModelArch::kQwen2);  // q/k/v biases: the family always has them
     c.hidden_size = 896, c.num_layers = 24, c.num_heads = 14, c.num_kv_heads = 2;
     c.head_dim = 64, c.intermediate_size = 4864, c.vocab_size = 151936;
     c.max_position_embeddings = 32768, c.rms_norm_eps = 1e-6f;
-    c.tie_word_embeddings = true, c.attention_bias = true;
+    c.tie_word_embeddings = true;
     c.rope.theta = 1000000.0;
     c.eos_token_ids = {151645, 151643};
   } else if (name == "tiny") {
-    c.arch = ModelArch::kQwen3;
-    c.model_type = "qwen3";
+    c = FamilyConfig(ModelArch::kQwen3);
+    c.rms_norm_eps = 1e-5f;
     c.hidden_size = 64, c.num_layers = 4, c.num_heads = 4, c.num_kv_heads = 2;
     c.head_dim = 32, c.intermediate_size = 128, c.vocab_size = 512;
-    c.max_position_embeddings = 4096, c.qk_norm = true;
+    c.max_position_embeddings = 4096;
   } else {
     Fail("model", "unknown synthetic model '{}' (known: {})", name,
          fmt::join(SyntheticModelNames(), ", "));

@@ -1,6 +1,6 @@
-// MatMul dispatch: validates shapes, prepares activations for the compute mode, picks the kernel
-// family (AVX-512 BF16 dot, or Highway f32) and the path (T == 1: matrix-vector, else blocked),
-// and splits output columns N statically across the pool.
+// MatMul dispatch: validates shapes, runs the kernel ChooseMatMulKernel names
+// (matmul_kernel_choice.h) on activations prepared for the compute mode, and splits output
+// columns N statically across the pool.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -25,70 +25,53 @@ void ToBF16Rows(const MatView& x, std::vector<uint16_t>& buf, int64_t* stride) {
   }
 }
 
-BF16Kernel g_bf16_kernel = BF16Kernel::kAuto;
-bool g_f32_amx = true;
-bool g_fused_gguf = true;
-bool g_amx_quant = true;
-
-BF16Kernel ChooseBF16Kernel(int64_t T) {
-  const bool amx = (g_bf16_kernel == BF16Kernel::kAuto || g_bf16_kernel == BF16Kernel::kAmx) &&
-                   T >= 2 && internal::HaveAmxBf16();
-  if (amx) return BF16Kernel::kAmx;
-  const bool dot = (g_bf16_kernel == BF16Kernel::kAuto ||
-                    g_bf16_kernel == BF16Kernel::kAvx512Bf16) && internal::HaveAvx512Bf16();
-  return dot ? BF16Kernel::kAvx512Bf16 : BF16Kernel::kF32Fallback;
+// bf16 weights, T >= 2, on AMX tiles: x packed once per call (as `parts` bf16 parts), then the
+// weight panels split across the pool.
+void MatMulBf16Amx(const MatView& x, const MatView& w, MutMatF32 out, int parts, ThreadPool& pool) {
+  const int64_t T = x.rows, K = x.cols, N = w.rows;
+  const int64_t k_padded = (K + 31) / 32 * 32;
+  const int64_t t_padded = (T + 15) / 16 * 16;
+  // Reused across calls by the calling thread; workers use it through `packed` only.
+  thread_local std::vector<uint32_t> x_packed_storage;  // [parts][T/16][k_padded/2][16]
+  x_packed_storage.resize(static_cast<size_t>(parts * t_padded * k_padded / 2));
+  uint32_t* const packed = x_packed_storage.data();
+  pool.ParallelFor(static_cast<size_t>(t_padded / 16), [&](size_t begin, size_t end, int) {
+    internal::PackTokensVnni(x, k_padded, t_padded, parts, static_cast<int64_t>(begin),
+                             static_cast<int64_t>(end), packed);
+  });
+  pool.ParallelForGrain(
+      static_cast<size_t>(N), internal::kAmxPanelWidth, [&](size_t begin, size_t end, int) {
+        internal::MatMulAmxBF16(packed, parts, T, k_padded, w, out, static_cast<int64_t>(begin),
+                                static_cast<int64_t>(end));
+      });
 }
 
-// MLX prefill runs on AMX under the same switches as bf16 weights.
-bool MlxUsesAmx(const quant::MlxQuantizedMatrix& w, ComputeMode mode, int64_t T) {
-  const bool allowed = mode == ComputeMode::kF32 ? g_f32_amx
-                                                 : g_bf16_kernel == BF16Kernel::kAuto ||
-                                                       g_bf16_kernel == BF16Kernel::kAmx;
-  return allowed && T >= 2 && internal::AmxSupportsMlx(w) && internal::HaveAmxBf16();
+// bf16 weights on vdpbf16ps: x rounded to bf16 once, then matrix-vector (T == 1) or blocked.
+void MatMulBf16Dot(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& pool) {
+  const int64_t T = x.rows, N = w.rows;
+  std::vector<uint16_t> x_bf16;  // [T, stride]
+  int64_t stride = 0;
+  ToBF16Rows(x, x_bf16, &stride);
+  if (T == 1) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
+      internal::MatVecBF16Dot(x_bf16.data(), w, out.Row(0), static_cast<int64_t>(begin),
+                              static_cast<int64_t>(end));
+    });
+    return;
+  }
+  pool.ParallelForGrain(
+      static_cast<size_t>(N), internal::kBF16PanelWidth, [&](size_t begin, size_t end, int) {
+        internal::MatMulBlockedBF16Dot(x_bf16.data(), T, stride, w, out,
+                                       static_cast<int64_t>(begin), static_cast<int64_t>(end));
+      });
 }
 
 }  // namespace
 
-const char* MlxKernelName(const quant::MlxQuantizedMatrix& w, ComputeMode mode, int64_t T) {
-  if (T == 1) return "mlx-matvec";
-  if (MlxUsesAmx(w, mode, T)) {
-    return mode == ComputeMode::kF32 ? "mlx-amx-exact" : "mlx-amx-bf16-weights";
-  }
-  return "mlx-f32-blocked";
-}
-
-const char* BF16KernelName(int64_t T) {
-  switch (ChooseBF16Kernel(T)) {
-    case BF16Kernel::kAmx:
-      return "amx-bf16";
-    case BF16Kernel::kAvx512Bf16:
-      return "avx512bf16";
-    default:
-      return "f32-fallback";
-  }
-}
-
-void SetBF16KernelForTesting(BF16Kernel kernel) { g_bf16_kernel = kernel; }
-void SetF32AmxForTesting(bool enabled) { g_f32_amx = enabled; }
-void SetFusedGgufMatVecForTesting(bool enabled) { g_fused_gguf = enabled; }
-void SetAmxQuantForTesting(bool enabled) { g_amx_quant = enabled; }
-const char* F32KernelName(const LinearWeight& w, int64_t T) {
-  if (T >= 2 && g_amx_quant && internal::AmxQuantSupports(w)) return "amx-quant";
-  if (w.is_mlx()) return "mlx";
-  return F32KernelName(w.dense().type, T);
-}
-const char* F32KernelName(DType weight_type, int64_t T) {
-  if (T == 1 && g_fused_gguf && internal::HasFusedGgufMatVec(weight_type)) return "gguf-matvec";
-  if (weight_type == DType::kBF16 && T >= 2 && g_f32_amx && internal::HaveAmxBf16()) {
-    return "amx-bf16x3";
-  }
-  return T == 1 ? "f32-matvec" : "f32-blocked";
-}
-
 void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
   if (weight.is_mlx()) {  // matmul_mlx.cc
-    internal::MatMulMlx(x, weight.mlx(), out, mode, pool, MlxUsesAmx(weight.mlx(), mode, x.rows));
+    internal::MatMulMlx(x, weight.mlx(), out, mode, pool, ChooseMatMulKernel(weight, mode, x.rows));
     return;
   }
   const MatView& w = weight.dense();
@@ -103,54 +86,22 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     for (int64_t t = 0; t < T; ++t) std::fill(out.Row(t), out.Row(t) + N, 0.0f);
     return;
   }
-  const BF16Kernel bf16_kernel =
-      mode == ComputeMode::kBF16 && w.type == DType::kBF16 ? ChooseBF16Kernel(T)
-                                                            : BF16Kernel::kF32Fallback;
-  // f32 mode, bf16 weights, T >= 2: AMX on x split exactly into three bf16 parts.
-  const bool amx_f32 = mode == ComputeMode::kF32 && w.type == DType::kBF16 && T >= 2 &&
-                       g_f32_amx && internal::HaveAmxBf16();
-  if (bf16_kernel == BF16Kernel::kAmx || amx_f32) {
-    const int parts = amx_f32 ? 3 : 1;
-    const int64_t k_padded = (K + 31) / 32 * 32;
-    const int64_t t_padded = (T + 15) / 16 * 16;
-    // Reused across calls by the calling thread; workers use it through `packed` only.
-    thread_local std::vector<uint32_t> x_packed_storage;  // [parts][T/16][k_padded/2][16]
-    x_packed_storage.resize(static_cast<size_t>(parts * t_padded * k_padded / 2));
-    uint32_t* const packed = x_packed_storage.data();
-    pool.ParallelFor(static_cast<size_t>(t_padded / 16), [&](size_t begin, size_t end, int) {
-      internal::PackTokensVnni(x, k_padded, t_padded, parts, static_cast<int64_t>(begin),
-                               static_cast<int64_t>(end), packed);
-    });
-    pool.ParallelForGrain(static_cast<size_t>(N), internal::kAmxPanelWidth,
-                          [&](size_t begin, size_t end, int) {
-      internal::MatMulAmxBF16(packed, parts, T, k_padded, w, out,
-                              static_cast<int64_t>(begin), static_cast<int64_t>(end));
-    });
-    return;
-  }
-  if (bf16_kernel == BF16Kernel::kAvx512Bf16) {
-    std::vector<uint16_t> x_bf16;  // [T, stride]
-    int64_t stride = 0;
-    ToBF16Rows(x, x_bf16, &stride);
-    if (T == 1) {
-      pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
-                            [&](size_t begin, size_t end, int) {
-        internal::MatVecBF16Dot(x_bf16.data(), w, out.Row(0), static_cast<int64_t>(begin),
-                                static_cast<int64_t>(end));
-      });
-    } else {
-      pool.ParallelForGrain(static_cast<size_t>(N), internal::kBF16PanelWidth,
-                            [&](size_t begin, size_t end, int) {
-        internal::MatMulBlockedBF16Dot(x_bf16.data(), T, stride, w, out,
-                                       static_cast<int64_t>(begin), static_cast<int64_t>(end));
-      });
-    }
-    return;
-  }
-  // Block-quantized weights, T >= 2: AMX tiles on their exact integer codes.
-  if (T >= 2 && g_amx_quant && internal::AmxQuantSupports(w)) {
-    internal::MatMulAmxQuant(x, w, out, mode, pool);
-    return;
+  const MatMulKernel kernel = ChooseMatMulKernel(weight, mode, T);
+  switch (kernel) {
+    case MatMulKernel::kAmxBf16:
+      MatMulBf16Amx(x, w, out, /*parts=*/1, pool);
+      return;
+    case MatMulKernel::kAmxBf16x3:
+      MatMulBf16Amx(x, w, out, /*parts=*/3, pool);
+      return;
+    case MatMulKernel::kAvx512Bf16:
+      MatMulBf16Dot(x, w, out, pool);
+      return;
+    case MatMulKernel::kAmxQuant:
+      internal::MatMulAmxQuant(x, w, out, mode, pool);
+      return;
+    default:  // the f32 kernels below, on activations rounded for the mode
+      break;
   }
   MatView xs = x;
   // [T, K]: activations rounded to bf16 (bf16 mode fallback); reused by the calling thread.
@@ -161,26 +112,26 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
   }
-  if (T == 1 && g_fused_gguf && internal::HasFusedGgufMatVec(w.type)) {
-    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
-                          [&](size_t begin, size_t end, int) {
+  if (kernel == MatMulKernel::kGgufMatVec) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
       internal::MatVecGguf(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
                            static_cast<int64_t>(end));
     });
     return;
   }
-  if (T == 1) {
-    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
-                          [&](size_t begin, size_t end, int) {
+  if (kernel == MatMulKernel::kF32MatVec) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
       internal::MatVecF32(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
                           static_cast<int64_t>(end));
     });
     return;
   }
+  CHECK(kernel == MatMulKernel::kF32Blocked);
   pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(internal::BlockedPanelWidth()),
                         [&](size_t begin, size_t end, int) {
-    internal::MatMulBlockedF32(xs, w, out, static_cast<int64_t>(begin), static_cast<int64_t>(end));
-  });
+                          internal::MatMulBlockedF32(xs, w, out, static_cast<int64_t>(begin),
+                                                     static_cast<int64_t>(end));
+                        });
 }
 
 }  // namespace proctor::ops

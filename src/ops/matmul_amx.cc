@@ -7,11 +7,9 @@
 // x 16 tokens (x packed once per call into the VNNI pair layout), C = 16 weights x 16 tokens (f32).
 // Each step multiplies 2 A x 2 B tiles into 4 C tiles over all of K, so every output is one fixed
 // chain of tdpbf16ps accumulations (independent of thread partitions). Linux needs a one-time
-// arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA); without it (or without AMX) callers fall back.
-#include <cpuid.h>
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) (CpuFeatures::Host asks for it); without it (or
+// without AMX) ChooseMatMulKernel picks another kernel.
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -32,8 +30,6 @@ namespace {
 constexpr int64_t kTile = 16;          // rows per tile; 32 bf16 (64 bytes) per tile row
 constexpr int64_t kTokenSuper = 256;   // tokens whose C tiles are kept while k chunks advance
 constexpr int64_t kPairChunk = 128;    // k pairs per chunk (32 rows x 256 bf16 = 16 KiB of w)
-constexpr long kArchReqXcompPerm = 0x1023;
-constexpr long kXFeatureXTileData = 18;
 
 struct alignas(64) TileConfig {
   uint8_t palette_id;
@@ -70,20 +66,6 @@ inline void StoreTransposed(const float* c, int64_t n_valid, int64_t t_valid, fl
 }
 
 }  // namespace
-
-bool HaveAmxBf16() {
-  static const bool have = [] {
-    // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE (read directly: not every
-    // compiler's __builtin_cpu_supports knows the AMX names).
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const bool amx = (edx >> 22 & 1u) != 0 && (edx >> 24 & 1u) != 0;
-    __builtin_cpu_init();
-    if (!amx || !__builtin_cpu_supports("avx512bw")) return false;
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
-  }();
-  return have;
-}
 
 void PackTokensVnni(const MatView& x, int64_t k_padded, int64_t t_padded, int parts,
                     int64_t tile_begin, int64_t tile_end, uint32_t* packed) {
@@ -223,7 +205,7 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
 
 void MatMulAmxBF16(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
                    const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end) {
-  CHECK(w.type == DType::kBF16 && HaveAmxBf16() && (parts == 1 || parts == 3));
+  CHECK(w.type == DType::kBF16 && CpuFeatures::Host().amx_bf16 && (parts == 1 || parts == 3));
   if (parts == 1) {
     AmxKernel<1>(x_packed, T, k_padded, w, out, n_begin, n_end);
   } else {

@@ -268,19 +268,11 @@ PROCTOR_AMX_TARGET void AmxMlxKernel(const uint32_t* x_packed, int parts, int64_
 
 }  // namespace
 
-bool AmxSupportsMlx(const quant::MlxQuantizedMatrix& m) {
-  // Every AMX CPU so far has AVX-512 VBMI (vpermb); checked anyway.
-  static const bool have_vbmi = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi") != 0;
-  }();
-  return m.group_size % 32 == 0 && have_vbmi;
-}
-
 void MatMulAmxMlx(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
                   const quant::MlxQuantizedMatrix& m, const float* x_group_sums, MutMatF32 out,
                   int64_t n_begin, int64_t n_end) {
-  CHECK(HaveAmxBf16() && (parts == 1 || parts == 3) && AmxSupportsMlx(m));
+  const CpuFeatures& cpu = CpuFeatures::Host();
+  CHECK(cpu.amx_bf16 && cpu.avx512_vbmi && (parts == 1 || parts == 3) && m.group_size % 32 == 0);
   if (parts == 3) {
     AmxMlxKernel<true>(x_packed, parts, T, k_padded, m, x_group_sums, out, n_begin, n_end);
   } else {

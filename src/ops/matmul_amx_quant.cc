@@ -458,15 +458,13 @@ PROCTOR_AMXQ_TARGET void GroupSums(const MatView& x, bool round_bf16, int64_t gr
 
 }  // namespace
 
-bool AmxQuantSupports(const LinearWeight& w) {
-  return !w.is_mlx() && LayoutOf(w.dense().type).decode != nullptr && HaveAmxBf16() &&
-         HaveAvx512Bf16();
-}
+bool HasAmxQuantLayout(DType type) { return LayoutOf(type).decode != nullptr; }
 
 void MatMulAmxQuant(const MatView& x, const LinearWeight& weight, MutMatF32 out,
                     ComputeMode mode, ThreadPool& pool) {
-  CHECK(AmxQuantSupports(weight));
   const MatView& w = weight.dense();
+  const CpuFeatures& cpu = CpuFeatures::Host();
+  CHECK(HasAmxQuantLayout(w.type) && cpu.amx_bf16 && cpu.avx512_bf16);
   const QuantLayout layout = LayoutOf(w.type);
   const int64_t T = x.rows, K = x.cols, N = w.rows;
   CHECK_MSG(K == w.cols && K % (32 * layout.group_blocks) == 0, "x [{}, {}] w [{}, {}]", T, K,

@@ -57,8 +57,8 @@ void RunCase(const Weight& w, int64_t T, ComputeMode mode) {
   const int64_t K = w.view.cols(), N = w.view.rows();
   SCOPED_TRACE(fmt::format("{} T={} N={} K={} mode={}", w.view.TypeName(), T, N, K,
                            mode == ComputeMode::kF32 ? "f32" : "bf16"));
-  ASSERT_TRUE(internal::AmxQuantSupports(w.view));
-  EXPECT_STREQ(F32KernelName(w.view, T), "amx-quant");
+  ASSERT_EQ(ChooseMatMulKernel(w.view, ComputeMode::kF32, T), MatMulKernel::kAmxQuant);
+  EXPECT_STREQ(MatMulKernelName(w.view, ComputeMode::kF32, T), "amx-quant");
   const auto x = quant::testing::RandomWeights(T * K, static_cast<uint32_t>(T + K));
   const MatView xv{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                    reinterpret_cast<const uint8_t*>(x.data())};
@@ -72,7 +72,7 @@ void RunCase(const Weight& w, int64_t T, ComputeMode mode) {
 }
 
 TEST(MatMulAmxQuant, GgufTypesMatchTheExactProduct) {
-  if (!internal::AmxQuantSupports(MatView{DType::kQ4_0, 1, 32, 18, nullptr})) {
+  if (!CpuFeatures::Host().amx_bf16 || !CpuFeatures::Host().avx512_bf16) {
     GTEST_SKIP() << "CPU lacks AMX-BF16 / AVX-512 BF16";
   }
   for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
@@ -88,12 +88,12 @@ TEST(MatMulAmxQuant, GgufTypesMatchTheExactProduct) {
 
 TEST(MatMulAmxQuant, TypesWithoutAnExactCodeLayoutUseTheFmaKernels) {
   const Weight q2 = MakeGguf(DType::kQ2_K, 4, 256, 1);
-  EXPECT_FALSE(internal::AmxQuantSupports(q2.view));
-  EXPECT_STREQ(F32KernelName(q2.view, 8), "f32-blocked");
+  EXPECT_FALSE(internal::HasAmxQuantLayout(DType::kQ2_K));
+  EXPECT_STREQ(MatMulKernelName(q2.view, ComputeMode::kF32, 8), "f32-blocked");
   const Weight q4 = MakeGguf(DType::kQ4_0, 4, 64, 1);
-  SetAmxQuantForTesting(false);
-  EXPECT_STREQ(F32KernelName(q4.view, 8), "f32-blocked");
-  SetAmxQuantForTesting(true);
+  SetKernelOverridesForTesting({.amx_quant = false});
+  EXPECT_STREQ(MatMulKernelName(q4.view, ComputeMode::kF32, 8), "f32-blocked");
+  SetKernelOverridesForTesting({});
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // AVX-512 BF16 MatMul kernels (vdpbf16ps) for bf16 weights in bf16 compute mode. Highway 1.0.3
 // has no bf16 dot product, so these use intrinsics in functions compiled for that ISA and are
-// chosen at run time (HaveAvx512Bf16); everything else falls back to the Highway f32 kernels.
+// chosen at run time (ChooseMatMulKernel); everything else falls back to the Highway f32 kernels.
 //
 // vdpbf16ps(acc, a, b): acc[i] += a[2i] * b[2i] + a[2i+1] * b[2i+1] for 16 f32 lanes. The blocked
 // kernel packs 32 weight rows per panel as [k/2][32 rows][2] so lane i of two vectors is output
@@ -17,15 +17,6 @@
 #define PROCTOR_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace proctor::ops::internal {
-
-bool HaveAvx512Bf16() {
-  static const bool have = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
-  return have;
-}
 
 namespace {
 
@@ -113,7 +104,7 @@ void PackPanel(const MatView& w, int64_t n0, int64_t nr, int64_t k0, int64_t pai
 
 void MatMulBlockedBF16Dot(const uint16_t* x_bf16, int64_t T, int64_t x_stride, const MatView& w,
                           MutMatF32 out, int64_t n_begin, int64_t n_end) {
-  CHECK(w.type == DType::kBF16 && HaveAvx512Bf16());
+  CHECK(w.type == DType::kBF16 && CpuFeatures::Host().avx512_bf16);
   const int64_t total_pairs = (w.cols + 1) / 2;
   thread_local std::vector<uint32_t> panels;
   panels.resize(static_cast<size_t>(kPanelsPerBlock * NR * kPairChunk));  // [panel][pair][NR]
@@ -179,7 +170,7 @@ PROCTOR_BF16_TARGET void MatVecRows(const uint16_t* x, const MatView& w, float* 
 
 void MatVecBF16Dot(const uint16_t* x_bf16, const MatView& w, float* out, int64_t n_begin,
                    int64_t n_end) {
-  CHECK(w.type == DType::kBF16 && HaveAvx512Bf16());
+  CHECK(w.type == DType::kBF16 && CpuFeatures::Host().avx512_bf16);
   for (int64_t n = n_begin; n < n_end; n += 4) {
     MatVecRows(x_bf16, w, out, n, std::min<int64_t>(4, n_end - n));
   }

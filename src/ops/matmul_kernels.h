@@ -28,11 +28,11 @@ int64_t BlockedPanelWidth();
 void GemmF32(const float* a, int64_t a_stride, int64_t M, int64_t K, const float* b,
              int64_t b_stride, int64_t N, float* c, int64_t c_stride);
 
-// MatMul for an MLX quantized matrix (matmul_mlx.cc): activations prepared for the mode, then the
-// matrix-vector kernel (T == 1), the AMX kernel (use_amx: T >= 2, AmxSupportsMlx) or the blocked
-// kernel, N split statically across the pool.
+// MatMul for an MLX quantized matrix (matmul_mlx.cc): activations prepared for the mode, then
+// `kernel` (one of the kMlx* kernels ChooseMatMulKernel picked), N split statically across the
+// pool.
 void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
-               ComputeMode mode, ThreadPool& pool, bool use_amx);
+               ComputeMode mode, ThreadPool& pool, MatMulKernel kernel);
 // Decodes columns [k0, k0 + kc) (whole groups) of row `row` for the blocked kernel, in the order
 // MatMulMlx permutes x into (matmul_mlx.cc).
 void DecodeMlxPanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0, int64_t kc,
@@ -49,21 +49,20 @@ void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float s
 void SiluMulRow(float* gate, const float* up, int64_t n);
 
 // Fused AVX-512 matrix-vector kernels for the GGUF block types (matvec_gguf.cc): rows
-// [n_begin, n_end) of w times x[K] (f32). HasFusedGgufMatVec(type) says whether one exists for
-// `type` on this CPU; MatVecGguf CHECKs it.
-bool HaveAvx512Gguf();
-bool HasFusedGgufMatVec(DType type);
+// [n_begin, n_end) of w times x[K] (f32). FusedGgufMatVecCovers(type) says whether one exists
+// for `type`; they run on CpuFeatures::avx512_gguf. MatVecGguf CHECKs both.
+bool FusedGgufMatVecCovers(DType type);
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
 
 // AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, both compute modes.
-// AmxQuantSupports: the CPU has AMX-BF16 and AVX-512 BF16 and the weight's type is one of those.
-bool AmxQuantSupports(const LinearWeight& w);
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, both compute modes.
+// HasAmxQuantLayout: `type` is one of those; the kernel runs on CpuFeatures::amx_bf16 and
+// avx512_bf16.
+bool HasAmxQuantLayout(DType type);
 void MatMulAmxQuant(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode,
                     ThreadPool& pool);
 
-// AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call when HaveAvx512Bf16().
-bool HaveAvx512Bf16();
+// AVX-512 BF16 kernels (vdpbf16ps) for bf16 weights. Only call on CpuFeatures::avx512_bf16.
 // x_bf16: [T, x_stride] bf16 bits of the activations, x_stride = K rounded up to a multiple of
 // kBF16RowAlign, zero-padded past K.
 void MatMulBlockedBF16Dot(const uint16_t* x_bf16, int64_t T, int64_t x_stride, const MatView& w,
@@ -73,9 +72,8 @@ void MatVecBF16Dot(const uint16_t* x_bf16, const MatView& w, float* out, int64_t
 inline constexpr int64_t kBF16RowAlign = 32;
 inline constexpr int64_t kBF16PanelWidth = 32;
 
-// AMX-BF16 kernels (bf16 weights, bf16 mode, T >= 2). HaveAmxBf16() also requests the Linux
-// permission for tile data once per process; false means callers must use another kernel.
-bool HaveAmxBf16();
+// AMX-BF16 kernels (bf16 weights, T >= 2). Only call on CpuFeatures::amx_bf16 (whose detection
+// also obtains Linux's permission for tile data).
 // Packs token tiles [tile_begin, tile_end) of x [T, K] as bf16 pairs into packed
 // [part][t_padded/16 tiles][k_padded/2 pairs][16 tokens] (u32; k_padded: K rounded up to 32,
 // t_padded: T rounded up to 16; padding is written as zeros). parts = 1: x rounded to bf16;
@@ -91,7 +89,7 @@ void ConfigureAmxTiles();
 // AMX kernel for MLX matrices (matmul_amx_mlx.cc): exact bf16 element values of the codes times
 // x_packed (as for MatMulAmxBF16), one group at a time, scaled and biased in f32.
 // x_group_sums: [groups][T rounded up to 16] sums of the packed activations over each group.
-bool AmxSupportsMlx(const quant::MlxQuantizedMatrix& w);  // groups of whole 32-k tile steps
+// Groups must be whole 32-k tile steps; runs on CpuFeatures::amx_bf16 and avx512_vbmi.
 void MatMulAmxMlx(const uint32_t* x_packed, int parts, int64_t T, int64_t k_padded,
                   const quant::MlxQuantizedMatrix& w, const float* x_group_sums, MutMatF32 out,
                   int64_t n_begin, int64_t n_end);

@@ -423,14 +423,14 @@ void MatMulMlxAmx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF3
 }  // namespace
 
 void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 out,
-               ComputeMode mode, ThreadPool& pool, bool use_amx) {
+               ComputeMode mode, ThreadPool& pool, MatMulKernel kernel) {
   CHECK(x.type == DType::kF32 && x.row_stride % sizeof(float) == 0);
   CHECK_MSG(x.cols == w.cols() && out.rows == x.rows && out.cols == w.rows(),
             "x [{}, {}] w [{}, {}] out [{}, {}]", x.rows, x.cols, w.rows(), w.cols(), out.rows,
             out.cols);
   const int64_t T = x.rows, K = x.cols, N = w.rows();
   if (T == 0 || N == 0) return;
-  if (use_amx && T >= 2) {
+  if (kernel == MatMulKernel::kMlxAmxExact || kernel == MatMulKernel::kMlxAmxBf16Weights) {
     MatMulMlxAmx(x, w, out, mode, pool);
     return;
   }
@@ -442,7 +442,7 @@ void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 o
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
   }
-  if (T == 1) {
+  if (kernel == MatMulKernel::kMlxMatVec) {
     pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
                           [&](size_t begin, size_t end, int) {
       MatVecMlxF32(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
@@ -450,6 +450,7 @@ void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 o
     });
     return;
   }
+  CHECK(kernel == MatMulKernel::kMlxF32Blocked);
   // x in the block order DecodeMlxPanelRow produces (see PermuteXForMlxImpl).
   std::vector<float> permuted(static_cast<size_t>(T * K));  // [T, K]
   if (HWY_DYNAMIC_DISPATCH(PermuteXForMlxImpl)(xs, w, permuted.data())) {

@@ -75,7 +75,7 @@ void CheckCase(const Format& f, int64_t T, int64_t K, int64_t N, ComputeMode mod
                ThreadPool& pool) {
   SCOPED_TRACE(fmt::format("{} T={} K={} N={} mode={} kernel={}", Describe(f), T, K, N,
                            mode == ComputeMode::kF32 ? "f32" : "bf16",
-                           MlxKernelName(RandomMlx(f, 1, f.group, 1).View(), mode, T)));
+                           MatMulKernelName(RandomMlx(f, 1, f.group, 1).View(), mode, T)));
   const quant::MlxQuantizedTensor q = RandomMlx(f, N, K, static_cast<uint32_t>(31 * N + K));
   const LinearWeight w = q.View();
   const Activations x = MakeX(T, K, static_cast<uint32_t>(T * 7 + K));
@@ -85,7 +85,8 @@ void CheckCase(const Format& f, int64_t T, int64_t K, int64_t N, ComputeMode mod
   ASSERT_EQ(std::memcmp(out.bytes(), again.bytes(), out.size_bytes()), 0) << "not deterministic";
   MatMulRef(x.view, w, ref.MutF32(), mode);
   // The AMX kernel in bf16 mode also rounds the decoded weights to bf16 (matmul.h).
-  const bool round_weights = std::string(MlxKernelName(q.View(), mode, T)) == "mlx-amx-bf16-weights";
+  const bool round_weights =
+      std::string(MatMulKernelName(q.View(), mode, T)) == "mlx-amx-bf16-weights";
   std::vector<float> w_row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
     quant::DecodeMlxRowSegmentRef(q.View(), n, 0, K, w_row.data());
@@ -113,13 +114,11 @@ void CheckCase(const Format& f, int64_t T, int64_t K, int64_t N, ComputeMode mod
 class MatMulMlxPrefill : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    SetF32AmxForTesting(GetParam());
-    SetBF16KernelForTesting(GetParam() ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback);
+    SetKernelOverridesForTesting(
+        {.bf16_family = GetParam() ? BF16Kernel::kAuto : BF16Kernel::kF32Fallback,
+         .amx_in_f32_mode = GetParam()});
   }
-  void TearDown() override {
-    SetF32AmxForTesting(true);
-    SetBF16KernelForTesting(BF16Kernel::kAuto);
-  }
+  void TearDown() override { SetKernelOverridesForTesting({}); }
 };
 
 TEST_P(MatMulMlxPrefill, OddShapesBothModes) {

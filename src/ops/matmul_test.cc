@@ -76,13 +76,10 @@ class MatMulKernels : public ::testing::TestWithParam<BF16Kernel> {
  protected:
   // The AMX family also covers f32 mode's AMX path (x split into three bf16 parts).
   void SetUp() override {
-    SetBF16KernelForTesting(GetParam());
-    SetF32AmxForTesting(GetParam() == BF16Kernel::kAmx);
+    SetKernelOverridesForTesting(
+        {.bf16_family = GetParam(), .amx_in_f32_mode = GetParam() == BF16Kernel::kAmx});
   }
-  void TearDown() override {
-    SetBF16KernelForTesting(BF16Kernel::kAuto);
-    SetF32AmxForTesting(true);
-  }
+  void TearDown() override { SetKernelOverridesForTesting({}); }
 };
 
 TEST_P(MatMulKernels, FloatWeightsOddSizes) {

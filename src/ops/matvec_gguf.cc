@@ -35,17 +35,7 @@
 
 namespace proctor::ops::internal {
 
-bool HaveAvx512Gguf() {
-  static const bool have = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vbmi");
-  }();
-  return have;
-}
-
-bool HasFusedGgufMatVec(DType type) {
+bool FusedGgufMatVecCovers(DType type) {
   switch (type) {
     case DType::kQ8_0:
     case DType::kQ4_0:
@@ -57,7 +47,7 @@ bool HasFusedGgufMatVec(DType type) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
-      return HaveAvx512Gguf();
+      return true;
     default:
       return false;
   }
@@ -456,7 +446,7 @@ PROCTOR_GGUF_TARGET void GroupSums(const float* x, int64_t K, float* sums) {
 }  // namespace
 
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
-  CHECK(HasFusedGgufMatVec(w.type));
+  CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx512_gguf);
   const int64_t block_elems = static_cast<int64_t>(Info(w.type).block_elems);
   CHECK_MSG(w.cols % block_elems == 0, "{} rows of {} values", Name(w.type), w.cols);
   thread_local std::vector<float> xsum, xsum32;  // [K / 16], [K / 32]

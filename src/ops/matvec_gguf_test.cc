@@ -21,9 +21,9 @@ constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5
                             DType::kQ5_K, DType::kQ6_K};
 
 TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
-  if (!internal::HaveAvx512Gguf()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
+  if (!CpuFeatures::Host().avx512_gguf) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
   for (const DType type : kTypes) {
-    ASSERT_TRUE(internal::HasFusedGgufMatVec(type)) << Name(type);
+    ASSERT_TRUE(internal::FusedGgufMatVecCovers(type)) << Name(type);
     const int64_t block = static_cast<int64_t>(Info(type).block_elems);
     for (const int64_t blocks_per_row : {1, 3, 7}) {
       const int64_t K = blocks_per_row * block;
@@ -55,7 +55,7 @@ TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
 }
 
 TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
-  if (!internal::HaveAvx512Gguf()) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
+  if (!CpuFeatures::Host().avx512_gguf) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
   ThreadPool pool(2);
   for (const DType type : kTypes) {
     SCOPED_TRACE(Name(type));
@@ -66,16 +66,16 @@ TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
     const auto x = quant::testing::RandomWeights(K, 17);
     const MatView xv{DType::kF32, 1, K, static_cast<size_t>(K) * 4,
                      reinterpret_cast<const uint8_t*>(x.data())};
-    EXPECT_STREQ(F32KernelName(type, 1), "gguf-matvec");
+    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kF32, 1), "gguf-matvec");
     Tensor fused = Tensor::F32(1, N), per_row = Tensor::F32(1, N), one_thread = Tensor::F32(1, N);
     MatMul(xv, w, fused.MutF32(), ComputeMode::kF32, pool);
     ThreadPool single(1);
     MatMul(xv, w, one_thread.MutF32(), ComputeMode::kF32, single);
     EXPECT_EQ(std::memcmp(fused.bytes(), one_thread.bytes(), fused.size_bytes()), 0);
-    SetFusedGgufMatVecForTesting(false);
-    EXPECT_STREQ(F32KernelName(type, 1), "f32-matvec");
+    SetKernelOverridesForTesting({.fused_gguf_matvec = false});
+    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kF32, 1), "f32-matvec");
     MatMul(xv, w, per_row.MutF32(), ComputeMode::kF32, pool);
-    SetFusedGgufMatVecForTesting(true);
+    SetKernelOverridesForTesting({});
     std::vector<float> a, b;
     for (int64_t n = 0; n < N; ++n) {
       testing::SplitWeightRow(w, n, a, b);

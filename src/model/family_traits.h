@@ -1,0 +1,67 @@
+// Every supported model family in one table (family_traits.cc): the names it goes by in
+// config.json and GGUF files, and the flags that set it apart from plain Llama. The HF config
+// reader, the GGUF reader, the config.json exporter and the reports all look a family up here,
+// so adding a family is one ModelArch value and one row (plus its forward pass, when the block
+// itself differs).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace proctor {
+
+// One value per table row, in row order (family_traits.cc checks it).
+enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3 };
+
+// Whether q/k/v carry biases.
+enum class AttentionBiasRule {
+  kFromConfig,  // config.json "attention_bias" (default false); GGUF: the bias tensors are present
+  kAlways,      // the architecture always has them
+  kNever,       // the architecture never has them
+};
+
+// How a family lays out Q/K rows in GGUF files, which decides the RoPE pairing there
+// (Hugging Face checkpoints always rotate halves).
+enum class GgufRopePairing {
+  kHalves,         // x[i] with x[i + d/2], as in the HF checkpoint
+  kAdjacentPairs,  // x[2i] with x[2i+1]: llama.cpp's converter permuted the Q/K rows
+};
+
+// Which layers use config.json's "sliding_window" when it has no "layer_types" (which, when
+// present, decides for every family).
+enum class SlidingWindowRule {
+  kNone,                  // "sliding_window" is ignored
+  kEveryLayer,            // "sliding_window" > 0 applies to every layer
+  kUseSlidingWindowFlag,  // only when "use_sliding_window" is true, on layers from
+                          // "max_window_layers" on (Qwen2's convention)
+};
+
+struct FamilyTraits {
+  ModelArch arch;
+  std::string_view hf_model_type;      // config.json "model_type"; also the family's name
+  std::string_view hf_architecture;    // config.json "architectures" entry written on export
+  std::string_view gguf_architecture;  // GGUF "general.architecture"; empty: none of its own
+  AttentionBiasRule attention_bias;
+  bool qk_norm;  // RMSNorm over each q/k head before RoPE
+  GgufRopePairing gguf_rope_pairing;
+  SlidingWindowRule sliding_window;
+  bool tie_word_embeddings_default;  // when config.json omits "tie_word_embeddings"
+  bool hf_config_has_bias_keys;      // the exported config.json spells out attention_bias and
+                                     // mlp_bias (LlamaConfig's keys)
+};
+
+// The table, one row per ModelArch value in enum order.
+std::span<const FamilyTraits> Families();
+const FamilyTraits& FamilyOf(ModelArch arch);
+// nullptr when no family has that name.
+const FamilyTraits* FindFamilyByHfModelType(std::string_view model_type);
+const FamilyTraits* FindFamilyByGgufArchitecture(std::string_view architecture);
+// The names accepted, for errors: "llama, mistral, qwen2, qwen3" / "llama, qwen2, qwen3".
+std::string SupportedHfModelTypes();
+std::string SupportedGgufArchitectures();
+
+// The family's name ("llama", "mistral", "qwen2", "qwen3").
+inline std::string_view ArchName(ModelArch arch) { return FamilyOf(arch).hf_model_type; }
+
+}  // namespace proctor

@@ -1,0 +1,130 @@
+// ChooseMatMulKernel and the CPU feature detection it reads (see matmul_kernel_choice.h).
+#include "ops/matmul_kernel_choice.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ops/matmul_kernels.h"
+
+namespace proctor::ops {
+namespace {
+
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr long kXFeatureXTileData = 18;
+
+bool DetectAmxBf16() {
+  // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE (read directly: not every
+  // compiler's __builtin_cpu_supports knows the AMX names).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amx = (edx >> 22 & 1u) != 0 && (edx >> 24 & 1u) != 0;
+  if (!amx || !__builtin_cpu_supports("avx512bw")) return false;
+  // Linux hands out tile data only on request; without the permission tile loads fault.
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
+}
+
+CpuFeatures DetectHost() {
+  __builtin_cpu_init();
+  CpuFeatures cpu;
+  cpu.amx_bf16 = DetectAmxBf16();
+  cpu.avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl");
+  cpu.avx512_vbmi = __builtin_cpu_supports("avx512vbmi");
+  cpu.avx512_gguf = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                    cpu.avx512_vbmi;
+  return cpu;
+}
+
+KernelOverrides g_overrides;
+
+}  // namespace
+
+const CpuFeatures& CpuFeatures::Host() {
+  static const CpuFeatures host = DetectHost();
+  return host;
+}
+
+const char* KernelName(MatMulKernel kernel) {
+  switch (kernel) {
+    case MatMulKernel::kAmxBf16:
+      return "amx-bf16";
+    case MatMulKernel::kAmxBf16x3:
+      return "amx-bf16x3";
+    case MatMulKernel::kAvx512Bf16:
+      return "avx512bf16";
+    case MatMulKernel::kAmxQuant:
+      return "amx-quant";
+    case MatMulKernel::kGgufMatVec:
+      return "gguf-matvec";
+    case MatMulKernel::kF32MatVec:
+      return "f32-matvec";
+    case MatMulKernel::kF32Blocked:
+      return "f32-blocked";
+    case MatMulKernel::kMlxMatVec:
+      return "mlx-matvec";
+    case MatMulKernel::kMlxAmxExact:
+      return "mlx-amx-exact";
+    case MatMulKernel::kMlxAmxBf16Weights:
+      return "mlx-amx-bf16-weights";
+    case MatMulKernel::kMlxF32Blocked:
+      return "mlx-f32-blocked";
+  }
+  return "?";
+}
+
+MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t T,
+                                const CpuFeatures& cpu, const KernelOverrides& overrides) {
+  const bool f32_mode = mode == ComputeMode::kF32;
+  const BF16Kernel family = overrides.bf16_family;
+  const bool bf16_amx_allowed = family == BF16Kernel::kAuto || family == BF16Kernel::kAmx;
+  if (w.is_mlx()) {
+    if (T == 1) return MatMulKernel::kMlxMatVec;
+    // The AMX kernel steps k by 32 and scales whole groups, so groups must be whole steps.
+    const bool amx = (f32_mode ? overrides.amx_in_f32_mode : bf16_amx_allowed) && T >= 2 &&
+                     w.mlx().group_size % 32 == 0 && cpu.avx512_vbmi && cpu.amx_bf16;
+    if (!amx) return MatMulKernel::kMlxF32Blocked;
+    return f32_mode ? MatMulKernel::kMlxAmxExact : MatMulKernel::kMlxAmxBf16Weights;
+  }
+  const DType type = w.dense().type;
+  if (type == DType::kBF16 && f32_mode && T >= 2 && overrides.amx_in_f32_mode && cpu.amx_bf16) {
+    return MatMulKernel::kAmxBf16x3;
+  }
+  if (type == DType::kBF16 && !f32_mode) {
+    if (bf16_amx_allowed && T >= 2 && cpu.amx_bf16) return MatMulKernel::kAmxBf16;
+    const bool dot_allowed = family == BF16Kernel::kAuto || family == BF16Kernel::kAvx512Bf16;
+    if (dot_allowed && cpu.avx512_bf16) return MatMulKernel::kAvx512Bf16;
+  }
+  // The integer-code kernel also packs and sums activations with AVX-512 BF16 instructions.
+  if (T >= 2 && overrides.amx_quant && internal::HasAmxQuantLayout(type) && cpu.amx_bf16 &&
+      cpu.avx512_bf16) {
+    return MatMulKernel::kAmxQuant;
+  }
+  if (T == 1 && overrides.fused_gguf_matvec && internal::FusedGgufMatVecCovers(type) &&
+      cpu.avx512_gguf) {
+    return MatMulKernel::kGgufMatVec;
+  }
+  return T == 1 ? MatMulKernel::kF32MatVec : MatMulKernel::kF32Blocked;
+}
+
+MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t T) {
+  return ChooseMatMulKernel(w, mode, T, CpuFeatures::Host(), g_overrides);
+}
+
+const char* MatMulKernelName(const LinearWeight& w, ComputeMode mode, int64_t T) {
+  return KernelName(ChooseMatMulKernel(w, mode, T));
+}
+
+const char* BF16KernelName(int64_t T) {
+  const MatMulKernel kernel =
+      ChooseMatMulKernel(MatView{DType::kBF16, 0, 0, 0, nullptr}, ComputeMode::kBF16, T);
+  if (kernel == MatMulKernel::kAmxBf16 || kernel == MatMulKernel::kAvx512Bf16) {
+    return KernelName(kernel);
+  }
+  return "f32-fallback";
+}
+
+void SetKernelOverridesForTesting(const KernelOverrides& overrides) { g_overrides = overrides; }
+
+}  // namespace proctor::ops
