@@ -1,4 +1,4 @@
-#include "eval/engine_bench.h"
+#include "eval/engine_speed.h"
 
 #include <sys/resource.h>
 
