@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "eval/kl_eval.h"
-#include "eval/ref_logits.h"
-#include "eval/synthetic_lm.h"
+#include "eval/runners/kl_eval.h"
+#include "eval/formats/ref_logits.h"
+#include "eval/demo/synthetic_lm.h"
 #include "ops/logits_stats.h"
 #include "util/thread_pool.h"
 

@@ -1,12 +1,12 @@
 // `proctor bench MODEL` / `proctor bench --synthetic NAME [--dtype D]`: end-to-end engine speed
-// as JSON (eval/engine_speed.h).
+// as JSON (eval/runners/engine_speed.h).
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/engine_speed.h"
+#include "eval/runners/engine_speed.h"
 #include "model/synthetic_model.h"
 #include "util/error.h"
 

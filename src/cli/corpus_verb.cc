@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
-#include "eval/corpus_builder.h"
-#include "eval/results_json.h"
+#include "eval/runners/corpus_builder.h"
+#include "eval/runners/results_json.h"
 
 namespace proctor::cli {
 

@@ -1,7 +1,7 @@
 // `proctor demo [--model PATH]`: the whole core loop in one command, with no downloads: a
 // teacher (generated, or the model given), 8/4/3-bit candidates quantized from it, a corpus
 // from the project's docs, the teacher's dump, and one table scoring every candidate against it
-// (eval/demo_pipeline.h does the work).
+// (eval/demo/demo_pipeline.h does the work).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/demo_pipeline.h"
+#include "eval/demo/demo_pipeline.h"
 
 namespace proctor::cli {
 

@@ -4,9 +4,9 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/llama_kld_eval.h"
-#include "eval/results_json.h"
-#include "eval/teacher_dump.h"
+#include "eval/runners/llama_kld_eval.h"
+#include "eval/runners/results_json.h"
+#include "eval/runners/teacher_dump.h"
 
 namespace proctor::cli {
 

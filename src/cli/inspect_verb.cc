@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "cli/verbs.h"
-#include "eval/ref_logits.h"
-#include "eval/ref_logits_integrity.h"
+#include "eval/formats/ref_logits.h"
+#include "eval/formats/ref_logits_integrity.h"
 #include "model/load.h"
 #include "model/model_summary.h"
 #include "util/error.h"

@@ -6,9 +6,9 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/kl_eval.h"
-#include "eval/llama_kld_eval.h"
-#include "eval/results_json.h"
+#include "eval/runners/kl_eval.h"
+#include "eval/runners/llama_kld_eval.h"
+#include "eval/runners/results_json.h"
 #include "util/error.h"
 
 namespace proctor::cli {

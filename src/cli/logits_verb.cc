@@ -1,10 +1,10 @@
 // `proctor logits MODEL (--prompt-ids ... | --corpus DIR [--n N]) --out FILE`: teacher-forced
-// logits as raw little-endian f32 (eval/raw_logits.h).
+// logits as raw little-endian f32 (eval/runners/raw_logits.h).
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/raw_logits.h"
+#include "eval/runners/raw_logits.h"
 #include "text/token_ids.h"
 
 namespace proctor::cli {

@@ -4,8 +4,8 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "eval/ppl.h"
-#include "eval/results_json.h"
+#include "eval/runners/ppl.h"
+#include "eval/runners/results_json.h"
 
 namespace proctor::cli {
 

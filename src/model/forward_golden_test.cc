@@ -9,9 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/model_config.h"
+#include "formats/model_config.h"
 #include "model/runtime_model.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "model/testing_goldens.h"
 #include "util/thread_pool.h"
 

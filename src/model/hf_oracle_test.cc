@@ -16,7 +16,7 @@
 #include <string>
 
 #include "model/runtime_model.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "model/testing_goldens.h"
 #include "util/testing_oracles.h"
 

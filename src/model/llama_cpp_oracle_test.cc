@@ -15,7 +15,7 @@
 #include "model/greedy.h"
 #include "model/load.h"
 #include "model/teacher_forced.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "util/testing_oracles.h"
 
 namespace proctor {

@@ -8,10 +8,10 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "model/gguf.h"
-#include "model/gguf_model.h"
+#include "formats/gguf.h"
+#include "formats/gguf_model.h"
 #include "model/mlx_weights.h"
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 #include "util/error.h"
 #include "util/file.h"
 

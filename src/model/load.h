@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "model/model_config.h"
-#include "model/weights.h"
+#include "formats/model_config.h"
+#include "formats/weights.h"
 
 namespace proctor {
 
-class GgufFile;  // model/gguf.h
+class GgufFile;  // formats/gguf.h
 
 enum class ModelFormat { kSafetensors, kGguf };
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "model/gguf.h"
-#include "model/test_util.h"
+#include "formats/gguf.h"
+#include "util/testing_files.h"
 #include "util/file.h"
 
 namespace proctor {

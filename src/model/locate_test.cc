@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "model/load.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "util/file.h"
 
 namespace proctor {

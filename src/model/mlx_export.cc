@@ -12,7 +12,7 @@
 
 #include "model/load.h"
 #include "model/quant_recipe.h"
-#include "model/safetensors_writer.h"
+#include "formats/safetensors_writer.h"
 #include "ops/convert.h"
 #include "util/error.h"
 #include "util/file.h"

@@ -14,10 +14,10 @@
 #include <fstream>
 
 #include "model/load.h"
-#include "model/model_config.h"
+#include "formats/model_config.h"
 #include "model/quant_recipe.h"
-#include "model/safetensors.h"
-#include "model/test_util.h"
+#include "formats/safetensors.h"
+#include "util/testing_files.h"
 #include "ops/convert.h"
 #include "util/file.h"
 

@@ -10,8 +10,8 @@
 #include <functional>
 
 #include "model/load.h"
-#include "model/mlx_quant_config.h"
-#include "model/test_util.h"
+#include "formats/mlx_quant_config.h"
+#include "util/testing_files.h"
 #include "util/file.h"
 
 namespace proctor {

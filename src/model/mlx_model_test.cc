@@ -15,7 +15,7 @@
 #include "model/load.h"
 #include "model/mlx_weights.h"
 #include "model/runtime_model.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "util/file.h"
 
 namespace proctor {

@@ -3,7 +3,7 @@
 //
 // A Linear `<path>.weight` stored as packed U32 codes with `<path>.scales` (and `<path>.biases`
 // for affine) beside it is an MLX quantized matrix. config.json's `quantization` (or its copy
-// `quantization_config`, model/mlx_quant_config.h) gives the default parameters and per-module
+// `quantization_config`, formats/mlx_quant_config.h) gives the default parameters and per-module
 // overrides. With no override a module is quantized exactly when `<path>.scales` exists (the
 // rule mlx-lm's loader applies).
 #pragma once
@@ -12,8 +12,8 @@
 #include <optional>
 #include <string_view>
 
-#include "model/mlx_quant_config.h"
-#include "model/weights.h"
+#include "formats/mlx_quant_config.h"
+#include "formats/weights.h"
 #include "ops/linear_weight.h"
 #include "quant/mlx_quant.h"
 

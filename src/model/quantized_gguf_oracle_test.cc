@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "quant/ggml_blocks.h"
 #include "util/testing_oracles.h"
 

@@ -6,11 +6,11 @@
 
 #include <cstdlib>
 
-#include "model/gguf.h"
-#include "model/gguf_model.h"
+#include "formats/gguf.h"
+#include "formats/gguf_model.h"
 #include "model/load.h"
-#include "model/safetensors.h"
-#include "model/test_util.h"
+#include "formats/safetensors.h"
+#include "util/testing_files.h"
 #include "util/file.h"
 #include "util/half.h"
 

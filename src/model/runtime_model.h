@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "model/kv_cache.h"
-#include "model/model_config.h"
-#include "model/rope_frequencies.h"
-#include "model/weights.h"
+#include "formats/model_config.h"
+#include "formats/rope_frequencies.h"
+#include "formats/weights.h"
 #include "ops/matmul.h"
 #include "ops/rope.h"
 #include "tensor/tensor.h"

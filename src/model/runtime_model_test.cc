@@ -14,7 +14,7 @@
 #include "model/teacher_forced.h"
 #include "model/kv_cache.h"
 #include "model/synthetic_model.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 #include "ops/convert.h"
 #include "util/half.h"
 

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/greedy.h"
 #include "model/load.h"
-#include "model/test_util.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string_view>
 
-#include "model/mlx_quant_config.h"
+#include "formats/mlx_quant_config.h"
 #include "model/synthetic_model.h"
 
 namespace proctor {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/model_config.h"
-#include "model/weights.h"
+#include "formats/model_config.h"
+#include "formats/weights.h"
 #include "tensor/dtype.h"
 
 namespace proctor {

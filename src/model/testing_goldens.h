@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "model/greedy.h"
-#include "model/model_config.h"
+#include "formats/model_config.h"
 #include "model/runtime_model.h"
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 #include "model/teacher_forced.h"
 
 namespace proctor::testing {

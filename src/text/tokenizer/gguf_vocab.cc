@@ -15,7 +15,7 @@
 #include <map>
 #include <queue>
 
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "text/tokenizer/bpe.h"
 #include "text/tokenizer/gguf_presets.h"
 #include "text/tokenizer/gguf_tokenizer.h"

@@ -1,0 +1,90 @@
+#include "eval/runners/engine_speed.h"
+
+#include <sys/resource.h>
+
+#include <vector>
+
+#include "eval/runners/eval_model.h"
+#include "model/greedy.h"
+#include "ops/matmul.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timing.h"
+
+namespace proctor {
+namespace {
+
+int64_t PeakRssBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Deterministic pseudo-random prompt ids in [0, vocab).
+std::vector<int32_t> BenchPrompt(int prompt_tokens, int64_t vocab) {
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
+  uint64_t state = 12345;
+  for (int32_t& id : prompt) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(vocab));
+  }
+  return prompt;
+}
+
+}  // namespace
+
+nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
+  if (options.prompt_tokens < 1 || options.decode_tokens < 0 || options.chunk_size < 1) {
+    Fail("bench", "need --prompt-tokens >= 1, --decode-tokens >= 0, --chunk >= 1 (got {}, {}, {})",
+         options.prompt_tokens, options.decode_tokens, options.chunk_size);
+  }
+  nlohmann::json report;
+  double load_seconds = 0;
+  std::shared_ptr<const EvalModel> opened;
+  {
+    ScopedSeconds load(&load_seconds);
+    opened = EvalModel::Open(options.model);
+  }
+  report["load_seconds"] = load_seconds;
+  report["model"] = options.model;
+  report["weights"] = opened->weights_name();
+  report["summary"] = opened->config().Summary();
+  report["weight_bytes"] = opened->weights().TotalBytes();
+  const std::shared_ptr<const RuntimeModel> model = opened->Runtime(options.runtime);
+
+  const std::vector<int32_t> prompt = BenchPrompt(options.prompt_tokens, model->vocab_size());
+  ModelCache cache = model->MakeCache(options.prompt_tokens + options.decode_tokens);
+  double prefill_seconds = 0, decode_seconds = 0;
+  Tensor logits;
+  {
+    ScopedSeconds prefill(&prefill_seconds);
+    const Tensor hidden = PrefillLastHidden(*model, prompt, options.chunk_size, cache);
+    logits = model->LogitsFromHidden(hidden.View());
+  }
+  {
+    ScopedSeconds decode(&decode_seconds);
+    for (int i = 0; i < options.decode_tokens; ++i) {
+      const int32_t next = ArgmaxLowestIndex(
+          std::span<const float>(logits.RowF32(0), static_cast<size_t>(model->vocab_size())));
+      const Tensor hidden = model->ForwardHidden(std::span<const int32_t>(&next, 1), cache);
+      model->LogitsFromHidden(hidden.View(), logits.MutF32());
+    }
+  }
+  report["prefill_tokens"] = options.prompt_tokens;
+  report["prefill_chunk"] = options.chunk_size;
+  report["prefill_seconds"] = prefill_seconds;
+  report["prefill_tokens_per_second"] = options.prompt_tokens / prefill_seconds;
+  report["decode_tokens"] = options.decode_tokens;
+  report["decode_seconds"] = decode_seconds;
+  report["decode_tokens_per_second"] =
+      options.decode_tokens > 0 ? options.decode_tokens / decode_seconds : 0.0;
+  report["kv_cache_bytes"] = cache.MemoryBytes();
+  report["compute"] = std::string(ComputeModeName(options.runtime.compute));
+  report["kv"] = options.runtime.kv.Name();
+  report["threads"] = ThreadPool::Global().num_threads();
+  report["bf16_kernel"] = ops::BF16KernelName();
+  report["peak_rss_bytes"] = PeakRssBytes();
+  return report;
+}
+
+}  // namespace proctor

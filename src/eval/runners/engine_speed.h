@@ -1,0 +1,26 @@
+// `proctor bench`: end-to-end engine speed on one model: prefill tokens/s (a prompt of
+// prompt_tokens in chunks of chunk_size), decode tokens/s (greedy, one token per forward, LM head
+// included), load time, weight and KV-cache bytes, peak RSS and threads, as JSON. Synthetic
+// models ("synthetic:<name>:<weights>", eval/runners/eval_model.h) have the exact shapes of real ones with
+// random weights, so no download is needed.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/runtime_model.h"
+
+namespace proctor {
+
+struct EngineBenchOptions {
+  std::string model{};  // a model spec, synthetic ones included
+  int prompt_tokens = 512;
+  int decode_tokens = 32;
+  int64_t chunk_size = 512;
+  RuntimeOptions runtime{};
+};
+
+nlohmann::json BenchmarkEngine(const EngineBenchOptions& options);
+
+}  // namespace proctor

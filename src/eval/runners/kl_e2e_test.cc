@@ -1,0 +1,267 @@
+// The core loop end to end through the built `proctor` binary on a real model (stories260K) and
+// real text (tinystories), checked by an independent numpy script (tools/kl_e2e_check.py) that
+// recomputes every statistic from the dump's bytes and the candidate's full logits written by
+// `proctor logits`: dump -> kl --json --per-position -> logits -> script, in saved-teacher and
+// two-model mode. The candidate is stories260K run with bf16 compute (activations rounded to bf16
+// inside the matrix products): a real, small perturbation of the f32 teacher.
+// Also prints the self-scoring floor, and runs the user's whole loop on stories260K (corpus ->
+// dump -> quantize -> kl) over tinystories and wikitext-2 text, asserting that the 8-bit
+// re-quantization scores closer to the teacher than the 4-bit one. Skips without the fixtures,
+// the binary or numpy.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "eval/formats/corpus.h"
+#include "eval/testing_dumps.h"
+#include "text/tokenizer/tokenizer.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Fixtures() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env != nullptr ? env : PROCTOR_FIXTURES_DEFAULT;
+}
+
+struct CommandResult {
+  int status;
+  std::string output;
+};
+
+CommandResult Shell(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  return {::pclose(pipe), out};
+}
+
+class KlEndToEnd : public ::testing::Test {
+ protected:
+  static constexpr int64_t kSeqs = 4, kCtx = 96, kVocab = 512, kChunk = 32;
+  void SetUp() override {
+    model_ = Fixtures() / "stories260K" / "stories260K.gguf";
+    const fs::path text = Fixtures() / "tinystories" / "tinystories_sample.txt";
+    if (!fs::exists(model_) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent: " << model_;
+    if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+    if (Shell("/usr/bin/python3 -c 'import numpy'").status != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
+    }
+    // A corpus of real text: the sample's first stories, tokenized by the model's vocabulary.
+    const std::string sample = ReadFileToString(text).substr(0, 4000);
+    const auto tokens = text::LoadTokenizer(model_)->Encode(sample, true);
+    ASSERT_GE(tokens.size(), static_cast<size_t>(kSeqs * kCtx));
+    WriteCorpus(corpus(), std::span<const int32_t>(tokens).first(kSeqs * kCtx), kCtx,
+                {{"tokenizer", model_.string()}, {"vocab_size", kVocab}});
+  }
+  fs::path corpus() const { return temp_.path() / "corpus"; }
+  fs::path Path(const char* name) const { return temp_.path() / name; }
+  CommandResult Proctor(const std::string& args) const {
+    return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
+  }
+  CommandResult Check(const std::string& args) const {
+    return Shell(fmt::format("/usr/bin/python3 {}/tools/kl_e2e_check.py --vocab {} {}",
+                             PROCTOR_SOURCE_DIR, kVocab, args));
+  }
+  fs::path model_;
+  testing::TempDir temp_;
+};
+
+TEST_F(KlEndToEnd, SavedTeacherStatisticsMatchTheNumpyRecomputation) {
+  const std::string m = model_.string();
+  CommandResult r = Proctor(
+      fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {} "
+                  "--json {}",
+                  m, corpus().string(), Path("dump").string(), kChunk, Path("dump.json").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = Proctor(fmt::format(
+      "kl --reference-logits {} --candidate {} --compute bf16 --chunk {} "
+      "--json {} --per-position {}",
+      Path("dump").string(), m, kChunk, Path("kl.json").string(), Path("pp.bin").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  fmt::print("{}", r.output);
+  r = Proctor(fmt::format("logits {} --corpus {} --compute bf16 --chunk {} --out {}", m,
+                          corpus().string(), kChunk, Path("cand.f32").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(fs::file_size(Path("cand.f32")), static_cast<uint64_t>(kSeqs * kCtx * kVocab * 4));
+  r = Check(fmt::format("--dump {} --candidate-logits {} --results {} --per-position {}",
+                        Path("dump").string(), Path("cand.f32").string(), Path("kl.json").string(),
+                        Path("pp.bin").string()));
+  EXPECT_EQ(r.status, 0) << r.output;
+  fmt::print(
+      "numpy recomputation (saved teacher, stories260K f32 dump top-64 vs bf16 compute):\n"
+      "{}\n",
+      r.output);
+  const auto kl = nlohmann::json::parse(ReadFileToString(Path("kl.json")));
+  EXPECT_EQ(kl["schema"], "proctor-results");
+  EXPECT_EQ(kl["command"], "kl");
+  EXPECT_EQ(kl["results"]["positions"], kSeqs * (kCtx - 1));
+  EXPECT_GT(kl["results"]["kl"]["mean"].get<double>(), 1e-6);  // bf16 compute is not f32
+  EXPECT_EQ(kl["inputs"][0]["corpus_sha256"], ReadCorpus(corpus()).tokens_sha256);
+  const auto dump = nlohmann::json::parse(ReadFileToString(Path("dump.json")));
+  EXPECT_EQ(dump["command"], "dump");
+  EXPECT_EQ(dump["results"]["positions_written"], kSeqs * (kCtx - 1));
+  EXPECT_EQ(dump["inputs"][1]["tokens_sha256"], ReadCorpus(corpus()).tokens_sha256);
+  for (const auto& j : {kl, dump}) {
+    const auto& t = j["timings"];
+    EXPECT_GT(t["forward_seconds"].get<double>(), 0.0);
+    EXPECT_LE(t["forward_seconds"].get<double>() + t["scoring_seconds"].get<double>() +
+                  t["io_seconds"].get<double>(),
+              t["total_seconds"].get<double>() + 1e-9);
+    fmt::print("{} timings: {}\n", j["command"].get<std::string>(), t.dump());
+  }
+}
+
+TEST_F(KlEndToEnd, TwoModelStatisticsMatchTheNumpyRecomputation) {
+  const std::string m = model_.string();
+  CommandResult r = Proctor(fmt::format(
+      "kl --reference {} --reference-compute f32 --corpus {} --candidate "
+      "{} --compute bf16 --chunk {} --json {} --per-position {} --n 3",
+      m, corpus().string(), m, kChunk, Path("kl.json").string(), Path("pp.bin").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  fmt::print("{}", r.output);
+  for (const char* compute : {"f32", "bf16"}) {
+    r = Proctor(fmt::format("logits {} --corpus {} --n 3 --compute {} --chunk {} --out {}", m,
+                            corpus().string(), compute, kChunk,
+                            Path(compute == std::string("f32") ? "t.f32" : "c.f32").string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  r =
+      Check(fmt::format("--teacher-logits {} --tokens {} --candidate-logits {} --results {} "
+                        "--per-position {}",
+                        Path("t.f32").string(), (corpus() / "tokens.bin").string(),
+                        Path("c.f32").string(), Path("kl.json").string(), Path("pp.bin").string()));
+  EXPECT_EQ(r.status, 0) << r.output;
+  fmt::print(
+      "numpy recomputation (two-model, stories260K f32 vs bf16 compute, full vocabulary):\n"
+      "{}\n",
+      r.output);
+  const auto kl = nlohmann::json::parse(ReadFileToString(Path("kl.json")));
+  EXPECT_EQ(kl["settings"]["mode"], "two-model");
+  EXPECT_EQ(kl["results"]["positions"], 3 * (kCtx - 1));
+  EXPECT_EQ(kl["inputs"][1]["kind"], "corpus");
+}
+
+// The self-scoring floor (FORMATS.md section 3), printed for the log: the f32 dump scored by the
+// same model at the same chunk size (top-1 exactly 1, KL at the fp16 floor), at another chunk
+// size, and two-model self-scoring (exactly 0).
+TEST_F(KlEndToEnd, SelfScoringFloor) {
+  const std::string m = model_.string();
+  CommandResult r =
+      Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}", m,
+                          corpus().string(), Path("dump").string(), kChunk));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::string log;
+  double same_chunk_mean = 0;
+  for (const int64_t chunk : {kChunk, int64_t{7}, int64_t{96}}) {
+    const auto json = Path("self.json");
+    r = Proctor(fmt::format("kl --reference-logits {} --candidate {} --chunk {} --json {}",
+                            Path("dump").string(), m, chunk, json.string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto res = nlohmann::json::parse(ReadFileToString(json))["results"];
+    EXPECT_EQ(res["top1_agreement"], 1.0) << "chunk " << chunk;
+    // The fp16 floor of shifted top-64 records is ~1e-5 (TeacherDump.Stories260KSelfScoring
+    // bounds it record by record); a bf16-compute candidate sits at ~2e-5 above it.
+    const double mean = res["kl"]["mean"].get<double>();
+    EXPECT_LT(std::fabs(mean), 1e-5) << "chunk " << chunk;
+    if (chunk == kChunk) same_chunk_mean = mean;
+    // Other chunk sizes: the engine's logits move by float rounding only.
+    EXPECT_LT(std::fabs(mean - same_chunk_mean), 1e-7) << "chunk " << chunk;
+    log += fmt::format(
+        "  dump chunk {} scored at chunk {:>2}: KL mean {:.3e} (differs from chunk {} "
+        "by {:.1e}, SE {:.1e}) max {:.3e}, tail KL max {:.3e}, top-1 {}, mass "
+        "{:.4f}\n",
+        kChunk, chunk, mean, kChunk, mean - same_chunk_mean,
+        res["kl"]["standard_error"].get<double>(), res["kl"]["max"].get<double>(),
+        res["tail_kl"]["max"].get<double>(), res["top1_agreement"].get<double>(),
+        res["mean_captured_mass"].get<double>());
+  }
+  r = Proctor(fmt::format("kl --reference {} --corpus {} --candidate {} --chunk {} --json {}", m,
+                          corpus().string(), m, kChunk, Path("two.json").string()));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto two = nlohmann::json::parse(ReadFileToString(Path("two.json")))["results"];
+  EXPECT_EQ(two["kl"]["max"], 0.0);
+  EXPECT_EQ(two["top1_agreement"], 1.0);
+  log += fmt::format("  two-model self (same chunk): KL max {}, top-1 {}\n",
+                     two["kl"]["max"].get<double>(), two["top1_agreement"].get<double>());
+  fmt::print("stories260K self-scoring floor ({} x {} tinystories tokens, top-64):\n{}", kSeqs,
+             kCtx, log);
+}
+
+// The user's loop through the CLI only, on real text: `proctor corpus` (tinystories, then
+// wikitext-2), `proctor dump` of stories260K, `proctor quantize` at 8 and 4 bits (group 32: the
+// 172-wide down projection stays unquantized) and `proctor kl` of each against the dump. An
+// 8-bit model must be closer to its teacher than a 4-bit one by KL and by top-1; the numbers go to
+// the test log.
+TEST(StoriesLoop, EightBitScoresCloserThanFourBitOnTinystoriesAndWikitext) {
+  const fs::path model = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path tinystories = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  const fs::path wikitext = Fixtures() / "wikitext-2" / "wiki.test.raw";
+  for (const auto& f : {model, tinystories, wikitext}) {
+    if (!fs::exists(f)) GTEST_SKIP() << "fixture absent: " << f;
+  }
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+  testing::TempDir temp;
+  const auto proctor = [](const std::string& args) {
+    return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
+  };
+  for (const int bits : {8, 4}) {
+    const CommandResult r =
+        proctor(fmt::format("quantize {} --out {} --bits {} --group-size 32", model.string(),
+                            (temp.path() / fmt::format("q{}", bits)).string(), bits));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  struct Text {
+    const char* name;
+    fs::path file;
+    int n_seqs;  // tinystories_sample.txt holds about 1,000 tokens of stories260K's vocabulary
+  };
+  std::string log;
+  for (const Text& text : {Text{"tinystories", tinystories, 7}, Text{"wikitext-2", wikitext, 16}}) {
+    const fs::path dir = temp.path() / text.name;
+    CommandResult r = proctor(
+        fmt::format("corpus --tokenizer {} --out {} --ctx-len 128 --n-seqs {} {}", model.string(),
+                    (dir / "corpus").string(), text.n_seqs, text.file.string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 128", model.string(),
+                            (dir / "corpus").string(), (dir / "dump").string()));
+    ASSERT_EQ(r.status, 0) << r.output;
+    nlohmann::json results[2];
+    for (const int i : {0, 1}) {
+      const int bits = i == 0 ? 8 : 4;
+      const fs::path json = dir / fmt::format("kl{}.json", bits);
+      r = proctor(fmt::format("kl --reference-logits {} --candidate {} --json {}",
+                              (dir / "dump").string(),
+                              (temp.path() / fmt::format("q{}", bits)).string(), json.string()));
+      ASSERT_EQ(r.status, 0) << r.output;
+      results[i] = nlohmann::json::parse(ReadFileToString(json))["results"];
+      ASSERT_EQ(results[i]["positions"], text.n_seqs * 127);
+      log += fmt::format(
+          "  {:<11} {}-bit g32: KL mean {:.4e} +- {:.1e}, p95 {:.4e}, top-1 {:.4f}, "
+          "ppl {:.3f}\n",
+          text.name, bits, results[i]["kl"]["mean"].get<double>(),
+          results[i]["kl"]["standard_error"].get<double>(), results[i]["kl"]["p95"].get<double>(),
+          results[i]["top1_agreement"].get<double>(), results[i]["candidate_ppl"].get<double>());
+    }
+    EXPECT_LT(results[0]["kl"]["mean"].get<double>(), results[1]["kl"]["mean"].get<double>())
+        << text.name;
+    EXPECT_GT(results[0]["top1_agreement"].get<double>(),
+              results[1]["top1_agreement"].get<double>())
+        << text.name;
+  }
+  fmt::print(
+      "stories260K re-quantized, scored against its own top-128 dump (7 or 16 x 128 "
+      "tokens):\n{}",
+      log);
+}
+
+}  // namespace
+}  // namespace proctor

@@ -1,0 +1,248 @@
+#include "eval/runners/kl_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "eval/runners/eval_model.h"
+#include "eval/runners/logits_chunks.h"
+#include "eval/formats/per_position.h"
+#include "eval/runners/vocab_check.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "kl";
+
+std::string FormatSci(double v) { return fmt::format("{:.3e}", v); }
+
+}  // namespace
+
+KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
+  const double start = MonotonicSeconds();
+  CheckChunkSize(options.chunk_size, kComponent);
+  if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
+  KlEvalResult result;
+  ResultsTimings& timings = result.timings;
+  std::optional<ReferenceLogitsDump> opened;
+  {
+    ScopedSeconds io(&timings.io_seconds);
+    opened.emplace(ReferenceLogitsDump::Open(options.reference_dir));
+  }
+  const ReferenceLogitsDump& dump = *opened;
+  TeacherForcedLogits forward = options.forward;
+  std::shared_ptr<const EvalModel> model;  // the candidate, opened once (unless injected)
+  if (!forward) {
+    ScopedSeconds load(&timings.load_seconds);
+    model = EvalModel::Open(options.candidate);
+    forward = model->Forward(options.runtime);
+  }
+
+  result.label = dump.Label();
+  result.candidate = options.candidate;
+  result.reference = options.reference_dir.string();
+  result.manifest = dump.manifest();
+  result.positions_per_seq = dump.positions();
+  result.chunk_size = options.chunk_size;
+  result.warnings = dump.warnings();
+  const int64_t n_seqs =
+      options.max_seqs > 0 ? std::min(options.max_seqs, dump.n_seqs()) : dump.n_seqs();
+  const int64_t positions = dump.positions();
+
+  LogitsChunkDriver driver({{fmt::format("candidate '{}'", options.candidate), forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "kl",
+                            .total_positions = static_cast<uint64_t>(n_seqs * positions),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  result.threads = driver.pool().num_threads();
+  // What the dump's manifest records about the teacher's vocabulary, against the candidate.
+  if (options.check_tokenizer && model) {
+    driver.OnVocabulary([&](int64_t) {
+      CheckRecordedVocabulary(RecordedVocabularyIdentity(dump.manifest(), dump.ManifestPath()),
+                              model->Identity("candidate"));
+    });
+  }
+  std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
+  ReferenceRecords records;
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    std::vector<int32_t> tokens;
+    {
+      ScopedSeconds io(&timings.io_seconds);
+      tokens = dump.Tokens(s);
+    }
+    const std::string where = fmt::format("'{}'", dump.SequencePath(s).string());
+    auto& seq_scores = scores[s];
+    seq_scores.resize(static_cast<size_t>(positions));
+    // The sequence's last position predicts no corpus token and has no record: it is not scored.
+    driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
+      {
+        ScopedSeconds io(&timings.io_seconds);
+        dump.ReadRecords(s, chunk.start, chunk.start + chunk.scored, &records);
+      }
+      ScopedSeconds scoring(&timings.scoring_seconds);
+      ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),
+                 seq_scores.data() + chunk.start, tokens.data() + chunk.start + 1);
+    });
+  }
+  driver.Finish();
+  result.candidate_vocab = driver.vocab();
+  timings.forward_seconds = driver.forward_seconds();
+  FinishKlRun(options.per_position,
+              {.flags = 0,
+               .positions_per_seq = static_cast<uint64_t>(positions),
+               .top_k = static_cast<uint64_t>(dump.top_k()),
+               .vocab = static_cast<uint64_t>(result.candidate_vocab)},
+              scores, start, &result);
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(DescribeReferenceLogitsInput("reference_logits", dump));
+    result.inputs.push_back(model ? model->Describe("candidate")
+                                  : DescribeModelInput("candidate", options.candidate));
+  }
+  timings.total_seconds += timings.hash_seconds;
+  return result;
+}
+
+void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
+                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 KlEvalResult* result) {
+  if (!per_position.empty()) {
+    ScopedSeconds io(&result->timings.io_seconds);
+    WritePerPositionFile(per_position, header, scores);
+  }
+  result->timings.total_seconds = MonotonicSeconds() - start;
+  result->stats = AggregateKlRun(scores, result->timings.total_seconds);
+  for (const auto& seq : scores) {
+    if (seq.empty()) continue;
+    double sum = 0;
+    for (const auto& p : seq) sum += p.kl;
+    result->sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
+  }
+}
+
+nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
+  const auto summary = [](const DistributionSummary& d) {
+    nlohmann::ordered_json j;
+    j["mean"] = d.mean;
+    j["standard_error"] = d.standard_error;
+    j["median"] = d.median;
+    j["p95"] = d.p95;
+    j["p99"] = d.p99;
+    j["max"] = d.max;
+    return j;
+  };
+  const auto number_or_null = [](double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+  };
+  nlohmann::ordered_json j;
+  j["mode"] = r.mode;
+  j["label"] = r.label;
+  j["candidate"] = r.candidate;
+  j["reference"] = {{"path", r.reference},
+                    {"model", r.manifest.model},
+                    {"corpus_sha256", r.manifest.corpus_sha256},
+                    {"top_k", r.manifest.top_k},
+                    {"ctx_len", r.manifest.ctx_len},
+                    {"n_seqs", r.manifest.n_seqs},
+                    {"positions_per_seq", r.positions_per_seq}};
+  j["kl"] = summary(r.stats.kl);
+  j["tail_kl"] = summary(r.stats.tail_kl);
+  j["standard_error_over"] = "per-sequence means";
+  j["top1_agreement"] = r.stats.top1_agreement;
+  j["mean_captured_mass"] = r.stats.mean_mass;
+  j["min_captured_mass"] = r.stats.min_mass;
+  j["candidate_mean_nll"] = number_or_null(r.stats.candidate_mean_nll);
+  j["candidate_ppl"] = number_or_null(std::exp(r.stats.candidate_mean_nll));
+  j["teacher_mean_nll"] = number_or_null(r.stats.teacher_mean_nll);
+  j["teacher_nll_positions"] = r.stats.teacher_nll_positions;
+  j["positions"] = r.stats.positions;
+  j["sequences"] = r.stats.sequences;
+  j["sequence_mean_kl"] = r.sequence_mean_kl;
+  j["candidate_vocab"] = r.candidate_vocab;
+  j["chunk_size"] = r.chunk_size;
+  j["elapsed_seconds"] = r.stats.elapsed_seconds;
+  j["positions_per_second"] = r.stats.positions_per_second;
+  j["threads"] = r.threads;
+  j["scoring_positions_per_second"] =
+      r.timings.scoring_seconds > 0
+          ? static_cast<double>(r.stats.positions) / r.timings.scoring_seconds
+          : 0.0;
+  if (r.mode == "two-model") j["reference_forward_seconds"] = r.reference_forward_seconds;
+  return j;
+}
+
+namespace {
+
+// What both KL envelopes share: results, timings, warnings, the per-position output.
+ResultsEnvelope KlEnvelope(const KlEvalResult& result, const std::filesystem::path& per_position) {
+  ResultsEnvelope env{.command = "kl", .threads = result.threads};
+  env.inputs = result.inputs;
+  env.results = KlEvalResultToJson(result);
+  env.timings = result.timings;
+  env.warnings = result.warnings;
+  if (!per_position.empty()) {
+    env.outputs.push_back({{"role", "per_position"}, {"path", per_position.string()}});
+  }
+  return env;
+}
+
+}  // namespace
+
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOptions& options) {
+  ResultsEnvelope env = KlEnvelope(result, options.per_position);
+  env.settings = {{"mode", result.mode},
+                  {"chunk_size", options.chunk_size},
+                  {"max_seqs", options.max_seqs},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"reference_compute", nullptr},
+                  {"reference_kv", nullptr},
+                  {"top_k", result.manifest.top_k},
+                  {"full_vocabulary", false}};
+  return env;
+}
+
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options) {
+  ResultsEnvelope env = KlEnvelope(result, options.per_position);
+  env.settings = {{"mode", result.mode},
+                  {"chunk_size", options.chunk_size},
+                  {"max_seqs", options.max_seqs},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()},
+                  {"reference_compute", std::string(ComputeModeName(options.reference_runtime.compute))},
+                  {"reference_kv", options.reference_runtime.kv.Name()},
+                  {"top_k", result.manifest.top_k},
+                  {"full_vocabulary", true}};
+  return env;
+}
+
+std::string FormatKlTable(const std::vector<KlEvalResult>& results) {
+  std::string out;
+  if (results.empty()) return out;
+  out += fmt::format("reference: {}\n", results.front().label);
+  size_t width = 9;
+  for (const auto& r : results) width = std::max(width, r.candidate.size());
+  out += fmt::format(
+      "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
+      "candidate", width, "KL mean +- SE", "median", "p95", "p99", "max", "tail KL", "top-1",
+      "mass", "min m.", "positions", "pos/s");
+  for (const auto& r : results) {
+    const KlRunStats& s = r.stats;
+    out += fmt::format(
+        "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7.4f}  {:>6.4f}  {:>6.4f}  {:>9}  "
+        "{:>8.0f}\n",
+        r.candidate, width,
+        FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
+        FormatSci(s.kl.median), FormatSci(s.kl.p95), FormatSci(s.kl.p99), FormatSci(s.kl.max),
+        FormatSci(s.tail_kl.mean), s.top1_agreement, s.mean_mass, s.min_mass, s.positions,
+        s.positions_per_second);
+  }
+  return out;
+}
+
+}  // namespace proctor

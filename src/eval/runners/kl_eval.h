@@ -1,0 +1,104 @@
+// Scoring a candidate: the saved-teacher KL evaluation (against a reference-logits dump) and the
+// two-model KL evaluation (teacher and candidate both resident, full-vocabulary KL).
+//
+// EvaluateKlVsReferenceLogits runs the candidate's teacher-forced forward over the dump's
+// tokens (an injected forward, or the engine's for a model path), and scores each chunk as it
+// arrives against the matching records, streamed from disk (FORMATS.md sections 2-3).
+// EvaluateKlTwoModels runs both models over a corpus in lockstep, chunk by chunk, and scores
+// the candidate's rows against the teacher's full rows. Both aggregate the same statistics and
+// can write the per-position scores (eval/formats/per_position.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "eval/scoring/kl_score.h"
+#include "eval/scoring/kl_stats.h"
+#include "eval/formats/per_position.h"
+#include "eval/formats/ref_logits.h"
+#include "eval/runners/results_json.h"
+#include "eval/runners/teacher_forced.h"
+#include "model/runtime_model.h"
+#include "util/thread_pool.h"
+
+namespace proctor {
+
+struct KlEvalOptions {
+  std::filesystem::path reference_dir{};
+  std::string candidate{};               // model spec (or a display name with an injected forward)
+  int64_t max_seqs = 0;                  // score the first N sequences; 0 = all
+  int64_t chunk_size = 512;              // positions per forward chunk
+  TeacherForcedLogits forward{};         // empty: the engine's (EvalModel::Open(candidate))
+  RuntimeOptions runtime{};              // engine options for a loaded candidate
+  ThreadPool* pool = nullptr;            // rows of a chunk are scored across it; null = Global()
+  bool quiet = false;                    // no progress on stderr
+  std::filesystem::path per_position{};  // write the per-position scores here (empty: no)
+  // Compare the candidate's tokenizer with what the dump's manifest records (when the candidate
+  // is a model on disk and the manifest records anything).
+  bool check_tokenizer = true;
+  bool describe_inputs = false;  // fill KlEvalResult::inputs (hashes every input file)
+};
+
+struct KlEvalResult {
+  std::string mode = "saved-teacher";  // or "two-model"
+  std::string label;  // ref-logits:<model> top<K> (<dir>) / two-model:<ref> (<corpus>)
+  std::string candidate;
+  std::string reference;             // the dump directory or the reference model spec
+  ReferenceLogitsManifest manifest;  // two-model: model = reference spec, top_k = 0
+  int64_t positions_per_seq = 0;     // scored positions per sequence
+  int64_t candidate_vocab = 0;
+  int64_t chunk_size = 0;
+  int threads = 0;
+  KlRunStats stats;
+  std::vector<double> sequence_mean_kl;  // per scored sequence
+  std::vector<std::string> warnings;
+  ResultsTimings timings;                // forward / scoring / I/O split of the run
+  double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
+  // The inputs as the results file lists them (with describe_inputs; eval/runners/results_json.h).
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+};
+
+KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
+
+// The common end of both evaluations: writes the per-position file (when `per_position` is not
+// empty) with `header` and `scores` [sequence][position], then sets result->timings.total_seconds
+// (since `start`, a MonotonicSeconds() value), result->stats and result->sequence_mean_kl.
+void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
+                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 KlEvalResult* result);
+
+struct KlTwoModelOptions {
+  std::string reference{};  // teacher model spec (or a display name with `reference_forward`)
+  std::string candidate{};
+  std::filesystem::path corpus_dir{};
+  int64_t max_seqs = 0;  // score the first N sequences; 0 = all
+  int64_t chunk_size = 512;
+  TeacherForcedLogits reference_forward{};  // empty: the engine's (EvalModel::Open(reference))
+  TeacherForcedLogits candidate_forward{};
+  RuntimeOptions runtime{};            // engine options of the candidate
+  RuntimeOptions reference_runtime{};  // and of the reference (self A/B: same model, two values)
+  ThreadPool* pool = nullptr;
+  bool quiet = false;
+  std::filesystem::path per_position{};
+  bool check_tokenizer = true;   // compare tokenizers (both models, and the corpus' record)
+  bool describe_inputs = false;  // fill KlEvalResult::inputs
+};
+
+// Both models run teacher-forced over the corpus' tokens (src/eval/formats/corpus.h) in lockstep; every
+// position but the last of each sequence is scored over the full vocabulary. Vocabularies must
+// match (logits width; tokenizers when both load) or it is an error naming both.
+KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
+
+// Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).
+nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);
+// The whole results file of a saved-teacher or two-model run (`proctor kl --json`): the inputs
+// the run described, its settings, every statistic, the timing split and the per-position file.
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOptions& options);
+ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options);
+// A readable table, one row per result (same reference).
+std::string FormatKlTable(const std::vector<KlEvalResult>& results);
+
+}  // namespace proctor

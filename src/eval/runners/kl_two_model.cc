@@ -1,0 +1,133 @@
+// Two-model KL (kl_eval.h): teacher and candidate both resident, run in lockstep over a corpus,
+// scored over the full vocabulary.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "eval/formats/corpus.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/logits_chunks.h"
+#include "eval/runners/kl_eval.h"
+#include "eval/formats/per_position.h"
+#include "eval/runners/vocab_check.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "kl";
+
+}  // namespace
+
+KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
+  const double start = MonotonicSeconds();
+  CheckChunkSize(options.chunk_size, kComponent);
+  if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
+  KlEvalResult result;
+  result.mode = "two-model";
+  ResultsTimings& timings = result.timings;
+  std::optional<Corpus> read;
+  {
+    ScopedSeconds io(&timings.io_seconds);
+    read.emplace(ReadCorpus(options.corpus_dir));
+  }
+  const Corpus& corpus = *read;
+  if (corpus.ctx_len < 2) {
+    Fail(kComponent, "corpus '{}' has ctx_len {}: scoring needs at least 2 tokens per sequence",
+         corpus.dir.string(), corpus.ctx_len);
+  }
+
+  // Open both models once (or take the injected forwards) and compare their vocabularies: with
+  // each other, and with what the corpus recorded. The same spec on both sides (a self A/B of a
+  // runtime switch) is opened once.
+  TeacherForcedLogits reference_forward = options.reference_forward;
+  TeacherForcedLogits candidate_forward = options.candidate_forward;
+  std::shared_ptr<const EvalModel> reference, candidate;
+  {
+    ScopedSeconds load(&timings.load_seconds);
+    if (!reference_forward) {
+      reference = EvalModel::Open(options.reference);
+      reference_forward = reference->Forward(options.reference_runtime);
+    }
+    if (!candidate_forward) {
+      candidate = options.reference == options.candidate && reference
+                      ? reference
+                      : EvalModel::Open(options.candidate);
+      candidate_forward = candidate->Forward(options.runtime);
+    }
+  }
+  if (options.check_tokenizer && reference && candidate) {
+    CheckSameVocabulary(reference->Identity("reference"), candidate->Identity("candidate"));
+  }
+  if (options.check_tokenizer) {
+    const VocabularyIdentity recorded = RecordedVocabularyIdentity(corpus);
+    if (reference) CheckRecordedVocabulary(recorded, reference->Identity("reference"));
+    if (candidate) CheckRecordedVocabulary(recorded, candidate->Identity("candidate"));
+  }
+
+  const int64_t n_seqs =
+      options.max_seqs > 0 ? std::min(options.max_seqs, corpus.n_seqs) : corpus.n_seqs;
+  const int64_t positions = corpus.ctx_len - 1;
+  result.label =
+      fmt::format("two-model:{} full-vocab ({})", options.reference, options.corpus_dir.string());
+  result.candidate = options.candidate;
+  result.reference = options.reference;
+  result.manifest.model = options.reference;
+  result.manifest.corpus_sha256 = corpus.tokens_sha256;
+  result.manifest.ctx_len = corpus.ctx_len;
+  result.manifest.n_seqs = corpus.n_seqs;
+  result.manifest.top_k = 0;
+  result.manifest.positions_per_seq = positions;
+  result.positions_per_seq = positions;
+  result.chunk_size = options.chunk_size;
+
+  LogitsChunkDriver driver({{fmt::format("reference '{}'", options.reference), reference_forward},
+                            {fmt::format("candidate '{}'", options.candidate), candidate_forward}},
+                           {.component = kComponent,
+                            .chunk_size = options.chunk_size,
+                            .progress_label = "kl",
+                            .total_positions = static_cast<uint64_t>(n_seqs * positions),
+                            .pool = options.pool,
+                            .quiet = options.quiet});
+  result.threads = driver.pool().num_threads();
+  std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
+  for (int64_t s = 0; s < n_seqs; ++s) {
+    const std::span<const int32_t> tokens = corpus.Sequence(s);
+    const std::string where = fmt::format("sequence {} of corpus '{}'", s, corpus.dir.string());
+    auto& seq_scores = scores[s];
+    seq_scores.resize(static_cast<size_t>(positions));
+    // Chunks cover the whole sequence (as `dump`, saved-teacher `kl` and `logits` run it, so the
+    // same chunk size gives the same logits in every mode); the last position predicts no
+    // corpus token and is not scored.
+    driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
+      ScopedSeconds scoring(&timings.scoring_seconds);
+      ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where,
+                               driver.pool(), seq_scores.data() + chunk.start,
+                               tokens.data() + chunk.start + 1);
+    });
+  }
+  driver.Finish();
+  result.candidate_vocab = driver.vocab();
+  result.reference_forward_seconds = driver.arm_forward_seconds(0);
+  timings.forward_seconds = driver.forward_seconds();
+  FinishKlRun(options.per_position,
+              {.flags = kPerPositionFullVocabulary,
+               .positions_per_seq = static_cast<uint64_t>(positions),
+               .top_k = 0,
+               .vocab = static_cast<uint64_t>(result.candidate_vocab)},
+              scores, start, &result);
+  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(reference ? reference->Describe("reference")
+                                      : DescribeModelInput("reference", options.reference));
+    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+    result.inputs.push_back(candidate ? candidate->Describe("candidate")
+                                      : DescribeModelInput("candidate", options.candidate));
+  }
+  timings.total_seconds += timings.hash_seconds;
+  return result;
+}
+
+}  // namespace proctor

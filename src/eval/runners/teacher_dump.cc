@@ -1,0 +1,163 @@
+#include "eval/runners/teacher_dump.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "eval/formats/corpus.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/logits_chunks.h"
+#include "eval/formats/ref_logits_writer.h"
+#include "eval/runners/vocab_check.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "dump";
+
+}  // namespace
+
+TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
+  const double start_time = MonotonicSeconds();
+  TeacherDumpResult result;
+  ResultsTimings& timings = result.timings;
+  if (options.top_k < 1) Fail(kComponent, "--top-k must be >= 1, got {}", options.top_k);
+  CheckChunkSize(options.chunk_size, kComponent);
+  std::optional<Corpus> read;
+  {
+    ScopedSeconds io(&timings.io_seconds);
+    read.emplace(ReadCorpus(options.corpus_dir));
+  }
+  const Corpus& corpus = *read;
+  const CorpusSlice slice = SliceCorpus(corpus, options.seq_start, options.seq_end, kComponent);
+  if (corpus.ctx_len < 2) {
+    Fail(kComponent, "corpus '{}' has ctx_len {}: a dump needs at least 2 tokens per sequence",
+         corpus.dir.string(), corpus.ctx_len);
+  }
+  const bool interrupted = std::filesystem::exists(options.out_dir / ".in-progress.json");
+  if (interrupted && !options.resume) {
+    Fail(kComponent,
+         "'{}' holds an interrupted dump; pass --resume to continue it (or choose an "
+         "empty directory)",
+         options.out_dir.string());
+  }
+  const int64_t n_seqs = slice.n_seqs();
+  std::optional<std::string> notes;
+  if (n_seqs != corpus.n_seqs) {
+    notes = fmt::format("sequences [{}, {}) of a corpus of {} sequences", slice.seq_start,
+                        slice.seq_end, corpus.n_seqs);
+  }
+  const std::span<const int32_t> tokens = slice.tokens;
+  ReferenceLogitsWriter writer({.dir = options.out_dir,
+                                .model = options.teacher,
+                                .corpus_sha256 = corpus.tokens_sha256,
+                                .ctx_len = corpus.ctx_len,
+                                .n_seqs = n_seqs,
+                                .top_k = options.top_k,
+                                .notes = notes},
+                               tokens);
+  result.n_seqs = n_seqs;
+  result.sequences_resumed = writer.SequencesDone();
+  const int64_t positions = writer.positions();
+  // The teacher, opened once (unless injected): its vocabulary is recorded in the manifest and
+  // checked against the corpus' record when its first logits come back.
+  std::shared_ptr<const EvalModel> model;
+  std::optional<VocabularyIdentity> teacher_id;
+  if (result.sequences_resumed < n_seqs) {
+    TeacherForcedLogits forward = options.forward;
+    if (!forward) {
+      ScopedSeconds load(&timings.load_seconds);
+      model = EvalModel::Open(options.teacher);
+      forward = model->Forward(options.runtime);
+      if (options.check_tokenizer) teacher_id = model->Identity("teacher");
+    }
+    LogitsChunkDriver driver(
+        {{fmt::format("teacher '{}'", options.teacher), forward}},
+        {.component = kComponent,
+         .chunk_size = options.chunk_size,
+         .progress_label = "dump",
+         .total_positions = static_cast<uint64_t>((n_seqs - result.sequences_resumed) * positions),
+         .quiet = options.quiet});
+    driver.OnVocabulary([&](int64_t vocab) {
+      CheckCorpusVocabularyMatches(corpus, vocab,
+                                   teacher_id ? teacher_id->tokenizer_vocab : std::nullopt,
+                                   options.teacher, kComponent);
+      if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
+      if (options.top_k > vocab) {
+        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
+             vocab);
+      }
+    });
+    double callback_io = 0;
+    for (int64_t s = 0; s < n_seqs; ++s) {
+      if (writer.SequenceDone(s)) continue;
+      const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
+                                             static_cast<size_t>(corpus.ctx_len));
+      writer.BeginSequence(s);
+      const std::string where = fmt::format("sequence {} of corpus '{}'", options.seq_start + s,
+                                            corpus.dir.string());
+      // The chunk's rows up to the last scored position: selected across the pool, written in
+      // position order with one write.
+      driver.RunSequence(seq_tokens, positions, where, [&](const LogitsChunk& chunk) {
+        const double io_before = writer.io_seconds();
+        writer.AppendLogitsRows(chunk[0], chunk.scored, driver.pool());
+        callback_io += writer.io_seconds() - io_before;
+      });
+      writer.EndSequence();
+      result.positions_written += positions;
+    }
+    driver.Finish();
+    result.vocab = driver.vocab();
+    timings.forward_seconds = driver.forward_seconds();
+    // Inside the callbacks: the writer's file I/O, the rest is top-k selection, logsumexp and
+    // fp16 packing.
+    timings.scoring_seconds = std::max(0.0, driver.callback_seconds() - callback_io);
+  }
+  if (result.vocab > 0) {
+    writer.SetTeacherVocabulary(result.vocab,
+                                teacher_id ? teacher_id->tokenizer_sha256 : std::nullopt,
+                                teacher_id ? teacher_id->bos_id : std::nullopt,
+                                teacher_id ? teacher_id->eos_id : std::nullopt);
+  }
+  writer.Finish();
+  timings.io_seconds += writer.io_seconds();
+  timings.total_seconds = MonotonicSeconds() - start_time;
+  result.elapsed_seconds = timings.total_seconds;
+  if (options.describe_inputs) {  // after the rate's clock: hashing is not dumping
+    ScopedSeconds hashing(&timings.hash_seconds);
+    result.inputs.push_back(model ? model->Describe("teacher")
+                                  : DescribeModelInput("teacher", options.teacher));
+    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+  }
+  timings.total_seconds += timings.hash_seconds;
+  return result;
+}
+
+ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
+                                    const TeacherDumpOptions& options) {
+  ResultsEnvelope env{.command = "dump"};
+  env.inputs = result.inputs;
+  env.settings = {{"top_k", options.top_k},
+                  {"chunk_size", options.chunk_size},
+                  {"seq_start", options.seq_start},
+                  {"seq_end", options.seq_end},
+                  {"resume", options.resume},
+                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
+                  {"kv", options.runtime.kv.Name()}};
+  const double seconds = result.elapsed_seconds;
+  env.results = {{"n_seqs", result.n_seqs},
+                 {"sequences_resumed", result.sequences_resumed},
+                 {"positions_written", result.positions_written},
+                 {"vocab", result.vocab},
+                 {"positions_per_second",
+                  seconds > 0 ? static_cast<double>(result.positions_written) / seconds : 0.0}};
+  env.timings = result.timings;
+  env.outputs.push_back(DescribeReferenceLogitsInput("dump", options.out_dir));
+  return env;
+}
+
+}  // namespace proctor

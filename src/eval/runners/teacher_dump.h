@@ -1,0 +1,61 @@
+// `proctor dump`: runs a teacher model teacher-forced over a corpus and writes a
+// reference-logits dump (format_version 1) of its top-k logits and full-vocabulary logsumexp.
+//
+// One KV cache per sequence, chunks of `chunk_size` positions (memory is bounded by the
+// chunk's [C, V] logits); each chunk goes through ReferenceLogitsWriter::AppendLogitsRows (top-k
+// with ties to the lower index, f32 logsumexp, records shifted by the top logit; rows across the
+// global thread pool, one write per chunk, bytes independent of the thread count).
+// A run can be resumed (finished sequences are kept; the result is byte-identical to an
+// uninterrupted run), and a slice [seq_start, seq_end) of the corpus is a self-contained dump.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "eval/runners/results_json.h"
+#include "eval/runners/teacher_forced.h"
+#include "model/runtime_model.h"
+
+namespace proctor {
+
+struct TeacherDumpOptions {
+  std::string teacher{};             // model spec (directory, .gguf, cached HF id); manifest.model
+  std::filesystem::path corpus_dir{};
+  std::filesystem::path out_dir{};
+  int64_t top_k = 2048;
+  int64_t chunk_size = 512;
+  int64_t seq_start = 0;             // first corpus sequence dumped
+  int64_t seq_end = -1;              // one past the last; -1 = the corpus' n_seqs
+  bool resume = false;               // continue an interrupted dump in out_dir
+  TeacherForcedLogits forward{};     // empty: the engine's (EvalModel::Open(teacher))
+  RuntimeOptions runtime{};
+  bool quiet = false;
+  // Record the teacher's vocabulary in the manifest (vocab_size; tokenizer_sha256, bos_id,
+  // eos_id when its tokenizer loads) and check it against what the corpus records.
+  bool check_tokenizer = true;
+  bool describe_inputs = false;  // fill TeacherDumpResult::inputs (hashes the inputs)
+};
+
+struct TeacherDumpResult {
+  int64_t n_seqs = 0;                // sequences in the dump
+  int64_t sequences_resumed = 0;     // already complete from an interrupted run
+  int64_t positions_written = 0;     // records written by this run
+  int64_t vocab = 0;                 // the teacher's vocabulary (0 if nothing was run)
+  double elapsed_seconds = 0;
+  ResultsTimings timings;            // forward / scoring (top-k, logsumexp) / I/O split
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
+};
+
+// Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids
+// out of range, top_k above the vocabulary) or chunks that do not cover the sequence;
+// "[corpus] ..." / "[ref-logits] ..." from the reader and writer.
+TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options);
+
+// The results file of a dump (`proctor dump --json`): inputs, settings, counts, the timing
+// split, and the dump directory written (its manifest and tokens hashed).
+ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
+                                    const TeacherDumpOptions& options);
+
+}  // namespace proctor

@@ -1,0 +1,113 @@
+// The family-traits table. To add a family: a ModelArch value and a row here; readers, the
+// exporter and the reports pick it up from the table.
+#include "formats/family_traits.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace proctor {
+namespace {
+
+using enum AttentionBiasRule;
+using enum GgufRopePairing;
+using enum SlidingWindowRule;
+
+constexpr auto kFamilies = std::to_array<FamilyTraits>({
+    // Llama 1/2/3.x: the plain block; GGUF llama files hold llama.cpp's permuted Q/K rows.
+    {.arch = ModelArch::kLlama,
+     .hf_model_type = "llama",
+     .hf_architecture = "LlamaForCausalLM",
+     .gguf_architecture = "llama",
+     .attention_bias = kFromConfig,
+     .qk_norm = false,
+     .gguf_rope_pairing = kAdjacentPairs,
+     .sliding_window = kNone,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = true},
+    // Mistral: Llama with a sliding window; llama.cpp converts it as "llama" (that row reads it).
+    {.arch = ModelArch::kMistral,
+     .hf_model_type = "mistral",
+     .hf_architecture = "MistralForCausalLM",
+     .gguf_architecture = "",
+     .attention_bias = kNever,
+     .qk_norm = false,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kEveryLayer,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
+    // Qwen2 / Qwen2.5: q/k/v biases always.
+    {.arch = ModelArch::kQwen2,
+     .hf_model_type = "qwen2",
+     .hf_architecture = "Qwen2ForCausalLM",
+     .gguf_architecture = "qwen2",
+     .attention_bias = kAlways,
+     .qk_norm = false,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kUseSlidingWindowFlag,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
+    // Qwen3 (dense): q/k RMSNorm per head.
+    {.arch = ModelArch::kQwen3,
+     .hf_model_type = "qwen3",
+     .hf_architecture = "Qwen3ForCausalLM",
+     .gguf_architecture = "qwen3",
+     .attention_bias = kFromConfig,
+     .qk_norm = true,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kUseSlidingWindowFlag,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
+});
+
+// FamilyOf indexes the table by the enum value.
+constexpr bool RowsFollowTheEnum() {
+  for (size_t i = 0; i < kFamilies.size(); ++i) {
+    if (static_cast<size_t>(kFamilies[i].arch) != i) return false;
+  }
+  return true;
+}
+static_assert(RowsFollowTheEnum(), "kFamilies rows must be in ModelArch order, one per value");
+
+// The non-empty names `name_of` gives, joined for an error message.
+template <typename NameOf>
+std::string JoinNames(NameOf name_of) {
+  std::string names;
+  for (const FamilyTraits& family : kFamilies) {
+    const std::string_view name = name_of(family);
+    if (name.empty()) continue;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", name);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::span<const FamilyTraits> Families() { return kFamilies; }
+
+const FamilyTraits& FamilyOf(ModelArch arch) { return kFamilies.at(static_cast<size_t>(arch)); }
+
+const FamilyTraits* FindFamilyByHfModelType(std::string_view model_type) {
+  for (const FamilyTraits& family : kFamilies) {
+    if (family.hf_model_type == model_type) return &family;
+  }
+  return nullptr;
+}
+
+const FamilyTraits* FindFamilyByGgufArchitecture(std::string_view architecture) {
+  if (architecture.empty()) return nullptr;
+  for (const FamilyTraits& family : kFamilies) {
+    if (family.gguf_architecture == architecture) return &family;
+  }
+  return nullptr;
+}
+
+std::string SupportedHfModelTypes() {
+  return JoinNames([](const FamilyTraits& f) { return f.hf_model_type; });
+}
+
+std::string SupportedGgufArchitectures() {
+  return JoinNames([](const FamilyTraits& f) { return f.gguf_architecture; });
+}
+
+}  // namespace proctor

@@ -1,0 +1,63 @@
+// The family-traits table: every row is found under its names, and the readers take each
+// family's flags from its row.
+#include "formats/family_traits.h"
+
+#include <gtest/gtest.h>
+
+#include "formats/model_config.h"
+#include "util/testing_files.h"
+
+namespace proctor {
+namespace {
+
+using nlohmann::json;
+
+TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
+  for (const FamilyTraits& family : Families()) {
+    SCOPED_TRACE(family.hf_model_type);
+    EXPECT_EQ(&FamilyOf(family.arch), &family);
+    EXPECT_EQ(FindFamilyByHfModelType(family.hf_model_type), &family);
+    EXPECT_EQ(ArchName(family.arch), family.hf_model_type);
+    if (!family.gguf_architecture.empty()) {
+      EXPECT_EQ(FindFamilyByGgufArchitecture(family.gguf_architecture), &family);
+    }
+  }
+  EXPECT_EQ(FindFamilyByHfModelType("gemma2"), nullptr);
+  EXPECT_EQ(FindFamilyByGgufArchitecture(""), nullptr);
+  // llama.cpp converts Mistral as "llama": there is no GGUF "mistral".
+  EXPECT_EQ(FindFamilyByGgufArchitecture("mistral"), nullptr);
+  EXPECT_EQ(FindFamilyByGgufArchitecture("llama")->arch, ModelArch::kLlama);
+}
+
+TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
+  EXPECT_EQ(SupportedHfModelTypes(), "llama, mistral, qwen2, qwen3");
+  EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3");
+}
+
+// ParseHfConfig gives each family the flags of its row (and config.json's attention_bias only
+// where the row leaves it open).
+TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
+  json j = json::parse(R"({
+    "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 128, "vocab_size": 512, "attention_bias": true})");
+  for (const FamilyTraits& family : Families()) {
+    SCOPED_TRACE(family.hf_model_type);
+    j["model_type"] = family.hf_model_type;
+    const ModelConfig c = ParseHfConfig(j, "test");
+    EXPECT_EQ(c.arch, family.arch);
+    EXPECT_EQ(c.model_type, family.hf_model_type);
+    EXPECT_EQ(c.qk_norm, family.qk_norm);
+    EXPECT_EQ(c.attention_bias, family.attention_bias != AttentionBiasRule::kNever);
+    EXPECT_EQ(c.tie_word_embeddings, family.tie_word_embeddings_default);
+    EXPECT_FALSE(c.rope_adjacent_pairs);  // HF checkpoints rotate halves in every family
+  }
+}
+
+TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
+  const json j = json::parse(R"({"model_type": "gemma2"})");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "\"gemma2\" is not supported",
+                        "(supported: llama, mistral, qwen2, qwen3)");
+}
+
+}  // namespace
+}  // namespace proctor

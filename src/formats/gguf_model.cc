@@ -1,0 +1,260 @@
+#include "formats/gguf_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+// GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path.
+const std::map<std::string_view, std::string_view>& BlockNames() {
+  static const std::map<std::string_view, std::string_view> kNames = {
+      {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"},     {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},           {"attn_norm", "input_layernorm"},
+      {"ffn_norm", "post_attention_layernorm"},
+  };
+  return kNames;
+}
+
+[[noreturn]] void GgufModelFail(const GgufFile& gguf, const std::string& message) {
+  Fail("gguf", "{}: {}", gguf.file_name(), message);
+}
+
+int MetaInt(const GgufFile& gguf, const std::string& key, std::optional<int> fallback) {
+  const GgufValue* value = gguf.Find(key);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    GgufModelFail(gguf, fmt::format("metadata \"{}\" is missing", key));
+  }
+  if (value->is_array()) {
+    GgufModelFail(gguf, fmt::format("metadata \"{}\" is an array (per-layer values are not "
+                                    "supported)",
+                                    key));
+  }
+  const int64_t v = gguf.GetInt(key);
+  if (v < 0 || v > std::numeric_limits<int>::max()) {
+    GgufModelFail(gguf, fmt::format("metadata \"{}\" = {} is out of range", key, v));
+  }
+  return static_cast<int>(v);
+}
+
+// A token id key; -1 when absent or out of the vocabulary (GGUF writes 0xFFFFFFFF for "none").
+int TokenId(const GgufFile& gguf, const std::string& key, int vocab_size) {
+  const GgufValue* value = gguf.Find(key);
+  if (value == nullptr) return -1;
+  const uint64_t id = gguf.GetUint(key);
+  return id < static_cast<uint64_t>(vocab_size) ? static_cast<int>(id) : -1;
+}
+
+bool SameBytes(const TensorInfo* a, const TensorInfo* b) {
+  return a != nullptr && b != nullptr && a->type == b->type && a->shape == b->shape &&
+         a->bytes == b->bytes && std::memcmp(a->data, b->data, a->bytes) == 0;
+}
+
+// llama.cpp stores Llama-3.x RoPE scaling as rope_freqs.weight: one divisor per frequency,
+// computed by its converter from HF's llama3 parameters. Every Llama 3.1/3.2 release uses
+// low_freq_factor 1, high_freq_factor 4, original context 8192 and factor = the largest divisor;
+// those parameters are accepted only when recomputing the divisors reproduces the tensor.
+RopeParameters Llama3RopeFromFactors(const GgufFile& gguf, const TensorInfo& freqs, double theta,
+                                     int head_dim) {
+  const int64_t n = head_dim / 2;
+  if (freqs.type != DType::kF32 || freqs.shape != std::vector<int64_t>{n}) {
+    GgufModelFail(gguf, fmt::format("rope_freqs.weight is {} {}, expected f32 [{}]",
+                                    Name(freqs.type), ShapeString(freqs.shape), n));
+  }
+  std::vector<float> divisors(static_cast<size_t>(n));
+  std::memcpy(divisors.data(), freqs.data, divisors.size() * sizeof(float));
+  RopeParameters rope;
+  rope.type = RopeType::kLlama3;
+  rope.theta = theta;
+  rope.factor = *std::max_element(divisors.begin(), divisors.end());
+  rope.low_freq_factor = 1.0;
+  rope.high_freq_factor = 4.0;
+  rope.original_max_position_embeddings = 8192;
+  const double factor = *rope.factor;
+  const double old_context = 8192.0;
+  const double low_wavelen = old_context / rope.low_freq_factor;
+  const double high_wavelen = old_context / rope.high_freq_factor;
+  for (int64_t i = 0; i < n; ++i) {
+    const double inv_freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim);
+    const double wavelen = 2.0 * 3.14159265358979323846 / inv_freq;
+    double expected = 1.0;
+    if (wavelen > low_wavelen) {
+      expected = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (old_context / wavelen - rope.low_freq_factor) /
+                            (rope.high_freq_factor - rope.low_freq_factor);
+      expected = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    if (std::fabs(divisors[static_cast<size_t>(i)] - expected) > 1e-4 * expected) {
+      GgufModelFail(gguf, fmt::format("rope_freqs.weight[{}] = {} does not match Llama-3 RoPE "
+                                      "scaling (factor {}, low 1, high 4, original 8192 give {}); "
+                                      "these frequency factors are not supported",
+                                      i, divisors[static_cast<size_t>(i)], factor, expected));
+    }
+  }
+  return rope;
+}
+
+}  // namespace
+
+std::string GgufToHfTensorName(std::string_view name) {
+  std::string_view suffix;
+  std::string_view base = name;
+  for (std::string_view ending : {".weight", ".bias"}) {
+    if (name.size() > ending.size() && name.ends_with(ending)) {
+      suffix = ending;
+      base = name.substr(0, name.size() - ending.size());
+      break;
+    }
+  }
+  if (suffix.empty()) return std::string(name);
+  if (base == "token_embd") return fmt::format("model.embed_tokens{}", suffix);
+  if (base == "output_norm") return fmt::format("model.norm{}", suffix);
+  if (base == "output") return fmt::format("lm_head{}", suffix);
+  if (base.starts_with("blk.")) {
+    const std::string_view rest = base.substr(4);
+    const size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || dot == 0) return std::string(name);
+    int layer = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
+    if (ec != std::errc() || end != rest.data() + dot) return std::string(name);
+    auto it = BlockNames().find(rest.substr(dot + 1));
+    if (it == BlockNames().end()) return std::string(name);
+    return fmt::format("model.layers.{}.{}{}", layer, it->second, suffix);
+  }
+  return std::string(name);
+}
+
+void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store) {
+  for (const GgufTensorInfo& t : gguf->tensors()) {
+    TensorInfo info;
+    info.name = GgufToHfTensorName(t.name);
+    info.source_name = std::string(t.name);
+    info.type = t.type;
+    for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it) {
+      info.shape.push_back(static_cast<int64_t>(*it));
+    }
+    info.data = t.data;
+    info.bytes = t.bytes;
+    info.file = gguf->file_name();
+    if (const TensorInfo* existing = store.Find(info.name)) {
+      Fail("gguf", "{}: tensors \"{}\" and \"{}\" both map to \"{}\"", gguf->file_name(),
+           existing->source_name, t.name, info.name);
+    }
+    store.AddView(std::move(info));
+  }
+  store.KeepAlive(gguf);
+}
+
+ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
+  const std::string arch(gguf.GetString("general.architecture"));
+  const FamilyTraits* family = FindFamilyByGgufArchitecture(arch);
+  if (family == nullptr) {
+    GgufModelFail(gguf, fmt::format("architecture (general.architecture) \"{}\" is not supported "
+                                    "(supported: {})",
+                                    arch, SupportedGgufArchitectures()));
+  }
+  ModelConfig c = FamilyConfig(family->arch);
+  c.model_type = arch;
+  const std::string p = arch + ".";
+  c.hidden_size = MetaInt(gguf, p + "embedding_length", std::nullopt);
+  c.num_layers = MetaInt(gguf, p + "block_count", std::nullopt);
+  c.intermediate_size = MetaInt(gguf, p + "feed_forward_length", std::nullopt);
+  c.num_heads = MetaInt(gguf, p + "attention.head_count", std::nullopt);
+  c.num_kv_heads = MetaInt(gguf, p + "attention.head_count_kv", c.num_heads);
+  c.head_dim = MetaInt(gguf, p + "attention.key_length",
+                       c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  const int value_length = MetaInt(gguf, p + "attention.value_length", c.head_dim);
+  if (value_length != c.head_dim) {
+    GgufModelFail(gguf, fmt::format("attention.value_length {} differs from key_length {} (not "
+                                    "supported)",
+                                    value_length, c.head_dim));
+  }
+  c.rotary_dim = MetaInt(gguf, p + "rope.dimension_count", c.head_dim);
+  if (c.rotary_dim != c.head_dim) {
+    GgufModelFail(gguf, fmt::format("rope.dimension_count {} differs from the head size {} "
+                                    "(partial rotary embedding is not supported)",
+                                    c.rotary_dim, c.head_dim));
+  }
+  c.max_position_embeddings = MetaInt(gguf, p + "context_length", 0);
+  c.rms_norm_eps = gguf.FindFloat(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  c.rope.theta = gguf.FindFloat(p + "rope.freq_base").value_or(10000.0f);
+  // RoPE scaling: "<arch>.rope.scaling.type" (none, linear, yarn) and its parameters.
+  const std::string scaling(gguf.FindString(p + "rope.scaling.type").value_or("none"));
+  const std::optional<float> factor = gguf.FindFloat(p + "rope.scaling.factor");
+  const int original_context = MetaInt(gguf, p + "rope.scaling.original_context_length", 0);
+  if (scaling == "none" || (scaling == "linear" && factor.value_or(1.0f) == 1.0f)) {
+    c.rope.type = RopeType::kDefault;
+  } else if (scaling == "linear") {
+    c.rope.type = RopeType::kLinear;
+    c.rope.factor = *factor;
+  } else if (scaling == "yarn") {
+    c.rope.type = RopeType::kYarn;
+    if (factor) c.rope.factor = *factor;
+    if (original_context > 0) c.rope.original_max_position_embeddings = original_context;
+    if (auto v = gguf.FindFloat(p + "rope.scaling.yarn_beta_fast")) c.rope.beta_fast = *v;
+    if (auto v = gguf.FindFloat(p + "rope.scaling.yarn_beta_slow")) c.rope.beta_slow = *v;
+    if (auto v = gguf.FindFloat(p + "rope.scaling.attn_factor")) c.rope.attention_factor = *v;
+  } else {
+    GgufModelFail(gguf, fmt::format("{}rope.scaling.type \"{}\" is not supported (none, linear, "
+                                    "yarn)",
+                                    p, scaling));
+  }
+  if (c.rope.type == RopeType::kLinear && !(*c.rope.factor > 0.0)) {
+    GgufModelFail(gguf, fmt::format("rope.scaling.factor {} should be positive", *c.rope.factor));
+  }
+  if (const TensorInfo* freqs = weights.Find("rope_freqs.weight")) {
+    if (c.rope.type != RopeType::kDefault) {
+      GgufModelFail(gguf, "rope_freqs.weight together with rope.scaling.type is not supported");
+    }
+    c.rope = Llama3RopeFromFactors(gguf, *freqs, c.rope.theta, c.head_dim);
+  }
+  // Vocabulary: the token list, else the embedding rows.
+  if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {
+    c.vocab_size = static_cast<int>(std::min<size_t>(tokens->size(), 1u << 30));
+  } else if (const TensorInfo* embed = weights.Find("model.embed_tokens.weight");
+             embed != nullptr && embed->shape.size() == 2) {
+    c.vocab_size = static_cast<int>(std::min<int64_t>(embed->shape[0], 1 << 30));
+  } else if (const TensorInfo* head = weights.Find("lm_head.weight");
+             head != nullptr && head->shape.size() == 2) {
+    c.vocab_size = static_cast<int>(std::min<int64_t>(head->shape[0], 1 << 30));
+  }
+  c.bos_token_id = TokenId(gguf, "tokenizer.ggml.bos_token_id", c.vocab_size);
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    const int id = TokenId(gguf, key, c.vocab_size);
+    if (id >= 0 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) ==
+                       c.eos_token_ids.end()) {
+      c.eos_token_ids.push_back(id);
+    }
+  }
+  const TensorInfo* output = weights.Find("lm_head.weight");
+  c.tie_word_embeddings =
+      output == nullptr || SameBytes(output, weights.Find("model.embed_tokens.weight"));
+  // GGUF has no bias flag: the tensors decide, unless the family always has biases.
+  c.attention_bias = c.attention_bias || weights.Has("model.layers.0.self_attn.q_proj.bias");
+  c.rope_adjacent_pairs = family->gguf_rope_pairing == GgufRopePairing::kAdjacentPairs;
+  // Storage type: the most common type among the 2-D weights.
+  std::map<std::string_view, int> counts;
+  for (const GgufTensorInfo& t : gguf.tensors()) {
+    if (t.dims.size() == 2) ++counts[Name(t.type)];
+  }
+  auto most = std::max_element(counts.begin(), counts.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  c.stored_dtype = most == counts.end() ? "gguf" : fmt::format("gguf {}", most->first);
+  ValidateConfig(c, gguf.file_name());
+  return c;
+}
+
+}  // namespace proctor

@@ -1,0 +1,37 @@
+// A GGUF file as a model: its metadata as a ModelConfig and its tensors under Hugging Face names.
+//
+// Names: token_embd -> model.embed_tokens, blk.N.attn_q/attn_k/attn_v/attn_output ->
+// model.layers.N.self_attn.{q,k,v,o}_proj, ffn_gate/ffn_up/ffn_down -> mlp.*_proj, attn_norm ->
+// input_layernorm, ffn_norm -> post_attention_layernorm, attn_q_norm/attn_k_norm ->
+// self_attn.q_norm/k_norm, output_norm -> model.norm, output -> lm_head (".weight"/".bias" kept).
+// Other tensors (rope_freqs.weight, ...) keep their GGUF name. Shapes are reversed to HF order
+// ([out, in]); the bytes are the file's (Q/K rows of GGUF llama stay permuted for adjacent-pair
+// RoPE: ModelConfig::rope_adjacent_pairs says so).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "formats/gguf.h"
+#include "formats/model_config.h"
+#include "formats/weights.h"
+
+namespace proctor {
+
+// The HF name of a GGUF tensor name, or the name unchanged when it has no HF equivalent.
+std::string GgufToHfTensorName(std::string_view gguf_name);
+
+// Adds every tensor of `gguf` to `store` under its HF name; the store keeps `gguf` alive.
+void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store);
+
+// The model config from `general.architecture` (llama, qwen2, qwen3) and its `<arch>.*` keys;
+// `weights` (already holding the file's tensors under HF names) supplies what the metadata does
+// not say: biases, q/k norms, tied output (no output.weight, or one whose bytes equal
+// token_embd's, as llama2.c-converted files store), the vocabulary size when there is no token
+// list. GGUF llama rotates adjacent pairs; qwen2/qwen3 rotate halves. A rope_freqs.weight tensor
+// (llama.cpp's form of Llama-3 RoPE scaling) becomes rope type llama3 when its divisors match the
+// Llama 3.x parameters (low 1, high 4, original 8192, factor = largest divisor); else an Error.
+ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights);
+
+}  // namespace proctor

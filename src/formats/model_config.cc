@@ -1,0 +1,351 @@
+#include "formats/model_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void ConfigFail(std::string_view origin, const std::string& message) {
+  Fail("model", "{}: {}", origin, message);
+}
+
+const json* Member(const json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// An integer field; `fallback` when absent or null (nullopt => required).
+int GetInt(const json& object, std::string_view key, std::string_view origin,
+           std::optional<int> fallback = std::nullopt) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    ConfigFail(origin, fmt::format("missing required field \"{}\"", key));
+  }
+  if (value->is_number_integer()) {
+    const int64_t v = value->get<int64_t>();
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", key, v));
+    }
+    return static_cast<int>(v);
+  }
+  if (value->is_number_float()) {  // 4096.0 is fine, 4096.5 is not
+    const double d = value->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 2147483647.0) {
+      return static_cast<int>(d);
+    }
+  }
+  ConfigFail(origin, fmt::format("\"{}\" should be an integer, got {}", key, value->dump()));
+}
+
+// A number field read as Number (float or double); `fallback` when absent, else required.
+template <typename Number>
+Number GetNumber(const json& object, std::string_view key, std::string_view origin,
+                 std::optional<Number> fallback) {
+  const json* value = Member(object, key);
+  if (value == nullptr) {
+    if (fallback) return *fallback;
+    ConfigFail(origin, fmt::format("missing required field \"{}\"", key));
+  }
+  if (!value->is_number()) {
+    ConfigFail(origin, fmt::format("\"{}\" should be a number, got {}", key, value->dump()));
+  }
+  return value->get<Number>();
+}
+
+float GetFloat(const json& object, std::string_view key, std::string_view origin,
+               std::optional<float> fallback = std::nullopt) {
+  return GetNumber<float>(object, key, origin, fallback);
+}
+
+double GetDouble(const json& object, std::string_view key, std::string_view origin,
+                 std::optional<double> fallback = std::nullopt) {
+  return GetNumber<double>(object, key, origin, fallback);
+}
+
+std::optional<double> GetOptionalDouble(const json& object, std::string_view key,
+                                        std::string_view origin) {
+  if (Member(object, key) == nullptr) return std::nullopt;
+  return GetDouble(object, key, origin);
+}
+
+bool GetBool(const json& object, std::string_view key, std::string_view origin, bool fallback) {
+  const json* value = Member(object, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) {
+    ConfigFail(origin, fmt::format("\"{}\" should be true or false, got {}", key, value->dump()));
+  }
+  return value->get<bool>();
+}
+
+std::string GetString(const json& object, std::string_view key, std::string_view origin,
+                      std::string_view fallback = "") {
+  const json* value = Member(object, key);
+  if (value == nullptr) return std::string(fallback);
+  if (!value->is_string()) {
+    ConfigFail(origin, fmt::format("\"{}\" should be a string, got {}", key, value->dump()));
+  }
+  return value->get<std::string>();
+}
+
+// Token ids: an integer, a list of integers, or null.
+std::vector<int> GetTokenIds(const json& object, std::string_view key, std::string_view origin) {
+  const json* value = Member(object, key);
+  std::vector<int> ids;
+  if (value == nullptr) return ids;
+  if (value->is_array()) {
+    for (const json& element : *value) {
+      if (!element.is_number_integer()) {
+        ConfigFail(origin, fmt::format("\"{}\" should list integers, got {}", key, value->dump()));
+      }
+      ids.push_back(element.get<int>());
+    }
+    return ids;
+  }
+  ids.push_back(GetInt(object, key, origin));
+  return ids;
+}
+
+// Reads the RoPE parameters from either spelling: nested `rope_parameters` (transformers v5) or
+// top-level `rope_theta` + `rope_scaling` (older checkpoints; `type` or `rope_type`).
+RopeParameters ParseRope(const json& config, std::string_view origin) {
+  RopeParameters rope;
+  const json* params = Member(config, "rope_parameters");
+  const json* scaling = Member(config, "rope_scaling");
+  if (params != nullptr) {
+    if (!params->is_object()) {
+      ConfigFail(origin, fmt::format("\"rope_parameters\" should be an object, got {}",
+                                     params->dump()));
+    }
+    if (Member(*params, "rope_theta") == nullptr && !params->empty() &&
+        params->begin()->is_object()) {
+      ConfigFail(origin, fmt::format("per-layer-type \"rope_parameters\" ({}) are not supported "
+                                     "for this architecture",
+                                     params->begin().key()));
+    }
+    scaling = params;
+  }
+  const json* theta_owner = params != nullptr && Member(*params, "rope_theta") ? params : &config;
+  rope.theta = GetDouble(*theta_owner, "rope_theta", origin, 10000.0);
+  if (scaling == nullptr) return rope;
+  if (!scaling->is_object()) {
+    ConfigFail(origin, fmt::format("\"rope_scaling\" should be an object, got {}", scaling->dump()));
+  }
+  std::string type_name = GetString(*scaling, "rope_type", origin);
+  if (type_name.empty()) type_name = GetString(*scaling, "type", origin, "default");
+  const std::optional<RopeType> type = ParseRopeType(type_name);
+  if (!type) {
+    ConfigFail(origin, fmt::format("RoPE type \"{}\" is not supported (supported: default, "
+                                   "linear, dynamic, llama3, yarn)",
+                                   type_name));
+  }
+  rope.type = *type;
+  rope.partial_rotary_factor = GetDouble(*scaling, "partial_rotary_factor", origin, 1.0);
+  if (rope.partial_rotary_factor != 1.0) {
+    ConfigFail(origin, fmt::format("partial_rotary_factor {} is not supported",
+                                   rope.partial_rotary_factor));
+  }
+  if (rope.type == RopeType::kDefault) return rope;
+  rope.factor = GetOptionalDouble(*scaling, "factor", origin);
+  if (const json* omp = Member(*scaling, "original_max_position_embeddings")) {
+    (void)omp;
+    rope.original_max_position_embeddings = GetInt(*scaling, "original_max_position_embeddings",
+                                                   origin);
+  }
+  if (rope.type != RopeType::kYarn && !rope.factor) {
+    ConfigFail(origin, fmt::format("RoPE type \"{}\" needs a \"factor\"", type_name));
+  }
+  if (rope.factor && !(*rope.factor > 0.0 && std::isfinite(*rope.factor))) {
+    ConfigFail(origin, fmt::format("RoPE scaling factor {} should be positive", *rope.factor));
+  }
+  if (rope.type == RopeType::kLlama3) {
+    rope.low_freq_factor = GetDouble(*scaling, "low_freq_factor", origin);
+    rope.high_freq_factor = GetDouble(*scaling, "high_freq_factor", origin);
+    if (!rope.original_max_position_embeddings) {
+      ConfigFail(origin, "RoPE type \"llama3\" needs \"original_max_position_embeddings\"");
+    }
+  }
+  if (rope.type == RopeType::kYarn) {
+    rope.beta_fast = GetOptionalDouble(*scaling, "beta_fast", origin);
+    rope.beta_slow = GetOptionalDouble(*scaling, "beta_slow", origin);
+    rope.attention_factor = GetOptionalDouble(*scaling, "attention_factor", origin);
+    rope.mscale = GetOptionalDouble(*scaling, "mscale", origin);
+    rope.mscale_all_dim = GetOptionalDouble(*scaling, "mscale_all_dim", origin);
+    rope.truncate = GetBool(*scaling, "truncate", origin, true);
+  }
+  return rope;
+}
+
+// Which layers use the sliding window: `layer_types` when present, else the family's rule.
+void ParseSlidingWindow(const json& config, SlidingWindowRule rule, ModelConfig& out,
+                        std::string_view origin) {
+  const int window = GetInt(config, "sliding_window", origin, 0);
+  const json* layer_types = Member(config, "layer_types");
+  if (layer_types != nullptr) {
+    if (!layer_types->is_array() || layer_types->size() != static_cast<size_t>(out.num_layers)) {
+      ConfigFail(origin, fmt::format("\"layer_types\" should list {} layer types, got {}",
+                                     out.num_layers, layer_types->dump()));
+    }
+    bool any_sliding = false;
+    for (const json& type : *layer_types) {
+      const std::string name = type.is_string() ? type.get<std::string>() : type.dump();
+      if (name == "sliding_attention") {
+        any_sliding = true;
+      } else if (name != "full_attention") {
+        ConfigFail(origin, fmt::format("layer type \"{}\" is not supported (supported: "
+                                       "full_attention, sliding_attention)",
+                                       name));
+      }
+      out.layer_uses_sliding_window.push_back(name == "sliding_attention");
+    }
+    if (!any_sliding) {
+      out.layer_uses_sliding_window.clear();
+      return;
+    }
+    if (window <= 0) {
+      ConfigFail(origin, "\"layer_types\" lists sliding_attention but \"sliding_window\" is "
+                         "missing");
+    }
+    out.sliding_window = window;
+    return;
+  }
+  if (rule == SlidingWindowRule::kUseSlidingWindowFlag) {
+    if (!GetBool(config, "use_sliding_window", origin, false) || window <= 0) return;
+    const int first = GetInt(config, "max_window_layers", origin, out.num_layers);
+    for (int layer = 0; layer < out.num_layers; ++layer) {
+      out.layer_uses_sliding_window.push_back(layer >= first);
+    }
+    out.sliding_window = window;
+    return;
+  }
+  if (rule == SlidingWindowRule::kEveryLayer) out.sliding_window = std::max(window, 0);
+}
+
+// q/k/v biases: the family's rule, or config.json's "attention_bias" where the family leaves it
+// open.
+bool ParseAttentionBias(const json& config, AttentionBiasRule rule, std::string_view origin) {
+  switch (rule) {
+    case AttentionBiasRule::kAlways:
+      return true;
+    case AttentionBiasRule::kNever:
+      return false;
+    case AttentionBiasRule::kFromConfig:
+      break;
+  }
+  return GetBool(config, "attention_bias", origin, false);
+}
+
+}  // namespace
+
+ModelConfig FamilyConfig(ModelArch arch) {
+  const FamilyTraits& family = FamilyOf(arch);
+  ModelConfig c;
+  c.arch = arch;
+  c.model_type = std::string(family.hf_model_type);
+  c.attention_bias = family.attention_bias == AttentionBiasRule::kAlways;
+  c.qk_norm = family.qk_norm;
+  c.tie_word_embeddings = family.tie_word_embeddings_default;
+  return c;
+}
+
+std::string ModelConfig::Summary() const {
+  return fmt::format(
+      "{} layers={} hidden={} heads={}/{} head_dim={} ff={} vocab={} rope={}(theta {}){} "
+      "tied={} dtype={}",
+      model_type, num_layers, hidden_size, num_heads, num_kv_heads, head_dim, intermediate_size,
+      vocab_size, RopeTypeName(rope.type), rope.theta,
+      rope_adjacent_pairs ? " adjacent-pairs" : "", tie_word_embeddings, stored_dtype);
+}
+
+ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin) {
+  if (!config_json.is_object()) ConfigFail(origin, "config.json should hold a JSON object");
+  const std::string model_type = GetString(config_json, "model_type", origin);
+  const FamilyTraits* family = FindFamilyByHfModelType(model_type);
+  if (family == nullptr) {
+    ConfigFail(origin, fmt::format("architecture (model_type) \"{}\" is not supported (supported: "
+                                   "{})",
+                                   model_type, SupportedHfModelTypes()));
+  }
+  ModelConfig out = FamilyConfig(family->arch);
+  const std::string act = GetString(config_json, "hidden_act", origin, "silu");
+  if (act != "silu") {
+    ConfigFail(origin, fmt::format("hidden_act \"{}\" is not supported (only silu)", act));
+  }
+  if (GetBool(config_json, "mlp_bias", origin, false)) {
+    ConfigFail(origin, "mlp_bias true is not supported");
+  }
+  out.hidden_size = GetInt(config_json, "hidden_size", origin);
+  out.num_layers = GetInt(config_json, "num_hidden_layers", origin);
+  out.num_heads = GetInt(config_json, "num_attention_heads", origin);
+  out.num_kv_heads = GetInt(config_json, "num_key_value_heads", origin, out.num_heads);
+  out.head_dim = GetInt(config_json, "head_dim", origin,
+                        out.num_heads > 0 ? out.hidden_size / out.num_heads : 0);
+  out.rotary_dim = out.head_dim;
+  out.intermediate_size = GetInt(config_json, "intermediate_size", origin);
+  out.vocab_size = GetInt(config_json, "vocab_size", origin);
+  out.max_position_embeddings = GetInt(config_json, "max_position_embeddings", origin, 0);
+  out.rms_norm_eps = GetFloat(config_json, "rms_norm_eps", origin, 1e-6f);
+  out.tie_word_embeddings =
+      GetBool(config_json, "tie_word_embeddings", origin, family->tie_word_embeddings_default);
+  out.attention_bias = ParseAttentionBias(config_json, family->attention_bias, origin);
+  out.rope = ParseRope(config_json, origin);
+  out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
+  ParseSlidingWindow(config_json, family->sliding_window, out, origin);
+  const std::vector<int> bos = GetTokenIds(config_json, "bos_token_id", origin);
+  out.bos_token_id = bos.empty() ? -1 : bos.front();
+  out.eos_token_ids = GetTokenIds(config_json, "eos_token_id", origin);
+  out.stored_dtype = GetString(config_json, "dtype", origin);
+  if (out.stored_dtype.empty()) out.stored_dtype = GetString(config_json, "torch_dtype", origin);
+  out.mlx_quantization = ParseMlxQuantization(config_json, origin);
+  ValidateConfig(out, origin);
+  return out;
+}
+
+void ValidateConfig(const ModelConfig& c, std::string_view origin) {
+  auto positive = [&](std::string_view name, int value) {
+    if (value <= 0) ConfigFail(origin, fmt::format("{} should be positive, got {}", name, value));
+  };
+  positive("hidden_size", c.hidden_size);
+  positive("num_layers", c.num_layers);
+  positive("num_heads", c.num_heads);
+  positive("num_kv_heads", c.num_kv_heads);
+  positive("head_dim", c.head_dim);
+  positive("intermediate_size", c.intermediate_size);
+  positive("vocab_size", c.vocab_size);
+  if (c.num_heads % c.num_kv_heads != 0) {
+    ConfigFail(origin, fmt::format("num_heads {} is not a multiple of num_kv_heads {}",
+                                   c.num_heads, c.num_kv_heads));
+  }
+  if (c.head_dim % 2 != 0 || c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim) {
+    ConfigFail(origin, fmt::format("head_dim {} / rotary dims {} should be even and rotary <= "
+                                   "head_dim",
+                                   c.head_dim, c.rotary_dim));
+  }
+  if (!(c.rms_norm_eps > 0.0f) || !std::isfinite(c.rms_norm_eps)) {
+    ConfigFail(origin, fmt::format("rms_norm_eps {} should be positive", c.rms_norm_eps));
+  }
+  if (!(c.rope.theta > 0.0) || !std::isfinite(c.rope.theta)) {
+    ConfigFail(origin, fmt::format("rope theta {} should be positive", c.rope.theta));
+  }
+  // Large-but-sane bounds: more would overflow int64 buffer sizes in the forward pass.
+  constexpr int kMaxDim = 1 << 20;
+  if (c.hidden_size > kMaxDim || c.intermediate_size > kMaxDim || c.head_dim > kMaxDim ||
+      c.num_layers > 4096 || c.num_heads > 4096 || c.vocab_size > (1 << 24)) {
+    ConfigFail(origin, fmt::format("implausible sizes: {}", c.Summary()));
+  }
+  if (c.bos_token_id >= c.vocab_size) {
+    ConfigFail(origin, fmt::format("bos_token_id {} is outside the vocabulary ({})",
+                                   c.bos_token_id, c.vocab_size));
+  }
+}
+
+}  // namespace proctor

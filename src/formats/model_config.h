@@ -1,0 +1,78 @@
+// The architecture description of a causal language model, whatever file it came from.
+//
+// ParseHfConfig reads a Hugging Face config.json; gguf_model.h builds the same struct from GGUF
+// metadata. Both recognise the families of family_traits.h and take each family's flags from
+// that table. Anything the forward pass would need but proctor does not implement (another
+// architecture, an unknown RoPE type, mlp biases...) is refused with an Error naming it, so a
+// model never loads with a silently ignored option.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/family_traits.h"
+#include "formats/mlx_quant_config.h"
+#include "formats/rope_frequencies.h"
+
+namespace proctor {
+
+struct ModelConfig {
+  ModelArch arch = ModelArch::kLlama;
+  std::string model_type;    // as written in the source ("llama", "qwen3", ...)
+  int hidden_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;          // explicit in the config, else hidden_size / num_heads
+  int rotary_dim = 0;        // dimensions of each head that RoPE rotates (= head_dim here)
+  int intermediate_size = 0;
+  int vocab_size = 0;
+  int max_position_embeddings = 0;  // 0 = not given
+  float rms_norm_eps = 1e-6f;
+  bool tie_word_embeddings = false;  // lm_head is model.embed_tokens.weight
+  // q/k/v projections carry biases (llama attention_bias also gives o_proj one: the forward pass
+  // applies any *.bias tensor the weights contain).
+  bool attention_bias = false;
+  bool qk_norm = false;              // qwen3: RMSNorm over each head of q and k before RoPE
+  // theta and scaling (rope_frequencies.h turns them into inverse frequencies).
+  RopeParameters rope;
+  // true: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF llama: llama.cpp's converter permuted the
+  // Q/K rows); false: rotate halves (x[i], x[i + d/2]) (HF checkpoints, GGUF qwen2/qwen3).
+  bool rope_adjacent_pairs = false;
+  // Sliding-window attention: the window (0 = none) and which layers use it (empty = all layers
+  // when sliding_window > 0). Use SlidingWindowForLayer.
+  int sliding_window = 0;
+  std::vector<bool> layer_uses_sliding_window;
+  int bos_token_id = -1;             // -1 = none
+  std::vector<int> eos_token_ids;    // may be empty
+  std::string stored_dtype;          // "float32", "bfloat16", "float16", or a GGUF type summary
+  // config.json's MLX quantization block (mlx-lm checkpoints); nullopt when absent (and for GGUF).
+  std::optional<MlxQuantization> mlx_quantization;
+
+  // The attention window of layer `layer` (0 = full attention).
+  int SlidingWindowForLayer(int layer) const {
+    if (sliding_window <= 0) return 0;
+    if (layer_uses_sliding_window.empty()) return sliding_window;
+    return layer_uses_sliding_window.at(static_cast<size_t>(layer)) ? sliding_window : 0;
+  }
+  // One-line summary for logs: "qwen3 L=2 d=64 heads=4/2 hd=32 ff=128 vocab=512 ...".
+  std::string Summary() const;
+};
+
+// A config of family `arch` with the flags its table row fixes (arch, model_type, always-present
+// biases, q/k norm, the tied-embeddings default); the sizes are left to the caller.
+ModelConfig FamilyConfig(ModelArch arch);
+
+// Parses a Hugging Face config.json. `origin` (e.g. the file path) starts every error message.
+// Accepts both RoPE spellings (top-level rope_theta/rope_scaling and nested rope_parameters) and
+// both dtype spellings (torch_dtype, dtype).
+ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin);
+
+// Checks the numbers are usable (positive, heads divide evenly, ...); Error naming origin.
+void ValidateConfig(const ModelConfig& config, std::string_view origin);
+
+}  // namespace proctor

@@ -1,0 +1,151 @@
+#include "formats/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "util/testing_files.h"
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+using nlohmann::json;
+
+json LlamaBase() {
+  return json::parse(R"({
+    "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+    "vocab_size": 512, "rms_norm_eps": 1e-5, "max_position_embeddings": 256})");
+}
+
+TEST(ParseHfConfig, DerivesHeadDimAndDefaults) {
+  const ModelConfig c = ParseHfConfig(LlamaBase(), "test");
+  EXPECT_EQ(c.arch, ModelArch::kLlama);
+  EXPECT_EQ(c.head_dim, 16);  // 64 / 4
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 10000.0);
+  EXPECT_EQ(c.rope.type, RopeType::kDefault);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.rope_adjacent_pairs);
+  EXPECT_EQ(c.bos_token_id, -1);
+  EXPECT_TRUE(c.eos_token_ids.empty());
+  EXPECT_EQ(c.sliding_window, 0);
+}
+
+TEST(ParseHfConfig, KvHeadsDefaultToHeads) {
+  json j = LlamaBase();
+  j.erase("num_key_value_heads");
+  EXPECT_EQ(ParseHfConfig(j, "test").num_kv_heads, 4);
+}
+
+TEST(ParseHfConfig, OldRopeSpellingWithTypeKey) {
+  json j = LlamaBase();
+  j["rope_theta"] = 500000.0;
+  j["rope_scaling"] = json::parse(R"({"type": "linear", "factor": 2.5})");
+  j["torch_dtype"] = "bfloat16";
+  j["eos_token_id"] = json::array({128001, 128008, 128009});
+  j["bos_token_id"] = 128000;
+  j["vocab_size"] = 128256;
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_DOUBLE_EQ(c.rope.theta, 500000.0);
+  EXPECT_EQ(c.rope.type, RopeType::kLinear);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 2.5f);
+  EXPECT_EQ(c.stored_dtype, "bfloat16");
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{128001, 128008, 128009}));
+  EXPECT_EQ(c.bos_token_id, 128000);
+}
+
+TEST(ParseHfConfig, Llama3RopeOldSpelling) {
+  json j = LlamaBase();
+  j["rope_theta"] = 500000.0;
+  j["rope_scaling"] = json::parse(R"({"rope_type": "llama3", "factor": 32.0,
+      "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})");
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_EQ(c.rope.type, RopeType::kLlama3);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 32.0f);
+  EXPECT_DOUBLE_EQ(c.rope.high_freq_factor, 4.0);
+  EXPECT_EQ(*c.rope.original_max_position_embeddings, 8192);
+}
+
+TEST(ParseHfConfig, YarnKeepsAllParameters) {
+  json j = LlamaBase();
+  j["model_type"] = "qwen3";
+  j["rope_parameters"] = json::parse(R"({"rope_type": "yarn", "rope_theta": 1000000.0,
+      "factor": 4.0, "original_max_position_embeddings": 32768, "beta_fast": 16,
+      "beta_slow": 2, "attention_factor": 1.25, "mscale": 0.707, "mscale_all_dim": 1.0,
+      "truncate": false})");
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_EQ(c.rope.type, RopeType::kYarn);
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 4.0f);
+  EXPECT_EQ(*c.rope.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(*c.rope.beta_fast, 16.0);
+  EXPECT_DOUBLE_EQ(*c.rope.beta_slow, 2.0);
+  ASSERT_TRUE(c.rope.attention_factor.has_value());
+  EXPECT_DOUBLE_EQ(*c.rope.attention_factor, 1.25);
+  EXPECT_DOUBLE_EQ(c.rope.mscale.value(), 0.707);
+  EXPECT_DOUBLE_EQ(c.rope.mscale_all_dim.value(), 1.0);
+  EXPECT_FALSE(c.rope.truncate);
+  EXPECT_TRUE(c.qk_norm);
+}
+
+TEST(ParseHfConfig, DynamicRope) {
+  json j = LlamaBase();
+  j["rope_scaling"] = json::parse(R"({"type": "dynamic", "factor": 2.0})");
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_EQ(c.rope.type, RopeType::kDynamic);
+  EXPECT_DOUBLE_EQ(*c.rope.factor, 2.0f);
+}
+
+TEST(ParseHfConfig, MistralSlidingWindow) {
+  json j = LlamaBase();
+  j["model_type"] = "mistral";
+  j["sliding_window"] = 4096;
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_EQ(c.arch, ModelArch::kMistral);
+  EXPECT_EQ(c.SlidingWindowForLayer(0), 4096);
+  EXPECT_EQ(c.SlidingWindowForLayer(1), 4096);
+  j["sliding_window"] = nullptr;
+  EXPECT_EQ(ParseHfConfig(j, "test").SlidingWindowForLayer(0), 0);
+}
+
+TEST(ParseHfConfig, Qwen2SlidingWindowFollowsMaxWindowLayers) {
+  json j = LlamaBase();
+  j["model_type"] = "qwen2";
+  j["sliding_window"] = 32;
+  j["use_sliding_window"] = false;
+  j["max_window_layers"] = 1;
+  EXPECT_EQ(ParseHfConfig(j, "test").SlidingWindowForLayer(1), 0);
+  j["use_sliding_window"] = true;
+  const ModelConfig c = ParseHfConfig(j, "test");
+  EXPECT_EQ(c.SlidingWindowForLayer(0), 0);
+  EXPECT_EQ(c.SlidingWindowForLayer(1), 32);
+  EXPECT_TRUE(c.attention_bias);  // qwen2 always has q/k/v biases
+}
+
+TEST(ParseHfConfig, RefusesUnknownArchitecturesAndOptions) {
+  json j = LlamaBase();
+  j["model_type"] = "gemma2";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "gemma2", "not supported");
+  j = LlamaBase();
+  j["rope_scaling"] = json::parse(R"({"rope_type": "longrope", "factor": 2.0})");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "longrope");
+  j = LlamaBase();
+  j["hidden_act"] = "gelu";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "gelu");
+  j = LlamaBase();
+  j["mlp_bias"] = true;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "mlp_bias");
+  j = LlamaBase();
+  j["num_key_value_heads"] = 3;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "num_kv_heads 3");
+  j = LlamaBase();
+  j.erase("vocab_size");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "vocab_size");
+  j = LlamaBase();
+  j["hidden_size"] = "64";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "hidden_size", "integer");
+}
+
+}  // namespace
+}  // namespace proctor
