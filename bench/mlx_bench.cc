@@ -58,9 +58,11 @@ void BM_MlxMatMulLayer(benchmark::State& state) {
   }
   TimeLayerMatMuls(state, T, weights, weight_bytes, mode, pool);
   const Format& f = kFormats[format];
-  state.SetLabel(fmt::format("{} T={} threads={} {} {}", MlxTypeName(f.mode, f.bits, f.group),
-                             T, threads, mode == ComputeMode::kF32 ? "f32" : "bf16",
-                             T == 1 ? "matvec" : amx ? "amx" : "fma"));
+  state.SetLabel(fmt::format("{} T={} threads={} {} {}", MlxTypeName(f.mode, f.bits, f.group), T,
+                             threads, mode == ComputeMode::kF32 ? "f32" : "bf16",
+                             T == 1 ? "matvec"
+                             : amx  ? "amx"
+                                    : "fma"));
   SetKernelOverridesForTesting({});
 }
 BENCHMARK(BM_MlxMatMulLayer)
@@ -85,11 +87,13 @@ void BM_MlxMatVecInCache(benchmark::State& state) {
   state.counters["weight_bytes_per_second"] =
       benchmark::Counter(static_cast<double>(LinearWeight(q.View()).StoredBytes()),
                          benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weights_per_second"] = benchmark::Counter(
-      static_cast<double>(N * K), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weights_per_second"] =
+      benchmark::Counter(static_cast<double>(N * K), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(MlxTypeName(f.mode, f.bits, f.group));
 }
-BENCHMARK(BM_MlxMatVecInCache)->DenseRange(0, std::size(kFormats) - 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlxMatVecInCache)
+    ->DenseRange(0, std::size(kFormats) - 1)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace proctor::ops

@@ -123,7 +123,9 @@ void BM_MatMulLayer(benchmark::State& state) {
 BENCHMARK(BM_MatMulLayer)
     ->ArgNames({"mode", "T", "threads", "type"})
     ->ArgsProduct({{0, 1}, {512, 1}, {1, 2}, {static_cast<int64_t>(DType::kBF16)}})
-    ->ArgsProduct({{0}, {512, 1}, {1},
+    ->ArgsProduct({{0},
+                   {512, 1},
+                   {1},
                    {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
                     static_cast<int64_t>(DType::kQ4_1), static_cast<int64_t>(DType::kQ5_0),
                     static_cast<int64_t>(DType::kQ5_1), static_cast<int64_t>(DType::kQ2_K),
@@ -165,8 +167,8 @@ void BM_Attention(benchmark::State& state) {
   for (auto _ : state) {
     Attention(q.View(), k.View(), v.View(), pos0, 32, 4, 64, 0.125f, 0, out.MutF32(), pool);
   }
-  state.counters["FLOPS"] = benchmark::Counter(visible * 32 * 64 * 4,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(visible * 32 * 64 * 4, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"T", "pos0", "threads"})

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "eval/runners/kl_eval.h"
-#include "eval/formats/ref_logits.h"
 #include "eval/demo/synthetic_lm.h"
+#include "eval/formats/ref_logits.h"
+#include "eval/runners/kl_eval.h"
 #include "ops/logits_stats.h"
 #include "util/thread_pool.h"
 
@@ -29,7 +29,8 @@ struct Fixture {
   Tensor candidate;  // [kChunk, kVocab]
 
   Fixture() {
-    dir = std::filesystem::temp_directory_path() / fmt::format("proctor_scorer_bench_{}", ::getpid());
+    dir =
+        std::filesystem::temp_directory_path() / fmt::format("proctor_scorer_bench_{}", ::getpid());
     std::filesystem::remove_all(dir);
     const SyntheticLm teacher(kVocab, 11);
     const auto tokens = SyntheticTokens(1, kCtx, kVocab, 3);
@@ -95,7 +96,8 @@ void BM_TopKTerms(benchmark::State& state) {
   ReferenceRecords records;
   f.dump->ReadRecords(0, 0, kChunk, &records);
   std::vector<ops::RowStats> stats(kChunk);
-  for (int64_t r = 0; r < kChunk; ++r) stats[r] = ops::ComputeRowStats(f.candidate.RowF32(r), kVocab);
+  for (int64_t r = 0; r < kChunk; ++r)
+    stats[r] = ops::ComputeRowStats(f.candidate.RowF32(r), kVocab);
   int64_t r = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(ops::ComputeTopKTerms(records.Logits(r), records.Indices(r), kTopK,

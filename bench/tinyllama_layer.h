@@ -17,7 +17,7 @@ namespace proctor::ops {
 struct Projection {
   int64_t in, out;
 };
-inline constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256}, {2048, 256}, {2048, 2048},
+inline constexpr Projection kLayer[] = {{2048, 2048}, {2048, 256},  {2048, 256}, {2048, 2048},
                                         {2048, 5632}, {2048, 5632}, {5632, 2048}};
 
 // Times MatMul(x [T, in], weights[i]) -> [T, out] for every projection of kLayer (weights in
@@ -41,7 +41,8 @@ void TimeLayerMatMuls(benchmark::State& state, int64_t T, const std::vector<Weig
       MatMul(xv, weights[i].View(), outs[i].MutF32(), mode, pool);
     }
   }
-  state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes_per_second"] =
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens_per_second_22_layers"] = benchmark::Counter(

@@ -81,7 +81,8 @@ void RunChat(const ChatFlags& flags) {
       text::LoadChatConfig(flags.model, !flags.tools_file.empty(), flags.template_file);
   options.special_tokens = config.special_tokens;
   const nlohmann::ordered_json messages = ReadJsonFile(flags.messages_file, "--messages");
-  const text::ChatTemplate chat = text::ChatTemplate::Parse(config.template_source, config.template_origin);
+  const text::ChatTemplate chat =
+      text::ChatTemplate::Parse(config.template_source, config.template_origin);
   const std::string rendered = chat.Render(messages, options);
   std::fwrite(rendered.data(), 1, rendered.size(), stdout);
   std::fflush(stdout);
@@ -92,8 +93,9 @@ void RunChat(const ChatFlags& flags) {
 void RegisterChatVerb(CLI::App& app) {
   auto flags = std::make_shared<ChatFlags>();
   auto* verb = app.add_subcommand(
-      "chat", "Print a conversation rendered with the model's chat template (as transformers' "
-              "apply_chat_template renders it)");
+      "chat",
+      "Print a conversation rendered with the model's chat template (as transformers' "
+      "apply_chat_template renders it)");
   verb->add_option("model", flags->model,
                    "Model folder (or a folder with tokenizer_config.json / chat_template.jinja)")
       ->required();

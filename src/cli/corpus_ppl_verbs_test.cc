@@ -59,10 +59,11 @@ class CorpusPplVerbs : public ::testing::Test {
 };
 
 TEST_F(CorpusPplVerbs, CorpusWritesTokensManifestAndJsonSummary) {
-  const Result r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 64 --n-seqs 4 "
-                                       "--seed 5 --json {} {}",
-                                       Stories260K().string(), (dir_ / "c").string(),
-                                       (dir_ / "c.json").string(), TinyStories().string()));
+  const Result r =
+      Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 64 --n-seqs 4 "
+                          "--seed 5 --json {} {}",
+                          Stories260K().string(), (dir_ / "c").string(), (dir_ / "c.json").string(),
+                          TinyStories().string()));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("4 sequences x 64 tokens"), std::string::npos) << r.out;
   const json envelope = ReadJson(dir_ / "c.json");
@@ -89,9 +90,9 @@ TEST_F(CorpusPplVerbs, CorpusWritesTokensManifestAndJsonSummary) {
 }
 
 TEST_F(CorpusPplVerbs, CorpusErrorsSayWhatIsWrong) {
-  Result r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 512 --n-seqs 100 {}",
-                                 Stories260K().string(), (dir_ / "c").string(),
-                                 TinyStories().string()));
+  Result r =
+      Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 512 --n-seqs 100 {}",
+                          Stories260K().string(), (dir_ / "c").string(), TinyStories().string()));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("[corpus] not enough text: --n-seqs 100 x --ctx-len 512 needs 51200 "
                        "tokens, but the 1 row(s) of the inputs gave"),
@@ -112,9 +113,10 @@ TEST_F(CorpusPplVerbs, CorpusErrorsSayWhatIsWrong) {
 // rows, so they agree exactly; --batch-size changes nothing.
 TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSize) {
   const std::string model = Stories260K().string();
-  Result r = Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
-                                 "--batch-size 4 --json {}",
-                                 model, TinyStories().string(), (dir_ / "text.json").string()));
+  Result r =
+      Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+                          "--batch-size 4 --json {}",
+                          model, TinyStories().string(), (dir_ / "text.json").string()));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Perplexity: "), std::string::npos) << r.out;
   const json text_envelope = ReadJson(dir_ / "text.json");
@@ -135,7 +137,8 @@ TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSiz
   EXPECT_GT(text["ppl"].get<double>(), 1.5);
   EXPECT_LT(text["ppl"].get<double>(), 30.0);
 
-  r = Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+  r =
+      Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
                           "--batch-size 1 --json {}",
                           model, TinyStories().string(), (dir_ / "batch1.json").string()));
   ASSERT_EQ(r.status, 0) << r.err;

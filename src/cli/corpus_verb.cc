@@ -51,10 +51,11 @@ void RegisterCorpusVerb(CLI::App& app) {
                                .quiet = Globals().quiet};
     for (const auto& input : args->inputs) options.inputs.emplace_back(input);
     const CorpusBuildResult result = BuildCorpus(options);
-    fmt::print("wrote {}: {} sequences x {} tokens from {} of {} rows ({} tokens tokenized), "
-               "tokens_sha256 {} in {:.2f} s\n",
-               args->out, result.n_seqs, result.ctx_len, result.rows_used, result.rows_total,
-               result.tokens_tokenized, result.tokens_sha256, result.elapsed_seconds);
+    fmt::print(
+        "wrote {}: {} sequences x {} tokens from {} of {} rows ({} tokens tokenized), "
+        "tokens_sha256 {} in {:.2f} s\n",
+        args->out, result.n_seqs, result.ctx_len, result.rows_used, result.rows_total,
+        result.tokens_tokenized, result.tokens_sha256, result.elapsed_seconds);
     if (args->json.empty()) return;
     WriteResultsJson(args->json, CorpusResultsEnvelope(result, options));
     if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);

@@ -1,4 +1,5 @@
-// Flags shared by the verbs that run the engine (generate, logits, bench, kl, dump, ppl): --compute,
+// Flags shared by the verbs that run the engine (generate, logits, bench, kl, dump, ppl):
+// --compute,
 // --kv, --chunk. Declared once here so every verb spells them the same.
 #pragma once
 

@@ -7,9 +7,9 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
-#include "text/token_ids.h"
 #include "model/greedy.h"
 #include "model/load.h"
+#include "text/token_ids.h"
 #include "util/error.h"
 
 namespace proctor::cli {
@@ -56,7 +56,8 @@ void RegisterGenerateVerb(CLI::App& app) {
                              loaded.config.eos_token_ids.end());
     }
     if (!args->stop_ids.empty()) {
-      for (const int32_t id : text::ParseTokenIds(args->stop_ids, "--stop-ids")) greedy.stop_ids.push_back(id);
+      for (const int32_t id : text::ParseTokenIds(args->stop_ids, "--stop-ids"))
+        greedy.stop_ids.push_back(id);
     }
     const auto start = std::chrono::steady_clock::now();
     const std::vector<int32_t> out = GreedyGenerate(model, prompt, greedy);

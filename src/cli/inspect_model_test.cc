@@ -55,8 +55,8 @@ TEST(InspectModel, MlxQuantizedDirectory) {
       PROCTOR_SOURCE_DIR, (dir / "mlx").string(), (dir / "deq").string());
   ASSERT_EQ(std::system(write.c_str()), 0) << write;
   const fs::path json_path = dir / "summary.json";
-  const Result r = Proctor(fmt::format("inspect {} --json {}", (dir / "mlx").string(),
-                                    json_path.string()));
+  const Result r =
+      Proctor(fmt::format("inspect {} --json {}", (dir / "mlx").string(), json_path.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("affine 4-bit g64"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("affine 8-bit g32"), std::string::npos) << r.out;
@@ -98,8 +98,7 @@ TEST(InspectModel, DenseHuggingFaceDirectory) {
   const fs::path dir = fixtures / "hf-goldens" / "llama-bf16-tied-rope-llama3";
   if (!fs::exists(dir)) GTEST_SKIP() << "fixture absent: " << dir;
   const fs::path json_path = TempPath("summary.json");
-  const Result r =
-      Proctor(fmt::format("inspect {} --json {}", dir.string(), json_path.string()));
+  const Result r = Proctor(fmt::format("inspect {} --json {}", dir.string(), json_path.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   const json s = ReadJson(json_path);
   fs::remove(json_path);

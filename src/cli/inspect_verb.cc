@@ -50,9 +50,9 @@ void RegisterInspectVerb(CLI::App& app) {
     // that is not a path (a cached HF id). Any other directory is read as a dump.
     namespace fs = std::filesystem;
     const fs::path path(*dir);
-    const bool is_model = fs::is_directory(path)
-                              ? fs::exists(path / "config.json") && !fs::exists(path / "manifest.json")
-                              : true;
+    const bool is_model = fs::is_directory(path) ? fs::exists(path / "config.json") &&
+                                                       !fs::exists(path / "manifest.json")
+                                                 : true;
     if (is_model) {
       InspectModel(*dir, *json_path);
       return;
@@ -74,7 +74,8 @@ void RegisterInspectVerb(CLI::App& app) {
     if (m.notes) fmt::print("  notes              {}\n", *m.notes);
     uint64_t total = std::filesystem::file_size(dump.ManifestPath()) +
                      std::filesystem::file_size(dump.TokensPath());
-    for (int64_t s = 0; s < dump.n_seqs(); ++s) total += std::filesystem::file_size(dump.SequencePath(s));
+    for (int64_t s = 0; s < dump.n_seqs(); ++s)
+      total += std::filesystem::file_size(dump.SequencePath(s));
     fmt::print("  record size        {} bytes\n", dump.record_bytes());
     fmt::print("  sequence file size {} bytes ({} records)\n",
                dump.record_bytes() * static_cast<uint64_t>(dump.positions()), dump.positions());

@@ -46,8 +46,8 @@ void RegisterLogitsVerb(CLI::App& app) {
          .runtime = args->engine.Options(),
          .quiet = Globals().quiet});
     if (!Globals().quiet) {
-      fmt::print(stderr, "wrote {} x {} x {} f32 logits to {}\n", r.sequences, r.positions,
-                 r.vocab, args->out);
+      fmt::print(stderr, "wrote {} x {} x {} f32 logits to {}\n", r.sequences, r.positions, r.vocab,
+                 args->out);
     }
   });
 }

@@ -46,8 +46,9 @@ void Run(const TokenizeOptions& o) {
   }
   for (int32_t id : ids) {
     std::string piece = tokenizer->IdToToken(id).value_or("");
-    fmt::print("{}\t{}\n", id, nlohmann::json(piece).dump(-1, ' ', false,
-                                                      nlohmann::json::error_handler_t::replace));
+    fmt::print(
+        "{}\t{}\n", id,
+        nlohmann::json(piece).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   fmt::print("{} tokens ({})\n", ids.size(), tokenizer->Describe());
 }

@@ -8,7 +8,8 @@
 namespace proctor::cli {
 
 void RegisterVersionVerb(CLI::App& app) {
-  auto* verb = app.add_subcommand("version", "Print the version and the machine facts proctor uses");
+  auto* verb =
+      app.add_subcommand("version", "Print the version and the machine facts proctor uses");
   verb->callback([] {
     fmt::print("proctor {}\n", PROCTOR_VERSION);
     fmt::print("hardware threads: {}\n", std::thread::hardware_concurrency());

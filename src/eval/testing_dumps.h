@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,9 +51,9 @@ class TempDir {
 // [-4, 4] from a seeded generator, candidate = teacher + uniform noise in [-1, 1].
 struct TinyCase {
   int64_t vocab = 12, top_k = 4, ctx_len = 6, n_seqs = 2;
-  std::vector<int32_t> tokens;    // [n_seqs, ctx_len]
-  std::vector<float> teacher;     // [n_seqs, ctx_len, vocab]
-  std::vector<float> candidate;   // [n_seqs, ctx_len, vocab]
+  std::vector<int32_t> tokens;   // [n_seqs, ctx_len]
+  std::vector<float> teacher;    // [n_seqs, ctx_len, vocab]
+  std::vector<float> candidate;  // [n_seqs, ctx_len, vocab]
 
   // fp16_grid: teacher logits on a 1/64 grid (fp16-representable, also after the shift).
   explicit TinyCase(uint32_t seed = 1234, bool fp16_grid = false) {

@@ -21,17 +21,22 @@ size_t FixedSize(GgufType type) {
   switch (type) {
     case GgufType::kUint8:
     case GgufType::kInt8:
-    case GgufType::kBool: return 1;
+    case GgufType::kBool:
+      return 1;
     case GgufType::kUint16:
-    case GgufType::kInt16: return 2;
+    case GgufType::kInt16:
+      return 2;
     case GgufType::kUint32:
     case GgufType::kInt32:
-    case GgufType::kFloat32: return 4;
+    case GgufType::kFloat32:
+      return 4;
     case GgufType::kUint64:
     case GgufType::kInt64:
-    case GgufType::kFloat64: return 8;
+    case GgufType::kFloat64:
+      return 8;
     case GgufType::kString:
-    case GgufType::kArray: return 0;
+    case GgufType::kArray:
+      return 0;
   }
   return 0;
 }
@@ -51,9 +56,12 @@ bool IsIntegerType(GgufType type) {
 // the bits of a double, bool as 0/1.
 uint64_t DecodeElement(GgufType type, const uint8_t* p) {
   switch (type) {
-    case GgufType::kUint8: return p[0];
-    case GgufType::kBool: return p[0] != 0;
-    case GgufType::kInt8: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0])));
+    case GgufType::kUint8:
+      return p[0];
+    case GgufType::kBool:
+      return p[0] != 0;
+    case GgufType::kInt8:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0])));
     case GgufType::kUint16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
@@ -86,7 +94,8 @@ uint64_t DecodeElement(GgufType type, const uint8_t* p) {
       std::memcpy(&v, p, 8);
       return v;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -98,19 +107,32 @@ uint64_t DecodeElement(GgufType type, const uint8_t* p) {
 
 std::string_view GgufTypeName(GgufType type) {
   switch (type) {
-    case GgufType::kUint8: return "uint8";
-    case GgufType::kInt8: return "int8";
-    case GgufType::kUint16: return "uint16";
-    case GgufType::kInt16: return "int16";
-    case GgufType::kUint32: return "uint32";
-    case GgufType::kInt32: return "int32";
-    case GgufType::kFloat32: return "float32";
-    case GgufType::kBool: return "bool";
-    case GgufType::kString: return "string";
-    case GgufType::kArray: return "array";
-    case GgufType::kUint64: return "uint64";
-    case GgufType::kInt64: return "int64";
-    case GgufType::kFloat64: return "float64";
+    case GgufType::kUint8:
+      return "uint8";
+    case GgufType::kInt8:
+      return "int8";
+    case GgufType::kUint16:
+      return "uint16";
+    case GgufType::kInt16:
+      return "int16";
+    case GgufType::kUint32:
+      return "uint32";
+    case GgufType::kInt32:
+      return "int32";
+    case GgufType::kFloat32:
+      return "float32";
+    case GgufType::kBool:
+      return "bool";
+    case GgufType::kString:
+      return "string";
+    case GgufType::kArray:
+      return "array";
+    case GgufType::kUint64:
+      return "uint64";
+    case GgufType::kInt64:
+      return "int64";
+    case GgufType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -219,36 +241,88 @@ std::span<const GgufValue> GgufValue::Arrays() const {
 
 std::optional<DType> DTypeFromGgml(uint32_t ggml_type) {
   switch (ggml_type) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF16;
-    case 2: return DType::kQ4_0;
-    case 3: return DType::kQ4_1;
-    case 6: return DType::kQ5_0;
-    case 7: return DType::kQ5_1;
-    case 8: return DType::kQ8_0;
-    case 10: return DType::kQ2_K;
-    case 11: return DType::kQ3_K;
-    case 12: return DType::kQ4_K;
-    case 13: return DType::kQ5_K;
-    case 14: return DType::kQ6_K;
-    case 24: return DType::kI8;
-    case 25: return DType::kI16;
-    case 26: return DType::kI32;
-    case 27: return DType::kI64;
-    case 28: return DType::kF64;
-    case 30: return DType::kBF16;
-    default: return std::nullopt;
+    case 0:
+      return DType::kF32;
+    case 1:
+      return DType::kF16;
+    case 2:
+      return DType::kQ4_0;
+    case 3:
+      return DType::kQ4_1;
+    case 6:
+      return DType::kQ5_0;
+    case 7:
+      return DType::kQ5_1;
+    case 8:
+      return DType::kQ8_0;
+    case 10:
+      return DType::kQ2_K;
+    case 11:
+      return DType::kQ3_K;
+    case 12:
+      return DType::kQ4_K;
+    case 13:
+      return DType::kQ5_K;
+    case 14:
+      return DType::kQ6_K;
+    case 24:
+      return DType::kI8;
+    case 25:
+      return DType::kI16;
+    case 26:
+      return DType::kI32;
+    case 27:
+      return DType::kI64;
+    case 28:
+      return DType::kF64;
+    case 30:
+      return DType::kBF16;
+    default:
+      return std::nullopt;
   }
 }
 
 std::string GgmlTypeName(uint32_t ggml_type) {
-  static constexpr std::string_view kNames[] = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",  "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0",
-      "Q5_1",    "Q8_0",   "Q8_1",    "Q2_K",  "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K",
-      "Q8_K",    "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",  "IQ2_S",
-      "IQ4_XS",  "I8",     "I16",     "I32",   "I64",    "F64",    "IQ1_M",  "BF16",
-      "Q4_0_4_4 (removed)", "Q4_0_4_8 (removed)", "Q4_0_8_8 (removed)", "TQ1_0", "TQ2_0",
-      "IQ4_NL_4_4 (removed)", "IQ4_NL_4_8 (removed)", "IQ4_NL_8_8 (removed)", "MXFP4"};
+  static constexpr std::string_view kNames[] = {"F32",
+                                                "F16",
+                                                "Q4_0",
+                                                "Q4_1",
+                                                "Q4_2 (removed)",
+                                                "Q4_3 (removed)",
+                                                "Q5_0",
+                                                "Q5_1",
+                                                "Q8_0",
+                                                "Q8_1",
+                                                "Q2_K",
+                                                "Q3_K",
+                                                "Q4_K",
+                                                "Q5_K",
+                                                "Q6_K",
+                                                "Q8_K",
+                                                "IQ2_XXS",
+                                                "IQ2_XS",
+                                                "IQ3_XXS",
+                                                "IQ1_S",
+                                                "IQ4_NL",
+                                                "IQ3_S",
+                                                "IQ2_S",
+                                                "IQ4_XS",
+                                                "I8",
+                                                "I16",
+                                                "I32",
+                                                "I64",
+                                                "F64",
+                                                "IQ1_M",
+                                                "BF16",
+                                                "Q4_0_4_4 (removed)",
+                                                "Q4_0_4_8 (removed)",
+                                                "Q4_0_8_8 (removed)",
+                                                "TQ1_0",
+                                                "TQ2_0",
+                                                "IQ4_NL_4_4 (removed)",
+                                                "IQ4_NL_4_8 (removed)",
+                                                "IQ4_NL_8_8 (removed)",
+                                                "MXFP4"};
   if (ggml_type < std::size(kNames)) return std::string(kNames[ggml_type]);
   return fmt::format("type {}", ggml_type);
 }
@@ -266,7 +340,8 @@ class GgufParser {
     pos_ = 4;
     const uint32_t version = ReadU32("the version");
     if (version == 1) {
-      Fail("gguf", "{}: GGUF version 1 is not supported (versions 2 and 3 are); re-convert the "
+      Fail("gguf",
+           "{}: GGUF version 1 is not supported (versions 2 and 3 are); re-convert the "
            "model with a current llama.cpp",
            name());
     }
@@ -317,7 +392,8 @@ class GgufParser {
     const uint64_t padded = pos_ + (alignment - pos_ % alignment) % alignment;
     const uint64_t data_start = std::min<uint64_t>(padded, bytes_.size());
     if (padded > bytes_.size() && !file_.tensors_.empty()) {
-      Fail("gguf", "{}: the tensor data section (at byte {}) starts past the end of the file ({} "
+      Fail("gguf",
+           "{}: the tensor data section (at byte {}) starts past the end of the file ({} "
            "bytes)",
            name(), padded, bytes_.size());
     }
@@ -352,8 +428,8 @@ class GgufParser {
   std::string_view ReadString(std::string_view what) {
     const uint64_t length = ReadU64(what);
     if (length > Remaining()) {
-      Fail("gguf", "{}: {} at offset {} has length {}, past the end of the file ({} bytes)",
-           name(), what, pos_ - 8, length, bytes_.size());
+      Fail("gguf", "{}: {} at offset {} has length {}, past the end of the file ({} bytes)", name(),
+           what, pos_ - 8, length, bytes_.size());
     }
     std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), length);
     pos_ += length;
@@ -386,17 +462,18 @@ class GgufParser {
     }
     const uint32_t element_type = ReadU32(fmt::format("the array type of \"{}\"", key));
     if (element_type > static_cast<uint32_t>(GgufType::kFloat64)) {
-      Fail("gguf", "{}: metadata \"{}\" is an array of unknown type {}", name(), key,
-           element_type);
+      Fail("gguf", "{}: metadata \"{}\" is an array of unknown type {}", name(), key, element_type);
     }
     value.array_type_ = static_cast<GgufType>(element_type);
     const uint64_t count = ReadU64(fmt::format("the array length of \"{}\"", key));
     const size_t element_size = FixedSize(value.array_type_);
     // Minimum bytes per element: fixed size, 8 for a string length, 12 for a nested array header.
-    const uint64_t min_bytes = element_size != 0 ? element_size
-                               : value.array_type_ == GgufType::kString ? 8 : 12;
+    const uint64_t min_bytes = element_size != 0                        ? element_size
+                               : value.array_type_ == GgufType::kString ? 8
+                                                                        : 12;
     if (count > Remaining() / min_bytes) {
-      Fail("gguf", "{}: metadata \"{}\" is an array of {} {} values, more than the {} bytes left "
+      Fail("gguf",
+           "{}: metadata \"{}\" is an array of {} {} values, more than the {} bytes left "
            "can hold",
            name(), key, count, GgufTypeName(value.array_type_), Remaining());
     }
@@ -405,7 +482,8 @@ class GgufParser {
       value.raw_ = bytes_.subspan(pos_, count * element_size);
       if (value.array_type_ == GgufType::kBool) {
         for (uint8_t b : value.raw_) {
-          if (b > 1) Fail("gguf", "{}: metadata \"{}\" holds a bool of byte value {}", name(), key, b);
+          if (b > 1)
+            Fail("gguf", "{}: metadata \"{}\" holds a bool of byte value {}", name(), key, b);
         }
       }
       pos_ += count * element_size;
@@ -466,8 +544,8 @@ class GgufParser {
     }
     info.bytes = BytesFor(info.type, elements);
     if (info.offset % file_.alignment_ != 0) {
-      Fail("gguf", "{}: tensor \"{}\" data offset {} is not a multiple of the alignment {}",
-           name(), info.name, info.offset, file_.alignment_);
+      Fail("gguf", "{}: tensor \"{}\" data offset {} is not a multiple of the alignment {}", name(),
+           info.name, info.offset, file_.alignment_);
     }
     if (!file_.tensor_index_.emplace(info.name, file_.tensors_.size()).second) {
       Fail("gguf", "{}: tensor \"{}\" appears twice", name(), info.name);
@@ -481,7 +559,8 @@ class GgufParser {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     for (GgufTensorInfo& t : file_.tensors_) {
       if (t.offset > data_size || t.bytes > data_size - t.offset) {
-        Fail("gguf", "{}: tensor \"{}\" bytes [{}, +{}) run past the end of the data section ({} "
+        Fail("gguf",
+             "{}: tensor \"{}\" bytes [{}, +{}) run past the end of the data section ({} "
              "bytes)",
              name(), t.name, t.offset, t.bytes, data_size);
       }
@@ -494,8 +573,8 @@ class GgufParser {
       const GgufTensorInfo& prev = file_.tensors_[order[i - 1]];
       const GgufTensorInfo& cur = file_.tensors_[order[i]];
       if (cur.offset < prev.offset + prev.bytes) {
-        Fail("gguf", "{}: tensors \"{}\" [{}, +{}) and \"{}\" [{}, +{}) overlap", name(),
-             prev.name, prev.offset, prev.bytes, cur.name, cur.offset, cur.bytes);
+        Fail("gguf", "{}: tensors \"{}\" [{}, +{}) and \"{}\" [{}, +{}) overlap", name(), prev.name,
+             prev.offset, prev.bytes, cur.name, cur.offset, cur.bytes);
       }
     }
   }

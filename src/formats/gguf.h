@@ -59,19 +59,19 @@ class GgufValue {
   bool is_float() const { return type_ == GgufType::kFloat32 || type_ == GgufType::kFloat64; }
 
   // Scalars. Errors (without the key; GgufFile's getters add it) when the type does not fit.
-  int64_t AsInt() const;          // any integer type; uint64 above INT64_MAX is an error
-  uint64_t AsUint() const;        // any integer type >= 0
-  double AsDouble() const;        // any integer or float type
+  int64_t AsInt() const;    // any integer type; uint64 above INT64_MAX is an error
+  uint64_t AsUint() const;  // any integer type >= 0
+  double AsDouble() const;  // any integer or float type
   float AsFloat() const { return static_cast<float>(AsDouble()); }
   bool AsBool() const;
   std::string_view AsString() const;
 
   // Arrays.
   GgufType array_type() const { return array_type_; }  // element type (arrays only)
-  size_t size() const;                                   // element count (arrays only)
-  std::span<const std::string_view> Strings() const;     // array of strings, no copy
-  std::vector<float> Floats() const;      // array of float32/float64 (or integers), converted
-  std::vector<int64_t> Ints() const;      // array of any integer type (or bool), converted
+  size_t size() const;                                 // element count (arrays only)
+  std::span<const std::string_view> Strings() const;   // array of strings, no copy
+  std::vector<float> Floats() const;          // array of float32/float64 (or integers), converted
+  std::vector<int64_t> Ints() const;          // array of any integer type (or bool), converted
   std::span<const GgufValue> Arrays() const;  // array of arrays
   // The packed elements of a numeric/bool array as stored (little-endian, maybe unaligned).
   std::span<const uint8_t> RawElements() const { return raw_; }
@@ -89,11 +89,11 @@ class GgufValue {
 };
 
 struct GgufTensorInfo {
-  std::string_view name;        // as stored ("blk.0.attn_q.weight")
-  std::vector<uint64_t> dims;   // contiguous dimension FIRST (GGML ne[])
-  uint32_t ggml_type = 0;       // the GGML type id
+  std::string_view name;       // as stored ("blk.0.attn_q.weight")
+  std::vector<uint64_t> dims;  // contiguous dimension FIRST (GGML ne[])
+  uint32_t ggml_type = 0;      // the GGML type id
   DType type = DType::kF32;
-  uint64_t offset = 0;          // relative to the data section
+  uint64_t offset = 0;  // relative to the data section
   const uint8_t* data = nullptr;
   size_t bytes = 0;
 };

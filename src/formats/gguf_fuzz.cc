@@ -19,13 +19,19 @@ void Walk(const proctor::GgufValue& value) {
       return;
     }
     switch (value.array_type()) {
-      case GgufType::kString: (void)value.Strings().size(); break;
+      case GgufType::kString:
+        (void)value.Strings().size();
+        break;
       case GgufType::kArray:
         for (const proctor::GgufValue& inner : value.Arrays()) Walk(inner);
         break;
       case GgufType::kFloat32:
-      case GgufType::kFloat64: (void)value.Floats(); break;
-      default: (void)value.Ints(); break;
+      case GgufType::kFloat64:
+        (void)value.Floats();
+        break;
+      default:
+        (void)value.Ints();
+        break;
     }
   } catch (const proctor::Error&) {
   }

@@ -16,11 +16,16 @@ namespace {
 // GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path.
 const std::map<std::string_view, std::string_view>& BlockNames() {
   static const std::map<std::string_view, std::string_view> kNames = {
-      {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"},     {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},           {"attn_norm", "input_layernorm"},
+      {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+      {"attn_norm", "input_layernorm"},
       {"ffn_norm", "post_attention_layernorm"},
   };
   return kNames;
@@ -173,8 +178,8 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   c.intermediate_size = MetaInt(gguf, p + "feed_forward_length", std::nullopt);
   c.num_heads = MetaInt(gguf, p + "attention.head_count", std::nullopt);
   c.num_kv_heads = MetaInt(gguf, p + "attention.head_count_kv", c.num_heads);
-  c.head_dim = MetaInt(gguf, p + "attention.key_length",
-                       c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  c.head_dim =
+      MetaInt(gguf, p + "attention.key_length", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
   const int value_length = MetaInt(gguf, p + "attention.value_length", c.head_dim);
   if (value_length != c.head_dim) {
     GgufModelFail(gguf, fmt::format("attention.value_length {} differs from key_length {} (not "
@@ -234,8 +239,8 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.eom_token_id"}) {
     const int id = TokenId(gguf, key, c.vocab_size);
-    if (id >= 0 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) ==
-                       c.eos_token_ids.end()) {
+    if (id >= 0 &&
+        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
       c.eos_token_ids.push_back(id);
     }
   }

@@ -7,8 +7,8 @@
 #include "formats/gguf.h"
 #include "formats/gguf_model.h"
 #include "formats/safetensors.h"
-#include "util/testing_files.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -77,25 +77,24 @@ TEST(MalformedSafetensors, Errors) {
   ExpectSafetensorsError(
       Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
       {"outside the data section"});
-  ExpectSafetensorsError(
-      Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
-                      "b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8),
-      {"overlap", "\"a\"", "\"b\""});
+  ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                      "b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+                                     8),
+                         {"overlap", "\"a\"", "\"b\""});
   ExpectSafetensorsError(
       Safetensors(R"({"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2),
       {"F8_E4M3", "not supported"});
   ExpectSafetensorsError(
       Safetensors(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],
-                      "data_offsets":[0,8]}})", 8),
+                      "data_offsets":[0,8]}})",
+                  8),
       {"\"a\"", "more elements than the file has bytes"});
   ExpectSafetensorsError(
       Safetensors(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
       {"non-negative integer"});
-  ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[2]}})", 8),
-                         {"data_offsets"});
-  ExpectSafetensorsError(
-      Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
-      {"[begin, end]"});
+  ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[2]}})", 8), {"data_offsets"});
+  ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
+                         {"[begin, end]"});
   ExpectSafetensorsError(Safetensors(R"({"__metadata__":{"k":1}})", 0), {"__metadata__"});
 }
 
@@ -103,7 +102,8 @@ TEST(MalformedSafetensors, FileErrorsNameThePath) {
   testing::TempDir dir;
   const auto path = dir.path() / "trunc.safetensors";
   const Bytes bytes = Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4);
-  WriteFileAtomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  WriteFileAtomic(path,
+                  std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   WeightStore store("x");
   const std::string path_text = path.string();
   EXPECT_ERROR_CONTAINS(LoadSafetensorsInto(path, store), path_text.c_str(), "\"a\"");
@@ -170,7 +170,8 @@ TEST(MalformedGguf, GoodFileParses) {
   const Bytes bytes = GoodGguf();
   const auto gguf = GgufFile::Parse(bytes, "good.gguf");
   ASSERT_EQ(gguf->tensors().size(), 2u);
-  EXPECT_EQ(gguf->tensors()[1].data - bytes.data(), static_cast<ptrdiff_t>(gguf->data_offset() + 32));
+  EXPECT_EQ(gguf->tensors()[1].data - bytes.data(),
+            static_cast<ptrdiff_t>(gguf->data_offset() + 32));
 }
 
 // The architecture names GGUF files may carry come from the family-traits table; Mistral has
@@ -214,8 +215,9 @@ TEST(MalformedGguf, HeaderErrors) {
 
 TEST(MalformedGguf, ArrayErrors) {
   // 2^61 uint64 elements: would be 16 EiB.
-  ExpectGgufError(GgufBuilder(3, 0, 1).Str("a").U32(9).U32(10).U64(uint64_t{1} << 61).Zeros(16).bytes(),
-                  {"\"a\"", "array of 2305843009213693952 uint64"});
+  ExpectGgufError(
+      GgufBuilder(3, 0, 1).Str("a").U32(9).U32(10).U64(uint64_t{1} << 61).Zeros(16).bytes(),
+      {"\"a\"", "array of 2305843009213693952 uint64"});
   ExpectGgufError(GgufBuilder(3, 0, 1).Str("a").U32(9).U32(8).U64(1000000).Zeros(64).bytes(),
                   {"\"a\"", "1000000 string"});
   ExpectGgufError(GgufBuilder(3, 0, 1).Str("a").U32(9).U32(99).U64(1).Zeros(8).bytes(),
@@ -230,8 +232,8 @@ TEST(MalformedGguf, ArrayErrors) {
 }
 
 TEST(MalformedGguf, TensorErrors) {
-  auto one_tensor = [](uint32_t n_dims, std::vector<uint64_t> dims, uint32_t type,
-                       uint64_t offset, size_t data) {
+  auto one_tensor = [](uint32_t n_dims, std::vector<uint64_t> dims, uint32_t type, uint64_t offset,
+                       size_t data) {
     GgufBuilder b(3, 1, 0);
     b.Str("w").U32(n_dims);
     for (uint64_t d : dims) b.U64(d);
@@ -264,7 +266,8 @@ TEST(MalformedGguf, OpenNamesThePath) {
   testing::TempDir dir;
   const auto path = dir.path() / "v1.gguf";
   const Bytes bytes = GgufBuilder(1, 0, 0).bytes();
-  WriteFileAtomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  WriteFileAtomic(path,
+                  std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   const std::string path_text = path.string();
   EXPECT_ERROR_CONTAINS(GgufFile::Open(path), path_text.c_str(), "version 1");
 }

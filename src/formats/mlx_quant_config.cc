@@ -98,9 +98,9 @@ std::optional<MlxQuantization> ParseMlxQuantization(const json& config_json,
     if (value.is_object()) {
       q.overrides[field] = ReadOverride(value, q, origin, field);
     } else if (value.is_boolean()) {
-      q.overrides[field] =
-          value.get<bool>() ? std::optional(ReadOverride(json::object(), q, origin, field))
-                            : std::nullopt;
+      q.overrides[field] = value.get<bool>()
+                               ? std::optional(ReadOverride(json::object(), q, origin, field))
+                               : std::nullopt;
     } else {
       Fail("model",
            "{}: \"{}\".\"{}\" is {}; a module override is an object (bits, group_size, mode) or "

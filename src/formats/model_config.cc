@@ -123,8 +123,8 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
   const json* scaling = Member(config, "rope_scaling");
   if (params != nullptr) {
     if (!params->is_object()) {
-      ConfigFail(origin, fmt::format("\"rope_parameters\" should be an object, got {}",
-                                     params->dump()));
+      ConfigFail(origin,
+                 fmt::format("\"rope_parameters\" should be an object, got {}", params->dump()));
     }
     if (Member(*params, "rope_theta") == nullptr && !params->empty() &&
         params->begin()->is_object()) {
@@ -138,7 +138,8 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
   rope.theta = GetDouble(*theta_owner, "rope_theta", origin, 10000.0);
   if (scaling == nullptr) return rope;
   if (!scaling->is_object()) {
-    ConfigFail(origin, fmt::format("\"rope_scaling\" should be an object, got {}", scaling->dump()));
+    ConfigFail(origin,
+               fmt::format("\"rope_scaling\" should be an object, got {}", scaling->dump()));
   }
   std::string type_name = GetString(*scaling, "rope_type", origin);
   if (type_name.empty()) type_name = GetString(*scaling, "type", origin, "default");
@@ -158,8 +159,8 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
   rope.factor = GetOptionalDouble(*scaling, "factor", origin);
   if (const json* omp = Member(*scaling, "original_max_position_embeddings")) {
     (void)omp;
-    rope.original_max_position_embeddings = GetInt(*scaling, "original_max_position_embeddings",
-                                                   origin);
+    rope.original_max_position_embeddings =
+        GetInt(*scaling, "original_max_position_embeddings", origin);
   }
   if (rope.type != RopeType::kYarn && !rope.factor) {
     ConfigFail(origin, fmt::format("RoPE type \"{}\" needs a \"factor\"", type_name));
@@ -212,8 +213,9 @@ void ParseSlidingWindow(const json& config, SlidingWindowRule rule, ModelConfig&
       return;
     }
     if (window <= 0) {
-      ConfigFail(origin, "\"layer_types\" lists sliding_attention but \"sliding_window\" is "
-                         "missing");
+      ConfigFail(origin,
+                 "\"layer_types\" lists sliding_attention but \"sliding_window\" is "
+                 "missing");
     }
     out.sliding_window = window;
     return;
@@ -262,8 +264,8 @@ std::string ModelConfig::Summary() const {
       "{} layers={} hidden={} heads={}/{} head_dim={} ff={} vocab={} rope={}(theta {}){} "
       "tied={} dtype={}",
       model_type, num_layers, hidden_size, num_heads, num_kv_heads, head_dim, intermediate_size,
-      vocab_size, RopeTypeName(rope.type), rope.theta,
-      rope_adjacent_pairs ? " adjacent-pairs" : "", tie_word_embeddings, stored_dtype);
+      vocab_size, RopeTypeName(rope.type), rope.theta, rope_adjacent_pairs ? " adjacent-pairs" : "",
+      tie_word_embeddings, stored_dtype);
 }
 
 ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin) {
@@ -322,8 +324,8 @@ void ValidateConfig(const ModelConfig& c, std::string_view origin) {
   positive("intermediate_size", c.intermediate_size);
   positive("vocab_size", c.vocab_size);
   if (c.num_heads % c.num_kv_heads != 0) {
-    ConfigFail(origin, fmt::format("num_heads {} is not a multiple of num_kv_heads {}",
-                                   c.num_heads, c.num_kv_heads));
+    ConfigFail(origin, fmt::format("num_heads {} is not a multiple of num_kv_heads {}", c.num_heads,
+                                   c.num_kv_heads));
   }
   if (c.head_dim % 2 != 0 || c.rotary_dim % 2 != 0 || c.rotary_dim > c.head_dim) {
     ConfigFail(origin, fmt::format("head_dim {} / rotary dims {} should be even and rotary <= "
@@ -343,8 +345,8 @@ void ValidateConfig(const ModelConfig& c, std::string_view origin) {
     ConfigFail(origin, fmt::format("implausible sizes: {}", c.Summary()));
   }
   if (c.bos_token_id >= c.vocab_size) {
-    ConfigFail(origin, fmt::format("bos_token_id {} is outside the vocabulary ({})",
-                                   c.bos_token_id, c.vocab_size));
+    ConfigFail(origin, fmt::format("bos_token_id {} is outside the vocabulary ({})", c.bos_token_id,
+                                   c.vocab_size));
   }
 }
 

@@ -22,13 +22,13 @@ namespace proctor {
 
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
-  std::string model_type;    // as written in the source ("llama", "qwen3", ...)
+  std::string model_type;  // as written in the source ("llama", "qwen3", ...)
   int hidden_size = 0;
   int num_layers = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;          // explicit in the config, else hidden_size / num_heads
-  int rotary_dim = 0;        // dimensions of each head that RoPE rotates (= head_dim here)
+  int head_dim = 0;    // explicit in the config, else hidden_size / num_heads
+  int rotary_dim = 0;  // dimensions of each head that RoPE rotates (= head_dim here)
   int intermediate_size = 0;
   int vocab_size = 0;
   int max_position_embeddings = 0;  // 0 = not given
@@ -37,7 +37,7 @@ struct ModelConfig {
   // q/k/v projections carry biases (llama attention_bias also gives o_proj one: the forward pass
   // applies any *.bias tensor the weights contain).
   bool attention_bias = false;
-  bool qk_norm = false;              // qwen3: RMSNorm over each head of q and k before RoPE
+  bool qk_norm = false;  // qwen3: RMSNorm over each head of q and k before RoPE
   // theta and scaling (rope_frequencies.h turns them into inverse frequencies).
   RopeParameters rope;
   // true: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF llama: llama.cpp's converter permuted the
@@ -47,9 +47,9 @@ struct ModelConfig {
   // when sliding_window > 0). Use SlidingWindowForLayer.
   int sliding_window = 0;
   std::vector<bool> layer_uses_sliding_window;
-  int bos_token_id = -1;             // -1 = none
-  std::vector<int> eos_token_ids;    // may be empty
-  std::string stored_dtype;          // "float32", "bfloat16", "float16", or a GGUF type summary
+  int bos_token_id = -1;           // -1 = none
+  std::vector<int> eos_token_ids;  // may be empty
+  std::string stored_dtype;        // "float32", "bfloat16", "float16", or a GGUF type summary
   // config.json's MLX quantization block (mlx-lm checkpoints); nullopt when absent (and for GGUF).
   std::optional<MlxQuantization> mlx_quantization;
 

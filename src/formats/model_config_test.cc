@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "util/testing_files.h"
 #include "util/error.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {

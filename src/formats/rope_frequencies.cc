@@ -22,8 +22,8 @@ std::vector<float> PositionFrequencies(double base, int dim) {
   const float base_f = static_cast<float>(base);
   for (int i = 0; i < dim; i += 2) {
     const float exponent = static_cast<float>(i) / static_cast<float>(dim);
-    out.push_back(static_cast<float>(std::pow(static_cast<double>(base_f),
-                                              static_cast<double>(exponent))));
+    out.push_back(
+        static_cast<float>(std::pow(static_cast<double>(base_f), static_cast<double>(exponent))));
   }
   return out;
 }
@@ -143,11 +143,16 @@ std::optional<RopeType> ParseRopeType(std::string_view name) {
 
 std::string_view RopeTypeName(RopeType type) {
   switch (type) {
-    case RopeType::kDefault: return "default";
-    case RopeType::kLinear: return "linear";
-    case RopeType::kDynamic: return "dynamic";
-    case RopeType::kYarn: return "yarn";
-    case RopeType::kLlama3: return "llama3";
+    case RopeType::kDefault:
+      return "default";
+    case RopeType::kLinear:
+      return "linear";
+    case RopeType::kDynamic:
+      return "dynamic";
+    case RopeType::kYarn:
+      return "yarn";
+    case RopeType::kLlama3:
+      return "llama3";
   }
   return "?";
 }
@@ -178,8 +183,8 @@ RopeFrequencies ComputeRopeFrequencies(const RopeParameters& rope, int head_dim,
       // At init HF uses seq_len = max_position_embeddings, where the base is unchanged.
       const double factor = RequireFactor(rope);
       const double seq_len = static_cast<double>(max_position_embeddings);
-      const double ratio = factor * seq_len / static_cast<double>(max_position_embeddings) -
-                           (factor - 1.0);
+      const double ratio =
+          factor * seq_len / static_cast<double>(max_position_embeddings) - (factor - 1.0);
       const double base = rope.theta * std::pow(ratio, static_cast<double>(dim) / (dim - 2));
       out.inv_freq = DefaultInvFreq(base, dim);
       break;

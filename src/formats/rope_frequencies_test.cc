@@ -83,8 +83,8 @@ TEST(RopeFrequencies, HandWorkedValues) {
   EXPECT_NEAR(ComputeRopeFrequencies(rope, 4, 128).inv_freq[1], 0.0025f, 1e-9f);
   // YaRN's default attention factor is 0.1 ln(s) + 1.
   rope.type = RopeType::kYarn;
-  EXPECT_NEAR(ComputeRopeFrequencies(rope, 4, 128).attention_scaling,
-              0.1 * std::log(4.0) + 1.0, 1e-6);
+  EXPECT_NEAR(ComputeRopeFrequencies(rope, 4, 128).attention_scaling, 0.1 * std::log(4.0) + 1.0,
+              1e-6);
 }
 
 TEST(RopeFrequencies, MissingParametersAreErrors) {

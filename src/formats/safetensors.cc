@@ -16,9 +16,9 @@ using nlohmann::json;
 
 std::optional<DType> SafetensorsDType(std::string_view name) {
   static const std::map<std::string_view, DType> kTypes = {
-      {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
-      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
-      {"U64", DType::kU64}, {"U32", DType::kU32}, {"U16", DType::kU16}, {"U8", DType::kU8},
+      {"F64", DType::kF64},   {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
+      {"I64", DType::kI64},   {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
+      {"U64", DType::kU64},   {"U32", DType::kU32}, {"U16", DType::kU16}, {"U8", DType::kU8},
       {"BOOL", DType::kBool},
   };
   auto it = kTypes.find(name);
@@ -74,13 +74,12 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
       // null is "no metadata": MLX's mx.save_safetensors writes it when given none.
       if (entry.is_null()) continue;
       if (!entry.is_object()) {
-        Fail("safetensors", "{}: __metadata__ should be an object of strings (or null)",
-             file_name);
+        Fail("safetensors", "{}: __metadata__ should be an object of strings (or null)", file_name);
       }
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) {
-          Fail("safetensors", "{}: __metadata__[\"{}\"] should be a string, got {}", file_name,
-               key, value.dump());
+          Fail("safetensors", "{}: __metadata__[\"{}\"] should be a string, got {}", file_name, key,
+               value.dump());
         }
         out.metadata[key] = value.get<std::string>();
       }
@@ -98,7 +97,8 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
     const std::string dtype_name = dtype_json.get<std::string>();
     const std::optional<DType> dtype = SafetensorsDType(dtype_name);
     if (!dtype) {
-      Fail("safetensors", "{}: tensor \"{}\" has dtype \"{}\", which is not supported (F64, F32, "
+      Fail("safetensors",
+           "{}: tensor \"{}\" has dtype \"{}\", which is not supported (F64, F32, "
            "F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL)",
            file_name, name, dtype_name);
     }
@@ -131,13 +131,15 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
     const uint64_t begin = GetUnsigned(offsets[0], file_name, name, "data_offsets[0]");
     const uint64_t end = GetUnsigned(offsets[1], file_name, name, "data_offsets[1]");
     if (begin > end || end > data_size) {
-      Fail("safetensors", "{}: tensor \"{}\" data_offsets [{}, {}] are outside the data section "
+      Fail("safetensors",
+           "{}: tensor \"{}\" data_offsets [{}, {}] are outside the data section "
            "({} bytes)",
            file_name, name, begin, end, data_size);
     }
     const uint64_t element_size = Info(*dtype).block_bytes;
     if (elements > data_size || elements * element_size != end - begin) {
-      Fail("safetensors", "{}: tensor \"{}\": shape {} x {} ({} bytes each) does not match its "
+      Fail("safetensors",
+           "{}: tensor \"{}\": shape {} x {} ({} bytes each) does not match its "
            "{} bytes",
            file_name, name, shape_json.dump(), dtype_name, element_size, end - begin);
     }
@@ -146,8 +148,9 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
     ranges.push_back({begin, end, out.tensors.size()});
     out.tensors.push_back(std::move(info));
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.begin < b.begin || (a.begin == b.begin && a.end < b.end); });
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[i - 1].end) {
       Fail("safetensors", "{}: tensors \"{}\" [{}, {}] and \"{}\" [{}, {}] overlap", file_name,
@@ -219,7 +222,8 @@ void LoadSafetensorsDirectory(const std::filesystem::path& dir, WeightStore& sto
     if (entry.path().extension() == ".safetensors") found.push_back(entry.path());
   }
   if (found.size() != 1) {
-    Fail("safetensors", "{}: no model.safetensors or model.safetensors.index.json (found {} other "
+    Fail("safetensors",
+         "{}: no model.safetensors or model.safetensors.index.json (found {} other "
          "*.safetensors files)",
          dir.string(), found.size());
   }

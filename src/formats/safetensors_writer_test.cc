@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "formats/safetensors.h"
-#include "util/testing_files.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {

@@ -50,8 +50,8 @@ MatView WeightStore::Matrix(std::string_view name) const {
          cols, Name(info.type));
   }
   const size_t row_bytes = BytesFor(info.type, static_cast<uint64_t>(cols));
-  CHECK_MSG(row_bytes * static_cast<size_t>(rows) == info.bytes, "{}: {} bytes for shape {}",
-            name, info.bytes, ShapeString(info.shape));
+  CHECK_MSG(row_bytes * static_cast<size_t>(rows) == info.bytes, "{}: {} bytes for shape {}", name,
+            info.bytes, ShapeString(info.shape));
   return MatView{info.type, rows, cols, row_bytes, info.data};
 }
 

@@ -20,13 +20,13 @@
 namespace proctor {
 
 struct TensorInfo {
-  std::string name;             // HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::string name;  // HF name, e.g. "model.layers.0.self_attn.q_proj.weight"
   DType type = DType::kF32;
-  std::vector<int64_t> shape;   // outermost first ([out, in] for a Linear)
+  std::vector<int64_t> shape;     // outermost first ([out, in] for a Linear)
   const uint8_t* data = nullptr;  // may be unaligned (MLX writes unaligned safetensors)
   size_t bytes = 0;
-  std::string file;             // where it came from (file path, or "<memory>")
-  std::string source_name;      // the name in the file (differs from `name` for GGUF)
+  std::string file;         // where it came from (file path, or "<memory>")
+  std::string source_name;  // the name in the file (differs from `name` for GGUF)
 
   int64_t NumElements() const;
 };
@@ -59,7 +59,9 @@ class WeightStore {
   // keeps its old owned storage alive, so views handed out earlier stay valid.
   void AddOwned(std::string name, Tensor tensor, std::vector<int64_t> shape = {});
   // Keeps a resource (a mapped file) alive as long as the store.
-  void KeepAlive(std::shared_ptr<const void> resource) { keep_alive_.push_back(std::move(resource)); }
+  void KeepAlive(std::shared_ptr<const void> resource) {
+    keep_alive_.push_back(std::move(resource));
+  }
 
   std::vector<std::string> Names() const;  // sorted
   size_t size() const { return tensors_.size(); }

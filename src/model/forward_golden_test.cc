@@ -11,8 +11,8 @@
 
 #include "formats/model_config.h"
 #include "model/runtime_model.h"
-#include "util/testing_files.h"
 #include "model/testing_goldens.h"
+#include "util/testing_files.h"
 #include "util/thread_pool.h"
 
 namespace proctor {

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "model/runtime_model.h"
-#include "util/testing_files.h"
 #include "model/testing_goldens.h"
+#include "util/testing_files.h"
 #include "util/testing_oracles.h"
 
 namespace proctor {

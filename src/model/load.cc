@@ -10,8 +10,8 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_model.h"
-#include "model/mlx_weights.h"
 #include "formats/safetensors.h"
+#include "model/mlx_weights.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -74,7 +74,8 @@ LocatedModel LocateModel(std::string_view model_spec) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(path / "config.json")) {
-      Fail("model", "{}: the directory has no config.json (a model directory holds config.json "
+      Fail("model",
+           "{}: the directory has no config.json (a model directory holds config.json "
            "and *.safetensors)",
            path.string());
     }
@@ -89,12 +90,14 @@ LocatedModel LocateModel(std::string_view model_spec) {
          path.string());
   }
   if (!LooksLikeRepoId(model_spec)) {
-    Fail("model", "{}: no such file or directory (MODEL is a directory with config.json, a .gguf "
+    Fail("model",
+         "{}: no such file or directory (MODEL is a directory with config.json, a .gguf "
          "file, or a Hugging Face id org/name in the local cache)",
          model_spec);
   }
-  const std::string folder_name = "models--" + std::string(model_spec.substr(0, model_spec.find('/'))) + "--" +
-                std::string(model_spec.substr(model_spec.find('/') + 1));
+  const std::string folder_name = "models--" +
+                                  std::string(model_spec.substr(0, model_spec.find('/'))) + "--" +
+                                  std::string(model_spec.substr(model_spec.find('/') + 1));
   std::vector<std::string> looked;
   for (const fs::path& cache : HuggingFaceCacheDirs()) {
     const fs::path repo = cache / folder_name;
@@ -118,10 +121,12 @@ LocatedModel LocateModel(std::string_view model_spec) {
     if (!snapshot) continue;
     if (std::optional<LocatedModel> found = ModelInDirectory(*snapshot)) return *found;
   }
-  Fail("model", "\"{}\" is not a local path and is not in the Hugging Face cache (nothing is "
+  Fail("model",
+       "\"{}\" is not a local path and is not in the Hugging Face cache (nothing is "
        "downloaded; fetch it first, e.g. `huggingface-cli download {}`); looked in: {}",
-       model_spec, model_spec, looked.empty() ? std::string("(no cache folder: HOME unset)")
-                                              : fmt::format("{}", fmt::join(looked, ", ")));
+       model_spec, model_spec,
+       looked.empty() ? std::string("(no cache folder: HOME unset)")
+                      : fmt::format("{}", fmt::join(looked, ", ")));
 }
 
 void ValidateWeights(const ModelConfig& c, const WeightStore& w) {

@@ -32,11 +32,11 @@ LocatedModel LocateModel(std::string_view model_spec);
 std::vector<std::filesystem::path> HuggingFaceCacheDirs();
 
 struct LoadedModel {
-  std::string spec;                 // what the user passed
-  std::filesystem::path source;     // directory or .gguf file actually read
+  std::string spec;              // what the user passed
+  std::filesystem::path source;  // directory or .gguf file actually read
   ModelFormat format = ModelFormat::kSafetensors;
   ModelConfig config;
-  WeightStore weights;              // owns the mmaps
+  WeightStore weights;                   // owns the mmaps
   std::shared_ptr<const GgufFile> gguf;  // GGUF only: metadata (tokenizer.ggml.*), else null
 };
 

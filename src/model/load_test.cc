@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
-#include "util/testing_files.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -17,7 +17,7 @@ using proctor::testing::TempDir;
 
 fs::path GoldenDir(const std::string& name) { return FixturesDir() / "hf-goldens" / name; }
 
-#define SKIP_IF_MISSING(path)                                                \
+#define SKIP_IF_MISSING(path) \
   if (!fs::exists(path)) GTEST_SKIP() << "fixture absent: " << (path).string()
 
 TEST(LoadModel, HfGoldenLlamaF32) {
@@ -113,13 +113,14 @@ TEST(LoadModel, HfGoldenQwen3) {
 }
 
 TEST(LoadModel, LaterArchitecturesAreRefusedByName) {
-  for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
-           {"gemma2-f32", "gemma2"}, {"gemma3-f32", "gemma3"},
-           {"qwen3_next-f32", "qwen3_next"}, {"qwen3_5-f32", "qwen3_5"}}) {
+  for (const auto& [name, arch] :
+       std::vector<std::pair<std::string, std::string>>{{"gemma2-f32", "gemma2"},
+                                                        {"gemma3-f32", "gemma3"},
+                                                        {"qwen3_next-f32", "qwen3_next"},
+                                                        {"qwen3_5-f32", "qwen3_5"}}) {
     const fs::path dir = GoldenDir(name);
     SKIP_IF_MISSING(dir);
-    EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), arch.c_str(), "not supported",
-                          "config.json");
+    EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), arch.c_str(), "not supported", "config.json");
   }
 }
 

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "model/load.h"
-#include "util/testing_files.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -112,7 +112,8 @@ TEST(LocateModel, MissingIdListsWhereItLooked) {
   TempDir hub;
   const std::string home_text = home.path().string();
   const std::string hub_text = hub.path().string();
-  ScopedEnv env({{"HF_HOME", home_text.c_str()}, {"HF_HUB_CACHE", hub_text.c_str()},
+  ScopedEnv env({{"HF_HOME", home_text.c_str()},
+                 {"HF_HUB_CACHE", hub_text.c_str()},
                  {"XDG_CACHE_HOME", nullptr}});
   const std::string in_home = (home.path() / "hub" / "models--org--absent").string();
   const std::string in_hub = (hub.path() / "models--org--absent").string();

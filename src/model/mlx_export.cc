@@ -10,9 +10,9 @@
 #include <map>
 #include <memory>
 
+#include "formats/safetensors_writer.h"
 #include "model/load.h"
 #include "model/quant_recipe.h"
-#include "formats/safetensors_writer.h"
 #include "ops/convert.h"
 #include "util/error.h"
 #include "util/file.h"

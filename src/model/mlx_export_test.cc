@@ -13,13 +13,13 @@
 #include <cstring>
 #include <fstream>
 
-#include "model/load.h"
 #include "formats/model_config.h"
-#include "model/quant_recipe.h"
 #include "formats/safetensors.h"
-#include "util/testing_files.h"
+#include "model/load.h"
+#include "model/quant_recipe.h"
 #include "ops/convert.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {

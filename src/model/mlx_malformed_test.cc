@@ -9,10 +9,10 @@
 #include <fstream>
 #include <functional>
 
-#include "model/load.h"
 #include "formats/mlx_quant_config.h"
-#include "util/testing_files.h"
+#include "model/load.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -70,8 +70,8 @@ TEST_F(MlxMalformed, MissingScalesOfAnOverriddenModule) {
 
 TEST_F(MlxMalformed, MissingBiases) {
   const fs::path dir = Write(fmt::format("--drop {}.biases", kUp));
-  EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), "model.safetensors",
-                        "up_proj.weight", "no \"model.layers.0.mlp.up_proj.biases\"");
+  EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), "model.safetensors", "up_proj.weight",
+                        "no \"model.layers.0.mlp.up_proj.biases\"");
 }
 
 TEST_F(MlxMalformed, WrongScalesShape) {
@@ -157,15 +157,18 @@ TEST(MlxQuantizationConfig, ParsesDefaultsOverridesAndRejectsOtherMethods) {
   EXPECT_FALSE(ParseMlxQuantization(json::parse(R"({"bits": 4})"), "x").has_value());
   EXPECT_ERROR_CONTAINS(
       ParseMlxQuantization(json::parse(R"({"quantization_config": {"quant_method": "gptq",
-          "bits": 4}})"), "cfg.json"),
+          "bits": 4}})"),
+                           "cfg.json"),
       "cfg.json", "quant_method \"gptq\"");
   EXPECT_ERROR_CONTAINS(
       ParseMlxQuantization(json::parse(R"({"quantization": {"bits": 4, "group_size": 64,
-          "mode": "int4"}})"), "cfg.json"),
+          "mode": "int4"}})"),
+                           "cfg.json"),
       "cfg.json", "\"int4\"");
   EXPECT_ERROR_CONTAINS(
       ParseMlxQuantization(json::parse(R"({"quantization": {"bits": 4, "group_size": 64,
-          "model.x": "yes"}})"), "cfg.json"),
+          "model.x": "yes"}})"),
+                           "cfg.json"),
       "\"model.x\"", "\"yes\"");
 }
 

@@ -15,8 +15,8 @@
 #include "model/load.h"
 #include "model/mlx_weights.h"
 #include "model/runtime_model.h"
-#include "util/testing_files.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -81,8 +81,8 @@ void ExpectSameLogits(const LoadedModel& mlx, const LoadedModel& deq) {
       max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
       max_abs = std::max(max_abs, std::fabs(b[i]));
     }
-    EXPECT_LE(max_diff, c.tolerance * max_abs) << "mode " << ComputeModeName(c.mode) << " amx "
-                                               << c.amx << " max |logit| " << max_abs;
+    EXPECT_LE(max_diff, c.tolerance * max_abs)
+        << "mode " << ComputeModeName(c.mode) << " amx " << c.amx << " max |logit| " << max_abs;
     EXPECT_GT(max_abs, 1.0f);
   }
 }
@@ -105,7 +105,7 @@ std::string Kind(const LoadedModel& model, const std::string& path) {
   const TensorInfo& w = model.weights.Get(path + ".weight");
   const int64_t out = w.shape[0];
   const int64_t in = path.find("down_proj") != std::string::npos ? model.config.intermediate_size
-                                                                  : model.config.hidden_size;
+                                                                 : model.config.hidden_size;
   const ops::LinearWeight lw =
       ResolveLinear(model.weights, model.config.mlx_quantization, path, out, in);
   return lw.is_mlx() ? lw.TypeName() : "dense";
@@ -131,35 +131,44 @@ const char* const kEmbed = "model.embed_tokens";
 INSTANTIATE_TEST_SUITE_P(
     Formats, MlxModel,
     ::testing::Values(
-        Case{"affine4_g64_f16_tied", "--bits 4 --group-size 64 --scale-dtype f16",
+        Case{"affine4_g64_f16_tied",
+             "--bits 4 --group-size 64 --scale-dtype f16",
              {{kQ, "affine 4-bit g64"}, {kEmbed, "affine 4-bit g64"}}},
-        Case{"affine2_g32_bf16_untied", "--bits 2 --group-size 32 --scale-dtype bf16 --untied",
-             {{kQ, "affine 2-bit g32"}, {"lm_head", "affine 2-bit g32"},
+        Case{"affine2_g32_bf16_untied",
+             "--bits 2 --group-size 32 --scale-dtype bf16 --untied",
+             {{kQ, "affine 2-bit g32"},
+              {"lm_head", "affine 2-bit g32"},
               {kEmbed, "affine 2-bit g32"}}},
-        Case{"affine3_g128_f32", "--bits 3 --group-size 128 --scale-dtype f32",
+        Case{"affine3_g128_f32",
+             "--bits 3 --group-size 128 --scale-dtype f32",
              {{kDown0, "affine 3-bit g128"}}},
         Case{"affine5_g64_bf16_config_key",
              "--bits 5 --group-size 64 --scale-dtype bf16 --untied "
              "--config-key quantization_config",
              {{kQ, "affine 5-bit g64"}}},
-        Case{"affine6_g32_f16", "--bits 6 --group-size 32 --config-key quantization",
+        Case{"affine6_g32_f16",
+             "--bits 6 --group-size 32 --config-key quantization",
              {{kV1, "affine 6-bit g32"}}},
         Case{"affine8_g128_bf16_dense_embed",
              "--bits 8 --group-size 128 --scale-dtype bf16 --no-embed",
              {{kQ, "affine 8-bit g128"}, {kEmbed, "dense"}}},
         Case{"mxfp4", "--mode mxfp4 --bits 4 --group-size 32", {{kQ, "mxfp4"}, {kEmbed, "mxfp4"}}},
-        Case{"mxfp8_untied", "--mode mxfp8 --bits 8 --group-size 32 --untied",
+        Case{"mxfp8_untied",
+             "--mode mxfp8 --bits 8 --group-size 32 --untied",
              {{"lm_head", "mxfp8"}}},
         Case{"nvfp4", "--mode nvfp4 --bits 4 --group-size 16", {{kDown0, "nvfp4"}}},
         Case{"overrides",
              "--bits 4 --group-size 64 --untied --override model.layers.0.mlp.down_proj=8:32 "
              "--override model.layers.1.self_attn.v_proj=false --override lm_head=6:128",
-             {{kQ, "affine 4-bit g64"}, {kDown0, "affine 8-bit g32"}, {kV1, "dense"},
+             {{kQ, "affine 4-bit g64"},
+              {kDown0, "affine 8-bit g32"},
+              {kV1, "dense"},
               {"lm_head", "affine 6-bit g128"}}},
         Case{"quantized_embed_dense_head",
              "--bits 4 --group-size 32 --untied --override lm_head=false",
              {{kEmbed, "affine 4-bit g32"}, {"lm_head", "dense"}}},
-        Case{"mixed_modes", "--bits 4 --group-size 64 --override model.layers.0.mlp.up_proj=4:32:mxfp4",
+        Case{"mixed_modes",
+             "--bits 4 --group-size 64 --override model.layers.0.mlp.up_proj=4:32:mxfp4",
              {{"model.layers.0.mlp.up_proj", "mxfp4"}}}),
     [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
 

@@ -12,8 +12,8 @@ namespace proctor {
 namespace {
 
 std::string Where(const TensorInfo& info) {
-  return fmt::format("{}: tensor \"{}\"", info.file, info.source_name.empty() ? info.name
-                                                                                : info.source_name);
+  return fmt::format("{}: tensor \"{}\"", info.file,
+                     info.source_name.empty() ? info.name : info.source_name);
 }
 
 // A MatView over a 2-D tensor whose shape has been checked.
@@ -26,9 +26,9 @@ MatView View2D(const TensorInfo& info) {
 void CheckSideTensor(const TensorInfo& info, const MlxQuantParams& p, int64_t out, int64_t groups,
                      std::string_view path, int64_t in) {
   const bool affine = p.mode == quant::MlxMode::kAffine;
-  const bool type_ok = affine ? (info.type == DType::kF32 || info.type == DType::kF16 ||
-                                 info.type == DType::kBF16)
-                              : info.type == DType::kU8;
+  const bool type_ok =
+      affine ? (info.type == DType::kF32 || info.type == DType::kF16 || info.type == DType::kBF16)
+             : info.type == DType::kU8;
   if (!type_ok) {
     Fail("model", "{} has dtype {}; expected {} for {} quantization of \"{}\"", Where(info),
          Name(info.type), affine ? "f32, f16 or bf16" : "u8", quant::MlxModeName(p.mode), path);
@@ -62,7 +62,8 @@ std::optional<MlxQuantParams> MlxModuleParams(const WeightStore& weights,
       if (scales == nullptr) {
         const MlxQuantParams& p = *it->second;
         Fail("model",
-             "{}: config.json \"{}\" quantizes \"{}\" ({}, {} bits, group size {}), but tensor \"{}\" "
+             "{}: config.json \"{}\" quantizes \"{}\" ({}, {} bits, group size {}), but tensor "
+             "\"{}\" "
              "is missing",
              weights.origin(), quantization->key, path, quant::MlxModeName(p.mode), p.bits,
              p.group_size, scales_name);
@@ -102,10 +103,11 @@ ops::LinearWeight ResolveLinear(const WeightStore& weights,
     }
     weights.Expect(weight_name, {out, in});
     if (!ops::IsSupportedWeightType(weight.type)) {
-      Fail("model",
-           "{} has dtype {}, which a linear layer cannot use (packed MLX weights need \"{}.scales\" "
-           "beside them)",
-           Where(weight), Name(weight.type), path);
+      Fail(
+          "model",
+          "{} has dtype {}, which a linear layer cannot use (packed MLX weights need \"{}.scales\" "
+          "beside them)",
+          Where(weight), Name(weight.type), path);
     }
     return weights.Matrix(weight_name);
   }

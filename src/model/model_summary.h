@@ -28,13 +28,13 @@ struct ModelSummary {
   int64_t tensors = 0;       // logical tensors
   int64_t file_tensors = 0;  // tensors as stored in the files
   int64_t parameters = 0;
-  uint64_t weight_bytes = 0;    // every tensor's stored bytes
-  uint64_t disk_bytes = 0;      // the weight files (.safetensors / .gguf) on disk
+  uint64_t weight_bytes = 0;  // every tensor's stored bytes
+  uint64_t disk_bytes = 0;    // the weight files (.safetensors / .gguf) on disk
   int64_t files = 0;
   // Bytes of weights the engine holds: the tensors are used in place from the mapped files
   // (quantized stays quantized), plus any copies the loader owns.
   uint64_t resident_bytes = 0;
-  uint64_t f32_bytes = 0;       // the same parameters as f32, for comparison
+  uint64_t f32_bytes = 0;              // the same parameters as f32, for comparison
   std::vector<WeightTypeStats> types;  // most bytes first
 
   double BitsPerWeight() const { return parameters ? 8.0 * weight_bytes / parameters : 0.0; }

@@ -60,9 +60,8 @@ TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
     std::filesystem::remove_all(work);
     GTEST_SKIP() << "tools/write_quant_test_model.py failed (numpy missing?)";
   }
-  const std::string quantize =
-      fmt::format("{} {} {} {} {} > {}/log.txt 2>&1", oracle, f32_path,
-                  q_path, ft.llama_ftype, work.string(), work.string());
+  const std::string quantize = fmt::format("{} {} {} {} {} > {}/log.txt 2>&1", oracle, f32_path,
+                                           q_path, ft.llama_ftype, work.string(), work.string());
   ASSERT_EQ(std::system(quantize.c_str()), 0) << "see " << work.string() << "/log.txt";
 
   const auto file = GgufFile::Open(q_path);

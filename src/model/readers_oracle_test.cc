@@ -8,11 +8,11 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_model.h"
-#include "model/load.h"
 #include "formats/safetensors.h"
-#include "util/testing_files.h"
+#include "model/load.h"
 #include "util/file.h"
 #include "util/half.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -133,7 +133,8 @@ void ExpectGgufValue(const GgufValue& value, const json& type, const json& expec
     EXPECT_EQ(GgufTypeName(value.array_type()), name);
     if (name == "string") {
       const auto strings = value.Strings();
-      for (size_t i = 0; i < strings.size(); ++i) EXPECT_EQ(strings[i], expected[i].get<std::string>());
+      for (size_t i = 0; i < strings.size(); ++i)
+        EXPECT_EQ(strings[i], expected[i].get<std::string>());
     } else if (name == "float32" || name == "float64") {
       const std::vector<float> floats = value.Floats();
       for (size_t i = 0; i < floats.size(); ++i) {
@@ -155,8 +156,8 @@ void ExpectGgufValue(const GgufValue& value, const json& type, const json& expec
     } else {
       const std::vector<int64_t> ints = value.Ints();
       for (size_t i = 0; i < ints.size(); ++i) {
-        EXPECT_EQ(ints[i], name == "bool" ? (expected[i].get<bool>() ? 1 : 0)
-                                          : expected[i].get<int64_t>());
+        EXPECT_EQ(ints[i],
+                  name == "bool" ? (expected[i].get<bool>() ? 1 : 0) : expected[i].get<int64_t>());
       }
     }
     return;
@@ -300,7 +301,8 @@ TEST_F(ReadersOracle, GgufUnknownRopeFactorsAreRefused) {
   std::memcpy(bytes.data() + bytes.size() - 4, &last, 4);
   const fs::path bad = Path("bad_rope.gguf");
   WriteFileAtomic(bad, bytes);
-  EXPECT_ERROR_CONTAINS(LoadModel(bad.string()), "rope_freqs.weight[", "does not match Llama-3", "not supported");
+  EXPECT_ERROR_CONTAINS(LoadModel(bad.string()), "rope_freqs.weight[", "does not match Llama-3",
+                        "not supported");
 }
 
 TEST_F(ReadersOracle, GgufModelWithWrongShapeIsRefused) {

@@ -17,10 +17,10 @@
 #include <span>
 #include <vector>
 
-#include "model/kv_cache.h"
 #include "formats/model_config.h"
 #include "formats/rope_frequencies.h"
 #include "formats/weights.h"
+#include "model/kv_cache.h"
 #include "ops/matmul.h"
 #include "ops/rope.h"
 #include "tensor/tensor.h"

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "model/greedy.h"
-#include "model/teacher_forced.h"
 #include "model/kv_cache.h"
 #include "model/synthetic_model.h"
-#include "util/testing_files.h"
+#include "model/teacher_forced.h"
 #include "ops/convert.h"
 #include "util/half.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {

@@ -70,8 +70,8 @@ void AddQuantized(WeightStore& store, const std::string& path, int64_t out, int6
 }
 
 // A bf16 matrix (for widths that are not whole groups), values uniform in +-amplitude.
-void AddDense(WeightStore& store, const std::string& name, int64_t out, int64_t in,
-              float amplitude, uint64_t seed) {
+void AddDense(WeightStore& store, const std::string& name, int64_t out, int64_t in, float amplitude,
+              uint64_t seed) {
   Tensor t(DType::kBF16, out, in);
   uint64_t state = HashName(name, seed);
   auto* values = reinterpret_cast<uint16_t*>(t.bytes());
@@ -111,10 +111,9 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
   quant::CheckMlxParams(params.mode, params.bits, params.group_size, "synthetic MLX model");
   SyntheticModel m;
   m.config = config;
-  m.config.stored_dtype =
-      params.mode == quant::MlxMode::kAffine
-          ? fmt::format("mlx affine {}-bit g{}", params.bits, params.group_size)
-          : fmt::format("mlx {}", quant::MlxModeName(params.mode));
+  m.config.stored_dtype = params.mode == quant::MlxMode::kAffine
+                              ? fmt::format("mlx affine {}-bit g{}", params.bits, params.group_size)
+                              : fmt::format("mlx {}", quant::MlxModeName(params.mode));
   MlxQuantization q;
   q.key = "quantization";
   q.bits = params.bits;

@@ -39,12 +39,13 @@ TEST_P(SyntheticMlxModel, LoadsRunsAndStaysInRange) {
   ValidateWeights(m.config, m.weights);
   const ModelConfig& c = m.config;
   const std::string expected = ops::MlxTypeName(params.mode, params.bits, params.group_size);
-  for (const char* path : {"model.embed_tokens", "model.layers.0.self_attn.q_proj",
-                           "model.layers.1.mlp.down_proj"}) {
+  for (const char* path :
+       {"model.embed_tokens", "model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"}) {
     const bool down = std::string(path).find("down") != std::string::npos;
-    const int64_t out = down ? c.hidden_size : std::string(path).find("q_proj") != std::string::npos
-                                                   ? int64_t{c.num_heads} * c.head_dim
-                                                   : c.vocab_size;
+    const int64_t out = down ? c.hidden_size
+                        : std::string(path).find("q_proj") != std::string::npos
+                            ? int64_t{c.num_heads} * c.head_dim
+                            : c.vocab_size;
     const int64_t in = down ? c.intermediate_size : c.hidden_size;
     const ops::LinearWeight w = ResolveLinear(m.weights, c.mlx_quantization, path, out, in);
     ASSERT_TRUE(w.is_mlx()) << path;
@@ -82,8 +83,8 @@ TEST(SyntheticMlx, WidthsThatAreNotWholeGroupsStayBf16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, SyntheticMlxModel,
-                         ::testing::Values("affine4-g64", "affine8-g32", "affine3-g32",
-                                           "mxfp4", "mxfp8", "nvfp4"));
+                         ::testing::Values("affine4-g64", "affine8-g32", "affine3-g32", "mxfp4",
+                                           "mxfp8", "nvfp4"));
 
 }  // namespace
 }  // namespace proctor

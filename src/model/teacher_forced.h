@@ -1,6 +1,7 @@
-// The engine's side of the teacher-forced logits seam (eval/runners/teacher_forced.h): one sequence's
-// logits, chunk by chunk, pulled by the caller. LogitsStepper is the interface scorers consume
-// (tests implement it with fakes); EngineLogitsStepper runs a RuntimeModel with one KV cache.
+// The engine's side of the teacher-forced logits seam (eval/runners/teacher_forced.h): one
+// sequence's logits, chunk by chunk, pulled by the caller. LogitsStepper is the interface scorers
+// consume (tests implement it with fakes); EngineLogitsStepper runs a RuntimeModel with one KV
+// cache.
 #pragma once
 
 #include <cstdint>

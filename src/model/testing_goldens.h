@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "model/greedy.h"
 #include "formats/model_config.h"
-#include "model/runtime_model.h"
 #include "formats/safetensors.h"
+#include "model/greedy.h"
+#include "model/runtime_model.h"
 #include "model/teacher_forced.h"
 
 namespace proctor::testing {

@@ -16,15 +16,15 @@ namespace {
 void CheckAttentionArgs(const MatView& q, const MatView& k, const MatView& v, int64_t pos0,
                         int n_heads, int n_kv_heads, int head_dim, MutMatF32 out) {
   CHECK(q.type == DType::kF32);
-  CHECK_MSG(k.type == v.type && (k.type == DType::kF32 || k.type == DType::kBF16),
-            "k {} v {}", Name(k.type), Name(v.type));
+  CHECK_MSG(k.type == v.type && (k.type == DType::kF32 || k.type == DType::kBF16), "k {} v {}",
+            Name(k.type), Name(v.type));
   CHECK_MSG(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "{} heads, {} kv heads", n_heads,
             n_kv_heads);
   CHECK_MSG(q.cols >= static_cast<int64_t>(n_heads) * head_dim &&
                 k.cols >= static_cast<int64_t>(n_kv_heads) * head_dim &&
                 v.cols >= static_cast<int64_t>(n_kv_heads) * head_dim,
-            "q cols {} k cols {} v cols {} for {}/{} heads of {}", q.cols, k.cols, v.cols,
-            n_heads, n_kv_heads, head_dim);
+            "q cols {} k cols {} v cols {} for {}/{} heads of {}", q.cols, k.cols, v.cols, n_heads,
+            n_kv_heads, head_dim);
   CHECK_MSG(pos0 >= 0 && k.rows >= pos0 + q.rows && v.rows >= pos0 + q.rows,
             "pos0 {} + {} queries over k rows {} v rows {}", pos0, q.rows, k.rows, v.rows);
   CHECK(out.rows == q.rows && out.cols >= static_cast<int64_t>(n_heads) * head_dim);
@@ -63,12 +63,12 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
       const int64_t rows = (t1 - t0) * group;  // row (t - t0) * group + g: query head kv*group+g
       // Keys any query of the block sees: [s_lo, s_hi].
       const int64_t s_hi = pos0 + t1 - 1;
-      const int64_t s_lo = sliding_window > 0 ? std::max<int64_t>(0, pos0 + t0 - sliding_window + 1)
-                                              : 0;
+      const int64_t s_lo =
+          sliding_window > 0 ? std::max<int64_t>(0, pos0 + t0 - sliding_window + 1) : 0;
       const int64_t S = s_hi - s_lo + 1;
-      q_rows.resize(static_cast<size_t>(rows * D));       // [rows, D]
-      scores.resize(static_cast<size_t>(rows * S));       // [rows, S]
-      v_rows.resize(static_cast<size_t>(S * d_padded));   // [S, D padded]
+      q_rows.resize(static_cast<size_t>(rows * D));           // [rows, D]
+      scores.resize(static_cast<size_t>(rows * S));           // [rows, S]
+      v_rows.resize(static_cast<size_t>(S * d_padded));       // [S, D padded]
       out_rows.resize(static_cast<size_t>(rows * d_padded));  // [rows, D padded]
       for (int64_t t = t0; t < t1; ++t) {
         for (int g = 0; g < group; ++g) {
@@ -103,9 +103,8 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
   });
 }
 
-void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0,
-                  int n_heads, int n_kv_heads, int head_dim, float scale, int sliding_window,
-                  MutMatF32 out) {
+void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+                  int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out) {
   CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
   const int group = n_heads / n_kv_heads;
   std::vector<float> kbuf(static_cast<size_t>(head_dim)), vbuf(static_cast<size_t>(head_dim));

@@ -18,8 +18,7 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
                ThreadPool& pool);
 
 // Scalar reference (double accumulation), single-threaded.
-void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0,
-                  int n_heads, int n_kv_heads, int head_dim, float scale, int sliding_window,
-                  MutMatF32 out);
+void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+                  int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out);
 
 }  // namespace proctor::ops

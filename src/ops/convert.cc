@@ -7,10 +7,13 @@
 #include "util/error.h"
 #include "util/half.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/convert.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::ops {
@@ -161,8 +164,8 @@ void DecodeRowSegmentRef(const MatView& w, int64_t row, int64_t k0, int64_t len,
 }
 
 void DequantizeRow(const MatView& w, int64_t row, std::span<float> out) {
-  CHECK_MSG(static_cast<int64_t>(out.size()) >= w.cols, "output holds {} of {} values",
-            out.size(), w.cols);
+  CHECK_MSG(static_cast<int64_t>(out.size()) >= w.cols, "output holds {} of {} values", out.size(),
+            w.cols);
   DecodeRowSegment(w, row, 0, w.cols, out.data());
 }
 

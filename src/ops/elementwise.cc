@@ -43,8 +43,8 @@ void GatherRows(const LinearWeight& table, std::span<const int32_t> ids, MutMatF
   CHECK(static_cast<int64_t>(ids.size()) == out.rows && out.cols == table.cols());
   for (size_t t = 0; t < ids.size(); ++t) {
     if (ids[t] < 0 || ids[t] >= table.rows()) {
-      Fail("ops", "token id {} at position {} is outside the embedding table's {} rows", ids[t],
-           t, table.rows());
+      Fail("ops", "token id {} at position {} is outside the embedding table's {} rows", ids[t], t,
+           table.rows());
     }
     DecodeWeightRow(table, ids[t], 0, table.cols(), out.Row(static_cast<int64_t>(t)));
   }

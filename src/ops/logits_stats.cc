@@ -2,11 +2,14 @@
 // scalar references (the top-k selection is in top_k.cc).
 #include "ops/logits_stats.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/logits_stats.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+// clang-format on
 
 #include <algorithm>
 #include <cmath>

@@ -13,12 +13,12 @@ namespace proctor::ops {
 
 // Full-vocabulary statistics of one row x[0..n) of float32 logits.
 struct RowStats {
-  float max = 0;               // largest logit
-  int64_t argmax = -1;         // lowest index holding `max` (-1 for an empty row)
+  float max = 0;        // largest logit
+  int64_t argmax = -1;  // lowest index holding `max` (-1 for an empty row)
   // log(sum_j exp(x_j - max)); the row's logsumexp is max + this. Accumulated in float32
   // within blocks of 512 elements, blocks added in float64, in a fixed order.
   float log_sum_exp_shifted = 0;
-  bool has_nan = false;        // a NaN anywhere (then the other fields mean nothing)
+  bool has_nan = false;  // a NaN anywhere (then the other fields mean nothing)
 };
 
 RowStats ComputeRowStats(const float* x, int64_t n);
@@ -26,17 +26,17 @@ RowStats ComputeRowStatsScalar(const float* x, int64_t n);  // reference (float6
 
 // Sums over the teacher's top-k set K of one position (FORMATS.md section 2).
 struct TopKTerms {
-  double kl = 0;                 // sum_{j in K, p_j > 0} p_j (log p_j - log q_j)
-  double teacher_mass = 0;       // sum_{j in K} p_j
-  double candidate_mass = 0;     // sum_{j in K} q_j
+  double kl = 0;              // sum_{j in K, p_j > 0} p_j (log p_j - log q_j)
+  double teacher_mass = 0;    // sum_{j in K} p_j
+  double candidate_mass = 0;  // sum_{j in K} q_j
 };
 
 // Teacher: logits t[0..k) at vocabulary indices idx[0..k) and its full logsumexp T (both
 // shifted by the same constant, which cancels): p_j = exp(t_j - T). Candidate: the full row c
 // with its RowStats: log q_j = (c[idx_j] - max) - log_sum_exp_shifted. Every idx_j must be in
 // [0, vocabulary) (the caller checks; the kernel gathers c[idx_j] with SIMD gathers).
-TopKTerms ComputeTopKTerms(const float* t, const int32_t* idx, int64_t k, float T,
-                           const float* c, const RowStats& c_stats);
+TopKTerms ComputeTopKTerms(const float* t, const int32_t* idx, int64_t k, float T, const float* c,
+                           const RowStats& c_stats);
 TopKTerms ComputeTopKTermsScalar(const float* t, const int32_t* idx, int64_t k, float T,
                                  const float* c, const RowStats& c_stats);
 

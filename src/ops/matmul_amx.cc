@@ -27,9 +27,9 @@
 namespace proctor::ops::internal {
 namespace {
 
-constexpr int64_t kTile = 16;          // rows per tile; 32 bf16 (64 bytes) per tile row
-constexpr int64_t kTokenSuper = 256;   // tokens whose C tiles are kept while k chunks advance
-constexpr int64_t kPairChunk = 128;    // k pairs per chunk (32 rows x 256 bf16 = 16 KiB of w)
+constexpr int64_t kTile = 16;         // rows per tile; 32 bf16 (64 bytes) per tile row
+constexpr int64_t kTokenSuper = 256;  // tokens whose C tiles are kept while k chunks advance
+constexpr int64_t kPairChunk = 128;   // k pairs per chunk (32 rows x 256 bf16 = 16 KiB of w)
 
 struct alignas(64) TileConfig {
   uint8_t palette_id;
@@ -120,8 +120,7 @@ namespace {
 
 template <int kParts>
 PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k_padded,
-                                  const MatView& w, MutMatF32 out, int64_t n_begin,
-                                  int64_t n_end) {
+                                  const MatView& w, MutMatF32 out, int64_t n_begin, int64_t n_end) {
   const int64_t K = w.cols;
   const int64_t pairs = k_padded / 2;
   const int64_t t_tiles = (T + kTile - 1) / kTile;
@@ -131,13 +130,13 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
   const int64_t super_tiles =
       2 * std::clamp<int64_t>((int64_t{1} << 20) / (k_padded * 2 * kParts) / (2 * kTile), 1,
                               kTokenSuper / (2 * kTile));
-  const bool direct_rows = K % 32 == 0;  // whole 64-byte tile rows exist in w
+  const bool direct_rows = K % 32 == 0;        // whole 64-byte tile rows exist in w
   thread_local std::vector<uint16_t> w_block;  // [32][k_padded] zero-padded copy when needed
   // C tiles of every token-tile pair of a super block, kept between k chunks: [pair][4][16x16].
   thread_local std::vector<float> c_store;
   c_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
-  float* c_base = reinterpret_cast<float*>(
-      (reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
+  float* c_base =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
   ConfigureAmxTiles();
   for (int64_t tsb = 0; tsb < t_tiles; tsb += super_tiles) {
     const int64_t tsb_end = std::min(t_tiles, tsb + super_tiles);

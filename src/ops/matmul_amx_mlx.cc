@@ -25,7 +25,8 @@
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
 
-#define PROCTOR_AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi")))
+#define PROCTOR_AMX_TARGET \
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi")))
 
 // GCC 12 reports the _mm512_undefined_* placeholders inside the intrinsics as uninitialized.
 #pragma GCC diagnostic push
@@ -146,8 +147,8 @@ PROCTOR_AMX_TARGET void DecodeRowBF16(const quant::MlxQuantizedMatrix& m, int64_
   for (int64_t g = k0 / G; g < (k0 + len) / G; ++g) {  // 8-bit codes: one byte per lane
     const __m512 scale = _mm512_set1_ps(scales[g]), bias = _mm512_set1_ps(biases[g]);
     for (int64_t k = g * G; k < (g + 1) * G; k += 16) {
-      const __m512i codes = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + k)));
+      const __m512i codes =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + k)));
       const __m512 elements =
           affine ? _mm512_cvtepi32_ps(codes) : _mm512_i32gather_ps(codes, e4m3, 4);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (k - k0)),
@@ -169,15 +170,15 @@ PROCTOR_AMX_TARGET void AmxMlxKernel(const uint32_t* x_packed, int parts, int64_
       2 * std::clamp<int64_t>((int64_t{1} << 20) / (k_padded * 2 * parts) / (2 * kTile), 1,
                               kTokenSuper / (2 * kTile));
   const bool affine = m.mode == quant::MlxMode::kAffine;
-  thread_local std::vector<uint16_t> a_buf;  // [32 rows][kKChunk] bf16 element values
-  thread_local std::vector<float> params;    // [scales | biases][32 rows][groups]
-  thread_local std::vector<float> acc_store;  // [token tile pair][4 tiles][16 x 16] + align
+  thread_local std::vector<uint16_t> a_buf;    // [32 rows][kKChunk] bf16 element values
+  thread_local std::vector<float> params;      // [scales | biases][32 rows][groups]
+  thread_local std::vector<float> acc_store;   // [token tile pair][4 tiles][16 x 16] + align
   alignas(64) float c_tmp[4 * kTile * kTile];  // one group's C tiles
   a_buf.resize(static_cast<size_t>(2 * kTile * kKChunk));
   params.resize(static_cast<size_t>(2 * 2 * kTile * groups));
   acc_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
-  float* acc_base = reinterpret_cast<float*>(
-      (reinterpret_cast<uintptr_t>(acc_store.data()) + 63) & ~uintptr_t{63});
+  float* acc_base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(acc_store.data()) + 63) &
+                                             ~uintptr_t{63});
   float* scales = params.data();
   float* biases = params.data() + 2 * kTile * groups;
   ConfigureAmxTiles();

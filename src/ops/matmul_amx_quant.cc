@@ -37,35 +37,35 @@
 #include "util/error.h"
 #include "util/half.h"
 
-#define PROCTOR_AMXQ_TARGET                                                                 \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16," \
-                        "fma,f16c")))
+#define PROCTOR_AMXQ_TARGET                                                     \
+  __attribute__((                                                               \
+      target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16," \
+             "fma,f16c")))
 
 namespace proctor::ops::internal {
 namespace {
 
 constexpr int64_t kTile = 16;
-constexpr int64_t kChunkBlocks = 8;   // 32-wide blocks per decoded panel (256 k)
-constexpr int64_t kPanelTiles = 16;   // weight tiles (of 16 rows) decoded and swept together
+constexpr int64_t kChunkBlocks = 8;  // 32-wide blocks per decoded panel (256 k)
+constexpr int64_t kPanelTiles = 16;  // weight tiles (of 16 rows) decoded and swept together
 
 // 16 weight rows x up to kChunkBlocks blocks, ready as A tiles.
 struct Panel {
-  alignas(64) uint16_t codes[kChunkBlocks][kTile][32];  // [block][weight][k]: bf16 codes
+  alignas(64) uint16_t codes[kChunkBlocks][kTile][32];     // [block][weight][k]: bf16 codes
   alignas(64) uint16_t codes_lo[kChunkBlocks][kTile][32];  // second part (Q6_K) or unused
-  alignas(64) float scale[kChunkBlocks][kTile];         // [group][weight]
-  alignas(64) float offset[kChunkBlocks][kTile];        // [group][weight]
+  alignas(64) float scale[kChunkBlocks][kTile];            // [group][weight]
+  alignas(64) float offset[kChunkBlocks][kTile];           // [group][weight]
 };
 
 // Decodes row `row`, blocks [b0, b0 + nb), into panel row r (codes, and scale / offset per
 // group). K-quants: b0 and nb are multiples of 8.
-using RowDecoder = void (*)(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
-                            int r);
+using RowDecoder = void (*)(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p, int r);
 
 struct QuantLayout {
   RowDecoder decode;  // nullptr: type not supported
   int group_blocks;   // consecutive 32-blocks sharing a scale
   bool has_offset;
-  int weight_parts;   // 2: codes need two bf16 parts (codes + codes_lo), else 1
+  int weight_parts;  // 2: codes need two bf16 parts (codes + codes_lo), else 1
 };
 
 inline float Half(const uint8_t* p) {
@@ -105,21 +105,22 @@ PROCTOR_AMXQ_TARGET inline __m512i NibbleIndices(const uint8_t* qs) {
                             _mm256_srli_epi16(w, 4), 1);
 }
 
-PROCTOR_AMXQ_TARGET void DecodeQ8_0(const MatView& w, int64_t row, int64_t b0, int64_t nb,
-                                    Panel* p, int r) {
+PROCTOR_AMXQ_TARGET void DecodeQ8_0(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
+                                    int r) {
   const uint8_t* blocks = w.Row(row) + b0 * 34;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = blocks + b * 34;
     p->scale[b][r] = Half(blk);
-    const __m512i q = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+    const __m512i q =
+        _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
     Store32(p->codes[b][r], Int16ToBf16(q));
   }
 }
 
 // Q4_0 (codes q - 8) and Q4_1 (codes q, offset -m).
 template <bool kMin>
-PROCTOR_AMXQ_TARGET void DecodeQ4(const MatView& w, int64_t row, int64_t b0, int64_t nb,
-                                  Panel* p, int r) {
+PROCTOR_AMXQ_TARGET void DecodeQ4(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
+                                  int r) {
   constexpr int kBytes = kMin ? 20 : 18;
   const __m512i table = IntTable(kMin ? 0.0f : -8.0f);
   const uint8_t* blocks = w.Row(row) + b0 * kBytes;
@@ -133,8 +134,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ4(const MatView& w, int64_t row, int64_t b0, int
 
 // Q5_0 (codes q - 16) and Q5_1 (codes q, offset -m): q = nibble | (bit j of qh) << 4.
 template <bool kMin>
-PROCTOR_AMXQ_TARGET void DecodeQ5(const MatView& w, int64_t row, int64_t b0, int64_t nb,
-                                  Panel* p, int r) {
+PROCTOR_AMXQ_TARGET void DecodeQ5(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
+                                  int r) {
   constexpr int kBytes = kMin ? 24 : 22;
   constexpr int kQh = kMin ? 4 : 2;
   const __m512i table = IntTable(kMin ? 0.0f : -16.0f);
@@ -181,9 +182,9 @@ PROCTOR_AMXQ_TARGET void DecodeQ45_K(const MatView& w, int64_t row, int64_t b0, 
       p->scale[8 * s + j][r] = d * static_cast<float>(sc[j]);
       p->offset[8 * s + j][r] = dmin * static_cast<float>(m[j]);
     }
-    const __m512i qh = kFive ? _mm512_cvtepu8_epi16(_mm256_loadu_si256(
-                                   reinterpret_cast<const __m256i*>(blk + 16)))
-                             : _mm512_setzero_si512();
+    const __m512i qh =
+        kFive ? _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)))
+              : _mm512_setzero_si512();
     const uint8_t* qs = blk + (kFive ? 48 : 16);
     for (int c = 0; c < 4; ++c) {  // 32 bytes: low nibbles = sub-block 2c, high = 2c + 1
       const __m512i bytes =
@@ -191,8 +192,10 @@ PROCTOR_AMXQ_TARGET void DecodeQ45_K(const MatView& w, int64_t row, int64_t b0, 
       __m512i lo = _mm512_and_si512(bytes, low4), hi = _mm512_srli_epi16(bytes, 4);
       if (kFive) {
         const __m128i s_lo = _mm_cvtsi32_si128(2 * c), s_hi = _mm_cvtsi32_si128(2 * c + 1);
-        lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, s_lo), bit0), 4));
-        hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, s_hi), bit0), 4));
+        lo = _mm512_or_si512(
+            lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, s_lo), bit0), 4));
+        hi = _mm512_or_si512(
+            hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(qh, s_hi), bit0), 4));
       }
       Store32(p->codes[8 * s + 2 * c][r], _mm512_permutexvar_epi16(lo, table));
       Store32(p->codes[8 * s + 2 * c + 1][r], _mm512_permutexvar_epi16(hi, table));
@@ -202,8 +205,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ45_K(const MatView& w, int64_t row, int64_t b0, 
 
 // Q3_K: code (low2 + 4 * high - 4) times the signed 6-bit sub-scale of its 16 values (|product|
 // <= 128, exact in bf16); scale d for the whole super-block (8 blocks), no offset.
-PROCTOR_AMXQ_TARGET void DecodeQ3_K(const MatView& w, int64_t row, int64_t b0, int64_t nb,
-                                    Panel* p, int r) {
+PROCTOR_AMXQ_TARGET void DecodeQ3_K(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
+                                    int r) {
   const uint8_t* sbs = w.Row(row) + (b0 / 8) * 110;
   const __m512i low2 = _mm512_set1_epi16(3), bit0 = _mm512_set1_epi16(1);
   const __m512i four = _mm512_set1_epi16(4);
@@ -221,10 +224,10 @@ PROCTOR_AMXQ_TARGET void DecodeQ3_K(const MatView& w, int64_t row, int64_t b0, i
         const __m512i low = _mm512_and_si512(_mm512_srl_epi16(qs, _mm_cvtsi32_si128(2 * j)), low2);
         const __m512i high =
             _mm512_and_si512(_mm512_srl_epi16(hmask, _mm_cvtsi32_si128(4 * h + j)), bit0);
-        const __m512i code = _mm512_sub_epi16(_mm512_or_si512(low, _mm512_slli_epi16(high, 2)), four);
+        const __m512i code =
+            _mm512_sub_epi16(_mm512_or_si512(low, _mm512_slli_epi16(high, 2)), four);
         const int16_t s0 = sub[8 * h + 2 * j], s1 = sub[8 * h + 2 * j + 1];
-        const __m512i scales =
-            _mm512_inserti64x4(_mm512_set1_epi16(s0), _mm256_set1_epi16(s1), 1);
+        const __m512i scales = _mm512_inserti64x4(_mm512_set1_epi16(s0), _mm256_set1_epi16(s1), 1);
         Store32(p->codes[8 * s + 4 * h + j][r], Int16ToBf16(_mm512_mullo_epi16(code, scales)));
       }
     }
@@ -234,8 +237,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ3_K(const MatView& w, int64_t row, int64_t b0, i
 // Q6_K: code (q - 32) times its int8 sub-scale (16 values each): up to 13 significant bits, so
 // each product is split exactly into two bf16 parts (codes = nearest bf16, codes_lo = the rest,
 // at most 5 bits); scale d for the whole super-block (8 blocks), no offset.
-PROCTOR_AMXQ_TARGET void DecodeQ6_K(const MatView& w, int64_t row, int64_t b0, int64_t nb,
-                                    Panel* p, int r) {
+PROCTOR_AMXQ_TARGET void DecodeQ6_K(const MatView& w, int64_t row, int64_t b0, int64_t nb, Panel* p,
+                                    int r) {
   const uint8_t* sbs = w.Row(row) + (b0 / 8) * 210;
   const __m512i low4 = _mm512_set1_epi16(15), low2 = _mm512_set1_epi16(3);
   const __m512i bias = _mm512_set1_epi16(32);
@@ -246,11 +249,13 @@ PROCTOR_AMXQ_TARGET void DecodeQ6_K(const MatView& w, int64_t row, int64_t b0, i
       const __m512i qh = _mm512_cvtepu8_epi16(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));
       for (int i = 0; i < 4; ++i) {  // values 128h + 32i + l, l = 0..31
-        const __m512i ql = _mm512_cvtepu8_epi16(_mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (i & 1))));
-        const __m512i nib = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * (i >> 1))), low4);
+        const __m512i ql = _mm512_cvtepu8_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (i & 1))));
+        const __m512i nib =
+            _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * (i >> 1))), low4);
         const __m512i high = _mm512_and_si512(_mm512_srl_epi16(qh, _mm_cvtsi32_si128(2 * i)), low2);
-        const __m512i code = _mm512_sub_epi16(_mm512_or_si512(nib, _mm512_slli_epi16(high, 4)), bias);
+        const __m512i code =
+            _mm512_sub_epi16(_mm512_or_si512(nib, _mm512_slli_epi16(high, 4)), bias);
         const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h + 2 * i);
         const __m512i scales =
             _mm512_inserti64x4(_mm512_set1_epi16(sc[0]), _mm256_set1_epi16(sc[1]), 1);
@@ -262,7 +267,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ6_K(const MatView& w, int64_t row, int64_t b0, i
         const __m256bh l0 = _mm512_cvtneps_pbh(_mm512_sub_ps(f0, Bf16ToF32(h0)));
         const __m256bh l1 = _mm512_cvtneps_pbh(_mm512_sub_ps(f1, Bf16ToF32(h1)));
         const int64_t b = 8 * s + 4 * h + i;
-        Store32(p->codes[b][r], _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)h0), (__m256i)h1, 1));
+        Store32(p->codes[b][r],
+                _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)h0), (__m256i)h1, 1));
         Store32(p->codes_lo[b][r],
                 _mm512_inserti64x4(_mm512_castsi256_si512((__m256i)l0), (__m256i)l1, 1));
       }
@@ -324,14 +330,16 @@ struct Args {
 
 // acc[i] += scale[g][i] * c[i] (- offset[g][i] * xsum of the group), for one 16 x 16 output
 // tile; acc: [16 weights][16 tokens] in memory.
-PROCTOR_AMXQ_TARGET inline void ApplyScales(const Args& a, const Panel& p, int64_t tt, int64_t g_abs,
-                                            int64_t g, const float* c, float* acc, bool first) {
+PROCTOR_AMXQ_TARGET inline void ApplyScales(const Args& a, const Panel& p, int64_t tt,
+                                            int64_t g_abs, int64_t g, const float* c, float* acc,
+                                            bool first) {
   if (a.layout.has_offset) {
     const __m512 xs = _mm512_loadu_ps(a.xsum + (tt * a.groups + g_abs) * kTile);
 #pragma GCC unroll 16
     for (int i = 0; i < kTile; ++i) {
       const __m512 prev = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + 16 * i);
-      const __m512 v = _mm512_fmadd_ps(_mm512_load_ps(c + 16 * i), _mm512_set1_ps(p.scale[g][i]), prev);
+      const __m512 v =
+          _mm512_fmadd_ps(_mm512_load_ps(c + 16 * i), _mm512_set1_ps(p.scale[g][i]), prev);
       _mm512_store_ps(acc + 16 * i, _mm512_fnmadd_ps(_mm512_set1_ps(p.offset[g][i]), xs, v));
     }
     return;
@@ -339,8 +347,8 @@ PROCTOR_AMXQ_TARGET inline void ApplyScales(const Args& a, const Panel& p, int64
 #pragma GCC unroll 16
   for (int i = 0; i < kTile; ++i) {
     const __m512 prev = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + 16 * i);
-    _mm512_store_ps(acc + 16 * i,
-                    _mm512_fmadd_ps(_mm512_load_ps(c + 16 * i), _mm512_set1_ps(p.scale[g][i]), prev));
+    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(_mm512_load_ps(c + 16 * i),
+                                                  _mm512_set1_ps(p.scale[g][i]), prev));
   }
 }
 
@@ -389,8 +397,8 @@ PROCTOR_AMXQ_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end) {
   // tile for the missing partner of an odd tile count.
   thread_local std::vector<float> c_store;
   c_store.resize(static_cast<size_t>((kPanelTiles * t_tiles + 1) * kTile * kTile) + 16);
-  float* const store = reinterpret_cast<float*>(
-      (reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
+  float* const store =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
   float* const scratch = store + kPanelTiles * t_tiles * kTile * kTile;
   alignas(64) float c_buf[4 * kTile * kTile];
   const int64_t total_blocks = a.K / 32;
@@ -412,10 +420,9 @@ PROCTOR_AMXQ_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end) {
           auto tile_acc = [&](int64_t wi, int64_t ti) {
             return store + (wi * t_tiles + ti) * kTile * kTile;
           };
-          float* const acc[2][2] = {
-              {tile_acc(w, tt), t_pair ? tile_acc(w, tt + 1) : scratch},
-              {w_pair ? tile_acc(w + 1, tt) : scratch,
-               w_pair && t_pair ? tile_acc(w + 1, tt + 1) : scratch}};
+          float* const acc[2][2] = {{tile_acc(w, tt), t_pair ? tile_acc(w, tt + 1) : scratch},
+                                    {w_pair ? tile_acc(w + 1, tt) : scratch,
+                                     w_pair && t_pair ? tile_acc(w + 1, tt + 1) : scratch}};
           TileSteps2x2<kParts>(a, panels[w], panels[w_pair ? w + 1 : w], tt, t_pair ? tt + 1 : tt,
                                b0, nb, c_buf, acc, b0 == 0);
         }
@@ -460,15 +467,15 @@ PROCTOR_AMXQ_TARGET void GroupSums(const MatView& x, bool round_bf16, int64_t gr
 
 bool HasAmxQuantLayout(DType type) { return LayoutOf(type).decode != nullptr; }
 
-void MatMulAmxQuant(const MatView& x, const LinearWeight& weight, MutMatF32 out,
-                    ComputeMode mode, ThreadPool& pool) {
+void MatMulAmxQuant(const MatView& x, const LinearWeight& weight, MutMatF32 out, ComputeMode mode,
+                    ThreadPool& pool) {
   const MatView& w = weight.dense();
   const CpuFeatures& cpu = CpuFeatures::Host();
   CHECK(HasAmxQuantLayout(w.type) && cpu.amx_bf16 && cpu.avx512_bf16);
   const QuantLayout layout = LayoutOf(w.type);
   const int64_t T = x.rows, K = x.cols, N = w.rows;
-  CHECK_MSG(K == w.cols && K % (32 * layout.group_blocks) == 0, "x [{}, {}] w [{}, {}]", T, K,
-            N, w.cols);
+  CHECK_MSG(K == w.cols && K % (32 * layout.group_blocks) == 0, "x [{}, {}] w [{}, {}]", T, K, N,
+            w.cols);
   const int parts = mode == ComputeMode::kF32 ? 3 : 1;
   const int64_t t_padded = (T + kTile - 1) / kTile * kTile;
   const int64_t groups = K / (32 * layout.group_blocks);
@@ -491,12 +498,12 @@ void MatMulAmxQuant(const MatView& x, const LinearWeight& weight, MutMatF32 out,
   const Args args{packed, t_padded * K / 2, sums, groups, T, K, &w, layout, out};
   pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(kTile),
                         [&](size_t begin, size_t end, int) {
-    if (parts == 1) {
-      Kernel<1>(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
-    } else {
-      Kernel<3>(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
-    }
-  });
+                          if (parts == 1) {
+                            Kernel<1>(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                          } else {
+                            Kernel<3>(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                          }
+                        });
 }
 
 }  // namespace proctor::ops::internal

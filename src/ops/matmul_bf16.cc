@@ -31,9 +31,10 @@ inline __mmask16 LaneMask(int64_t n) {
 }
 
 template <int MR>
-PROCTOR_BF16_TARGET __attribute__((noinline)) void MicroKernel(
-    const uint16_t* x, int64_t x_stride, const uint32_t* panel, int64_t pairs, float* out,
-    int64_t out_stride, int64_t nr, bool accumulate) {
+PROCTOR_BF16_TARGET __attribute__((noinline)) void MicroKernel(const uint16_t* x, int64_t x_stride,
+                                                               const uint32_t* panel, int64_t pairs,
+                                                               float* out, int64_t out_stride,
+                                                               int64_t nr, bool accumulate) {
   __m512 acc0[MR], acc1[MR];
   const __mmask16 m0 = LaneMask(nr), m1 = LaneMask(nr - 16);
   for (int m = 0; m < MR; ++m) {
@@ -122,8 +123,8 @@ void MatMulBlockedBF16Dot(const uint16_t* x_bf16, int64_t T, int64_t x_stride, c
         for (int64_t p = 0; p < n_panels; ++p) {
           const int64_t n0 = nb + p * NR;
           RunTile<kRows>(rows, x_bf16 + t0 * x_stride + 2 * p0, x_stride,
-                         panels.data() + p * NR * kPairChunk, pairs, out.Row(t0) + n0,
-                         out.stride, std::min(NR, nb_end - n0), p0 > 0);
+                         panels.data() + p * NR * kPairChunk, pairs, out.Row(t0) + n0, out.stride,
+                         std::min(NR, nb_end - n0), p0 > 0);
         }
       }
     }

@@ -10,10 +10,13 @@
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::ops::internal {
@@ -83,15 +86,13 @@ HWY_NOINLINE void MicroKernel(const float* x, int64_t x_stride, const float* pan
 }
 
 template <int MR>
-void RunTile(int rows, const float* x, int64_t x_stride, const float* panel,
-             int64_t panel_stride, int64_t kc, float* out, int64_t out_stride, int64_t nr,
-             bool accumulate) {
+void RunTile(int rows, const float* x, int64_t x_stride, const float* panel, int64_t panel_stride,
+             int64_t kc, float* out, int64_t out_stride, int64_t nr, bool accumulate) {
   if constexpr (MR > 0) {
     if (rows == MR) {
       MicroKernel<MR>(x, x_stride, panel, panel_stride, kc, out, out_stride, nr, accumulate);
     } else {
-      RunTile<MR - 1>(rows, x, x_stride, panel, panel_stride, kc, out, out_stride, nr,
-                      accumulate);
+      RunTile<MR - 1>(rows, x, x_stride, panel, panel_stride, kc, out, out_stride, nr, accumulate);
     }
   }
 }
@@ -111,8 +112,8 @@ void GemmF32Impl(const float* a, int64_t a_stride, int64_t M, int64_t K, const f
 inline void DecodePanelRow(const MatView& w, int64_t row, int64_t k0, int64_t kc, float* out) {
   DecodeRowSegment(w, row, k0, kc, out);
 }
-inline void DecodePanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0,
-                           int64_t kc, float* out) {
+inline void DecodePanelRow(const quant::MlxQuantizedMatrix& w, int64_t row, int64_t k0, int64_t kc,
+                           float* out) {
   DecodeMlxPanelRow(w, row, k0, kc, out);  // block order; MatMulMlx permuted x to match
 }
 
@@ -133,8 +134,7 @@ void PackPanel(const Weights& w, int64_t n0, int64_t nr, int64_t k0, int64_t kc,
 
 // Weights: a MatView or an MLX matrix (anything DecodePanelRow takes).
 template <class Weights>
-void BlockedF32(const MatView& x, const Weights& w, MutMatF32 out, int64_t n_begin,
-                int64_t n_end) {
+void BlockedF32(const MatView& x, const Weights& w, MutMatF32 out, int64_t n_begin, int64_t n_end) {
   const int64_t NR = PanelWidth();
   const int64_t T = x.rows, K = x.cols;
   const int64_t x_stride = static_cast<int64_t>(x.row_stride / sizeof(float));
@@ -142,7 +142,7 @@ void BlockedF32(const MatView& x, const Weights& w, MutMatF32 out, int64_t n_beg
   static_assert(kKChunk % 128 == 0);
   thread_local std::vector<float> panels, row_buf;
   panels.resize(static_cast<size_t>(kPanelsPerBlock * NR * kKChunk));  // [panel][k][NR]
-  row_buf.resize(static_cast<size_t>(kKChunk));                          // [kc]
+  row_buf.resize(static_cast<size_t>(kKChunk));                        // [kc]
   const float* x0 = x.RowAs<float>(0);
   for (int64_t nb = n_begin; nb < n_end; nb += kPanelsPerBlock * NR) {
     const int64_t nb_end = std::min(n_end, nb + kPanelsPerBlock * NR);
@@ -158,8 +158,8 @@ void BlockedF32(const MatView& x, const Weights& w, MutMatF32 out, int64_t n_beg
         for (int64_t p = 0; p < n_panels; ++p) {
           const int64_t n0 = nb + p * NR;
           RunTile<kMaxRows>(rows, x0 + t0 * x_stride + k0, x_stride,
-                            panels.data() + p * NR * kKChunk, NR, kc, out.Row(t0) + n0,
-                            out.stride, std::min(NR, nb_end - n0), k0 > 0);
+                            panels.data() + p * NR * kKChunk, NR, kc, out.Row(t0) + n0, out.stride,
+                            std::min(NR, nb_end - n0), k0 > 0);
         }
       }
     }
@@ -210,20 +210,27 @@ void MatVecF32Impl(const float* x, const MatView& w, float* out, int64_t n_begin
     const int64_t rows = std::min<int64_t>(4, n_end - n);
     switch (w.type) {
       case DType::kF32:
-        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
-          return hn::LoadU(df, w.RowAs<float>(n + r) + k);
-        }, out + n);
+        Dot4Rows(
+            x, K, rows,
+            [&](int64_t r, int64_t k) { return hn::LoadU(df, w.RowAs<float>(n + r) + k); },
+            out + n);
         break;
       case DType::kBF16:
-        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
-          const auto h = hn::LoadU(du16, w.RowAs<uint16_t>(n + r) + k);
-          return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, h)));
-        }, out + n);
+        Dot4Rows(
+            x, K, rows,
+            [&](int64_t r, int64_t k) {
+              const auto h = hn::LoadU(du16, w.RowAs<uint16_t>(n + r) + k);
+              return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, h)));
+            },
+            out + n);
         break;
       case DType::kF16:
-        Dot4Rows(x, K, rows, [&](int64_t r, int64_t k) {
-          return hn::PromoteTo(df, hn::LoadU(df16, w.RowAs<hwy::float16_t>(n + r) + k));
-        }, out + n);
+        Dot4Rows(
+            x, K, rows,
+            [&](int64_t r, int64_t k) {
+              return hn::PromoteTo(df, hn::LoadU(df16, w.RowAs<hwy::float16_t>(n + r) + k));
+            },
+            out + n);
         break;
       case DType::kQ8_0:
         for (int64_t r = 0; r < rows; ++r) out[n + r] = quant::DotQ8_0(w.Row(n + r), K / 32, x);

@@ -30,11 +30,14 @@
 #include "util/error.h"
 #include "util/half.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_mlx.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::ops::internal {
@@ -136,8 +139,7 @@ HWY_INLINE hn::Vec<hn::Rebind<uint32_t, D>> LoadBlock(D d, const uint8_t* row, i
     const __mmask32 in_block = (1u << (2 * kBits)) - 1u;
     const __m512i words = _mm512_maskz_loadu_epi16(in_block, row + e * kBits / 8);
     const __m512i windows = _mm512_permutexvar_epi16(_mm512_load_si512(kTables.words), words);
-    return hn::Vec<decltype(du32)>{
-        _mm512_srlv_epi32(windows, _mm512_load_si512(kTables.shifts))};
+    return hn::Vec<decltype(du32)>{_mm512_srlv_epi32(windows, _mm512_load_si512(kTables.shifts))};
 #else
     static_assert(kBits == 2, "3-, 5- and 6-bit blocks need AVX-512");
     return hn::Zero(du32);
@@ -212,7 +214,8 @@ void DotRows(D d, const quant::MlxQuantizedMatrix& m, const float* xp, const flo
         const auto block = LoadBlock<kBits>(d, packed[r], e);
         [&]<int... I>(std::integer_sequence<int, I...>) {  // code i = 0..P-1, unrolled
           ((gq[r] = hn::MulAdd(CodeValues<kBits, I>(d, block, table), xv[I], gq[r])), ...);
-        }(std::make_integer_sequence<int, P>());
+        }
+        (std::make_integer_sequence<int, P>());
       }
     }
     for (int r = 0; r < 4; ++r) {
@@ -349,13 +352,14 @@ void DecodeBlocks(const quant::MlxQuantizedMatrix& m, const float* table, int64_
                             : hn::Mul(scale, CodeValues<kBits, I>(d, block, table)),
                      d, o + I * N)),
          ...);
-      }(std::make_integer_sequence<int, P>());
+      }
+      (std::make_integer_sequence<int, P>());
     }
   }
 }
 
-void DecodeMlxPanelRowImpl(const quant::MlxQuantizedMatrix& m, int64_t row, int64_t k0,
-                           int64_t kc, float* out) {
+void DecodeMlxPanelRowImpl(const quant::MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t kc,
+                           float* out) {
   const bool done = WithBlockKernel(m, [&]<int kBits, size_t kMaxLanes>(const float* table) {
     DecodeBlocks<kBits, kMaxLanes>(m, table, row, k0, kc, out);
   });
@@ -413,10 +417,9 @@ void MatMulMlxAmx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF3
       sums[static_cast<size_t>(g * t_padded + t)] = sum;
     }
   }
-  pool.ParallelForGrain(static_cast<size_t>(N), kAmxPanelWidth,
-                        [&](size_t begin, size_t end, int) {
-    MatMulAmxMlx(packed_data, parts, T, k_padded, w, sums.data(), out,
-                 static_cast<int64_t>(begin), static_cast<int64_t>(end));
+  pool.ParallelForGrain(static_cast<size_t>(N), kAmxPanelWidth, [&](size_t begin, size_t end, int) {
+    MatMulAmxMlx(packed_data, parts, T, k_padded, w, sums.data(), out, static_cast<int64_t>(begin),
+                 static_cast<int64_t>(end));
   });
 }
 
@@ -443,8 +446,7 @@ void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 o
                  reinterpret_cast<const uint8_t*>(rounded.data())};
   }
   if (kernel == MatMulKernel::kMlxMatVec) {
-    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain,
-                          [&](size_t begin, size_t end, int) {
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
       MatVecMlxF32(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
                    static_cast<int64_t>(end));
     });
@@ -459,8 +461,9 @@ void MatMulMlx(const MatView& x, const quant::MlxQuantizedMatrix& w, MutMatF32 o
   }
   pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(BlockedPanelWidth()),
                         [&](size_t begin, size_t end, int) {
-    MatMulBlockedF32Mlx(xs, w, out, static_cast<int64_t>(begin), static_cast<int64_t>(end));
-  });
+                          MatMulBlockedF32Mlx(xs, w, out, static_cast<int64_t>(begin),
+                                              static_cast<int64_t>(end));
+                        });
 }
 
 }  // namespace proctor::ops::internal

@@ -86,8 +86,8 @@ TEST_P(MatMulKernels, FloatWeightsOddSizes) {
   ThreadPool pool(2);
   for (DType type : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (int64_t T : {1, 2, 3, 7, 64, 65}) {
-      for (auto [K, N] : {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {33, 47}, {130, 33},
-                          {257, 70}}) {
+      for (auto [K, N] :
+           {std::pair<int64_t, int64_t>{1, 1}, {17, 5}, {33, 47}, {130, 33}, {257, 70}}) {
         for (ComputeMode mode : {ComputeMode::kF32, ComputeMode::kBF16}) {
           CheckCase({type, T, K, N}, mode, pool);
           if (::testing::Test::HasFatalFailure()) return;
@@ -133,8 +133,7 @@ TEST_P(MatMulKernels, SameBitsForAnyThreadCount) {
         Tensor a = Tensor::F32(T, 200), b = Tensor::F32(T, 200);
         MatMul(x.view, w.View(), a.MutF32(), mode, one);
         MatMul(x.view, w.View(), b.MutF32(), mode, three);
-        EXPECT_EQ(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()), 0)
-            << Name(type) << " T=" << T;
+        EXPECT_EQ(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()), 0) << Name(type) << " T=" << T;
       }
     }
   }
@@ -160,16 +159,18 @@ INSTANTIATE_TEST_SUITE_P(Families, MatMulKernels,
                                            BF16Kernel::kF32Fallback),
                          [](const auto& param_info) {
                            switch (param_info.param) {
-                             case BF16Kernel::kAmx: return std::string("amx");
-                             case BF16Kernel::kAvx512Bf16: return std::string("avx512bf16");
-                             default: return std::string("f32");
+                             case BF16Kernel::kAmx:
+                               return std::string("amx");
+                             case BF16Kernel::kAvx512Bf16:
+                               return std::string("avx512bf16");
+                             default:
+                               return std::string("f32");
                            }
                          });
 
 TEST(MatMul, ReportsKernelFamilies) {
   // Not an assertion about speed: records which families this CPU exercised above.
-  std::printf("bf16 kernels here: prefill %s, decode %s\n", BF16KernelName(64),
-              BF16KernelName(1));
+  std::printf("bf16 kernels here: prefill %s, decode %s\n", BF16KernelName(64), BF16KernelName(1));
   SUCCEED();
 }
 

@@ -80,11 +80,11 @@ struct Prefetcher {
 };
 
 struct Inputs {
-  const float* x;      // [K]
-  const float* xsum;   // [K / 16]: sums of x over each group of 16
+  const float* x;       // [K]
+  const float* xsum;    // [K / 16]: sums of x over each group of 16
   const float* xsum32;  // [K / 32]: sums of x over each group of 32
-  int64_t n_blocks;    // blocks per row
-  const float* f16;    // F16ToF32Table()
+  int64_t n_blocks;     // blocks per row
+  const float* f16;     // F16ToF32Table()
   mutable Prefetcher prefetch;
   const char* prefetch_base = nullptr;
 };
@@ -153,7 +153,8 @@ struct Q5Block {
     const __m512i sixteen = _mm512_set1_epi32(16);
     const __m512i nib_lo = _mm512_and_si512(bytes, _mm512_set1_epi32(15));
     const __m512i nib_hi = _mm512_srli_epi32(bytes, 4);
-    const __m512i idx_lo = _mm512_mask_or_epi32(nib_lo, static_cast<__mmask16>(qh), nib_lo, sixteen);
+    const __m512i idx_lo =
+        _mm512_mask_or_epi32(nib_lo, static_cast<__mmask16>(qh), nib_lo, sixteen);
     const __m512i idx_hi =
         _mm512_mask_or_epi32(nib_hi, static_cast<__mmask16>(qh >> 16), nib_hi, sixteen);
     const __m512 lo = _mm512_permutex2var_ps(table_lo, idx_lo, table_hi);
@@ -186,9 +187,9 @@ PROCTOR_GGUF_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, __
 // ---- K-quants: super-blocks decoded to int8 codes + per-16 scales/offsets -------------------
 
 struct alignas(64) Decoded {
-  int8_t q[256];      // codes (offsets such as Q6_K's -32 applied)
-  float scale[16];    // value = scale[g] * q - offset[g] for values 16g..16g+15
-  float offset[16];   // zero for the types without a minimum
+  int8_t q[256];     // codes (offsets such as Q6_K's -32 applied)
+  float scale[16];   // value = scale[g] * q - offset[g] for values 16g..16g+15
+  float offset[16];  // zero for the types without a minimum
 };
 
 PROCTOR_GGUF_TARGET inline __m512i Bcast256(const uint8_t* p) {
@@ -240,7 +241,7 @@ struct Q5_KDecode {
   PROCTOR_GGUF_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
     ScalesK4(b + 4, HalfAt(f16, b), HalfAt(f16, b + 2), o);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bit0 = _mm512_set1_epi8(0x01);
-    const __m512i qh = Bcast256(b + 16);  // fifth bits
+    const __m512i qh = Bcast256(b + 16);    // fifth bits
     for (int half = 0; half < 2; ++half) {  // chunks c = 2*half, 2*half + 1
       const __m512i qs = _mm512_loadu_si512(b + 48 + 64 * half);
       const int c0 = 2 * half;
@@ -263,21 +264,20 @@ struct Q6_KDecode {
   static constexpr int kBytes = 210;
   static constexpr bool kHasMin = false;
   PROCTOR_GGUF_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
-    StoreScaled(o->scale, _mm512_cvtepi8_epi32(_mm_loadu_si128(
-                              reinterpret_cast<const __m128i*>(b + 192))),
+    StoreScaled(o->scale,
+                _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))),
                 HalfAt(f16, b + 208));
     const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
     const __m512i bias = _mm512_set1_epi8(32);
     for (int h = 0; h < 2; ++h) {
-      const __m512i ql = _mm512_loadu_si512(b + 64 * h);          // [ql[0..32) | ql[32..64)]
+      const __m512i ql = _mm512_loadu_si512(b + 64 * h);  // [ql[0..32) | ql[32..64)]
       const __m512i qh = Bcast256(b + 128 + 32 * h);
       // values 128h + 32i + l: i = 0, 1 from the low nibbles, i = 2, 3 from the high nibbles;
       // the two high bits are qh[l] bits 2i, 2i + 1 (moved to bits 4, 5).
       const __m512i h01 = _mm512_slli_epi16(_mm512_and_si512(ShiftHalves(qh, 0, 2), low2), 4);
       const __m512i h23 = _mm512_slli_epi16(_mm512_and_si512(ShiftHalves(qh, 4, 6), low2), 4);
       const __m512i c01 = _mm512_or_si512(_mm512_and_si512(ql, low4), h01);
-      const __m512i c23 =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), h23);
+      const __m512i c23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), h23);
       StoreCodes(o->q + 128 * h, _mm512_sub_epi8(c01, bias));
       StoreCodes(o->q + 128 * h + 64, _mm512_sub_epi8(c23, bias));
     }
@@ -305,14 +305,16 @@ struct Q3_KDecode {
   static constexpr bool kHasMin = false;
   PROCTOR_GGUF_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
     // 16 six-bit scales: low nibbles from bytes 0..7 (s < 8: low nibble of byte s, else high
-    // nibble of byte s - 8), two high bits from bytes 8..11 (bits 2(s/4) of byte 8 + s%4); minus 32.
+    // nibble of byte s - 8), two high bits from bytes 8..11 (bits 2(s/4) of byte 8 + s%4);
+    // minus 32.
     uint32_t w[3];
     std::memcpy(w, b + 96, 12);
     const uint32_t m4 = 0x0F0F0F0Fu, m2 = 0x03030303u;
-    const __m128i sc = _mm_setr_epi32(static_cast<int>((w[0] & m4) | ((w[2] & m2) << 4)),
-                                      static_cast<int>((w[1] & m4) | (((w[2] >> 2) & m2) << 4)),
-                                      static_cast<int>(((w[0] >> 4) & m4) | (((w[2] >> 4) & m2) << 4)),
-                                      static_cast<int>(((w[1] >> 4) & m4) | (((w[2] >> 6) & m2) << 4)));
+    const __m128i sc =
+        _mm_setr_epi32(static_cast<int>((w[0] & m4) | ((w[2] & m2) << 4)),
+                       static_cast<int>((w[1] & m4) | (((w[2] >> 2) & m2) << 4)),
+                       static_cast<int>(((w[0] >> 4) & m4) | (((w[2] >> 4) & m2) << 4)),
+                       static_cast<int>(((w[1] >> 4) & m4) | (((w[2] >> 6) & m2) << 4)));
     StoreScaled(o->scale, _mm512_sub_epi32(_mm512_cvtepu8_epi32(sc), _mm512_set1_epi32(32)),
                 HalfAt(f16, b + 108));
     const __m512i low2 = _mm512_set1_epi8(3), bit0 = _mm512_set1_epi8(1);
@@ -325,8 +327,8 @@ struct Q3_KDecode {
       for (int pair = 0; pair < 2; ++pair) {  // j = 2 * pair, 2 * pair + 1
         const int j = 2 * pair;
         const __m512i low = _mm512_and_si512(ShiftHalves(q, 2 * j, 2 * j + 2), low2);
-        const __m512i high = _mm512_slli_epi16(
-            _mm512_and_si512(ShiftHalves(hm, 4 * h + j, 4 * h + j + 1), bit0), 2);
+        const __m512i high =
+            _mm512_slli_epi16(_mm512_and_si512(ShiftHalves(hm, 4 * h + j, 4 * h + j + 1), bit0), 2);
         StoreCodes(o->q + 128 * h + 64 * pair, _mm512_sub_epi8(_mm512_or_si512(low, high), four));
       }
     }
@@ -345,8 +347,8 @@ PROCTOR_GGUF_TARGET void RowsK(const Inputs& in, const uint8_t* const* rows, flo
     for (int g = 0; g < 16; ++g) {
       const __m512 xv = _mm512_loadu_ps(x + 16 * g);
       for (int r = 0; r < R; ++r) {
-        const __m512 q = _mm512_cvtepi32_ps(
-            _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(dec[r].q + 16 * g))));
+        const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(dec[r].q + 16 * g))));
         acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(q, xv), _mm512_set1_ps(dec[r].scale[g]), acc[r]);
       }
     }
@@ -401,8 +403,8 @@ PROCTOR_GGUF_TARGET void RowsQ4_K(const Inputs& in, const uint8_t* const* rows, 
     }
   }
   for (int r = 0; r < R; ++r) {
-    const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(min_acc[r]),
-                                 _mm256_extractf128_ps(min_acc[r], 1));
+    const __m128 m4 =
+        _mm_add_ps(_mm256_castps256_ps128(min_acc[r]), _mm256_extractf128_ps(min_acc[r], 1));
     const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
     out[r] = SumLanes(acc[r]) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2)));
   }
@@ -454,7 +456,7 @@ void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, i
   xsum32.resize(static_cast<size_t>(w.cols / 32));
   GroupSums(x, w.cols, xsum.data());
   for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
-  Inputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), Prefetcher{},
+  Inputs in{x,      xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), Prefetcher{},
             nullptr};
   const int64_t row_bytes = static_cast<int64_t>(w.RowBytes());
   const bool contiguous = static_cast<int64_t>(w.row_stride) == row_bytes;
@@ -463,8 +465,8 @@ void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, i
     const int64_t next_rows = std::min<int64_t>(kRows, n_end - n - rows);
     if (contiguous && next_rows > 0) {
       const char* next = reinterpret_cast<const char*>(w.Row(n + rows));
-      in.prefetch = Prefetcher{next, next + next_rows * row_bytes,
-                               next_rows * row_bytes / in.n_blocks};
+      in.prefetch =
+          Prefetcher{next, next + next_rows * row_bytes, next_rows * row_bytes / in.n_blocks};
       in.prefetch_base = next;
     } else {
       in.prefetch = Prefetcher{};

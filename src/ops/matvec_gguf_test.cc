@@ -16,9 +16,8 @@
 namespace proctor::ops {
 namespace {
 
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                            DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
-                            DType::kQ5_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                            DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
   if (!CpuFeatures::Host().avx512_gguf) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
@@ -29,8 +28,8 @@ TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
       const int64_t K = blocks_per_row * block;
       for (const int64_t N : {1, 2, 3, 5, 9}) {
         SCOPED_TRACE(fmt::format("{} K={} N={}", Name(type), K, N));
-        const auto raw = quant::testing::RandomBlocks(
-            type, static_cast<int>(N * blocks_per_row), static_cast<uint32_t>(K + N));
+        const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row),
+                                                      static_cast<uint32_t>(K + N));
         const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
         const auto x = quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K));
         std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
@@ -80,7 +79,8 @@ TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
     for (int64_t n = 0; n < N; ++n) {
       testing::SplitWeightRow(w, n, a, b);
       double magnitude = 0.0;
-      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(x[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
+      for (int64_t k = 0; k < K; ++k)
+        magnitude += std::fabs(x[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
       EXPECT_NEAR(fused.RowF32(0)[n], per_row.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
     }
   }

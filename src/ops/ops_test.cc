@@ -60,9 +60,8 @@ TEST(RmsNorm, InPlace) {
 }
 
 // Naive rotary: double arithmetic on the f32 angle f32(pos) * inv_freq (Hugging Face's angle).
-void NaiveRope(std::vector<double>& x, int64_t T, int heads, int D,
-               const std::vector<int32_t>& pos, const std::vector<float>& inv_freq,
-               double scale, RopeStyle style) {
+void NaiveRope(std::vector<double>& x, int64_t T, int heads, int D, const std::vector<int32_t>& pos,
+               const std::vector<float>& inv_freq, double scale, RopeStyle style) {
   for (int64_t t = 0; t < T; ++t) {
     for (int h = 0; h < heads; ++h) {
       double* head = x.data() + (t * heads + h) * D;
@@ -111,8 +110,8 @@ struct AttentionCase {
 };
 
 void CheckAttention(const AttentionCase& c, ThreadPool& pool) {
-  SCOPED_TRACE(fmt::format("T={} pos0={} heads={}/{} D={} window={} kv={}", c.T, c.pos0,
-                           c.heads, c.kv_heads, c.D, c.window, Name(c.kv_type)));
+  SCOPED_TRACE(fmt::format("T={} pos0={} heads={}/{} D={} window={} kv={}", c.T, c.pos0, c.heads,
+                           c.kv_heads, c.D, c.window, Name(c.kv_type)));
   const int64_t S = c.pos0 + c.T + 2;  // the cache may hold more rows than are visible
   const auto q = RandomFloats(static_cast<size_t>(c.T * c.heads * c.D), 1);
   const Tensor k = RandomMatrix(c.kv_type, S, c.kv_heads * c.D, 2);
@@ -120,8 +119,8 @@ void CheckAttention(const AttentionCase& c, ThreadPool& pool) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   Tensor out = Tensor::F32(c.T, c.heads * c.D), ref = Tensor::F32(c.T, c.heads * c.D);
   const MatView qv = F32View(q, c.T, c.heads * c.D);
-  Attention(qv, k.View(), v.View(), c.pos0, c.heads, c.kv_heads, c.D, scale, c.window,
-            out.MutF32(), pool);
+  Attention(qv, k.View(), v.View(), c.pos0, c.heads, c.kv_heads, c.D, scale, c.window, out.MutF32(),
+            pool);
   AttentionRef(qv, k.View(), v.View(), c.pos0, c.heads, c.kv_heads, c.D, scale, c.window,
                ref.MutF32());
   // Naive: explicit loops over visible keys for every (t, h).
@@ -163,10 +162,10 @@ TEST(Attention, MatchesNaiveGqaWindowsAndOffsets) {
   for (DType kv_type : {DType::kF32, DType::kBF16}) {
     CheckAttention({1, 0, 2, 2, 8, 0, kv_type}, pool);
     CheckAttention({7, 0, 4, 2, 16, 0, kv_type}, pool);
-    CheckAttention({3, 9, 6, 2, 64, 0, kv_type}, pool);   // pos0 > 0, GQA 3:1
-    CheckAttention({1, 40, 4, 1, 64, 0, kv_type}, pool);  // decode, MQA
-    CheckAttention({9, 5, 4, 4, 32, 4, kv_type}, pool);   // sliding window
-    CheckAttention({2, 30, 8, 2, 17, 7, kv_type}, pool);  // odd head_dim, window, pos0
+    CheckAttention({3, 9, 6, 2, 64, 0, kv_type}, pool);    // pos0 > 0, GQA 3:1
+    CheckAttention({1, 40, 4, 1, 64, 0, kv_type}, pool);   // decode, MQA
+    CheckAttention({9, 5, 4, 4, 32, 4, kv_type}, pool);    // sliding window
+    CheckAttention({2, 30, 8, 2, 17, 7, kv_type}, pool);   // odd head_dim, window, pos0
     CheckAttention({70, 3, 4, 2, 32, 20, kv_type}, pool);  // several query blocks
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -225,9 +224,8 @@ TEST(Elementwise, SiluMulAddBiasAddInPlace) {
 }
 
 TEST(Elementwise, SiluMulSaturatesAtExtremeGates) {
-  std::vector<float> gate = {-200.0f, -104.5f, -90.0f, -20.0f, 0.0f, 20.0f, 90.0f, 200.0f,
-                             -1e30f,  1e30f,   -150.0f, 150.0f, -88.0f, 88.0f, -3.0f, 3.0f,
-                             -110.0f};
+  std::vector<float> gate = {-200.0f, -104.5f, -90.0f, -20.0f, 0.0f,  20.0f, 90.0f, 200.0f, -1e30f,
+                             1e30f,   -150.0f, 150.0f, -88.0f, 88.0f, -3.0f, 3.0f,  -110.0f};
   const std::vector<float> up(gate.size(), 2.0f);
   const auto gate0 = gate;
   const int64_t n = static_cast<int64_t>(gate.size());
@@ -270,9 +268,9 @@ TEST(Convert, DecodeSimdMatchesScalarOnTails) {
     }
   }
   // f16 specials: subnormals, infinities.
-  const std::vector<uint16_t> halves = {0x0001, 0x03FF, 0x8001, 0x7C00, 0xFC00, 0x3C00, 0x7BFF,
-                                        0x0400, 0x0000, 0x8000, 0x1234, 0xC000, 0x0002, 0x5555,
-                                        0x2AAA, 0x3555, 0x0200};
+  const std::vector<uint16_t> halves = {0x0001, 0x03FF, 0x8001, 0x7C00, 0xFC00, 0x3C00,
+                                        0x7BFF, 0x0400, 0x0000, 0x8000, 0x1234, 0xC000,
+                                        0x0002, 0x5555, 0x2AAA, 0x3555, 0x0200};
   const MatView hv{DType::kF16, 1, static_cast<int64_t>(halves.size()), halves.size() * 2,
                    reinterpret_cast<const uint8_t*>(halves.data())};
   std::vector<float> got(halves.size());

@@ -4,11 +4,14 @@
 
 #include "ops/matmul_kernels.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/softmax.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::ops::internal {

@@ -6,11 +6,14 @@
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
 #endif
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/sum_exp.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+// clang-format on
 
 #include <cmath>
 
@@ -20,8 +23,8 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 double SumExpShiftedKernel(const float* HWY_RESTRICT x, int64_t n, float shift) {
-  const hn::ScalableTag<double> d;                // float64 lanes
-  const hn::Rebind<float, decltype(d)> df;        // as many float32 lanes, loaded then promoted
+  const hn::ScalableTag<double> d;          // float64 lanes
+  const hn::Rebind<float, decltype(d)> df;  // as many float32 lanes, loaded then promoted
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const auto vshift = hn::Set(d, static_cast<double>(shift));
   auto sum0 = hn::Zero(d);

@@ -51,8 +51,9 @@ inline Tensor RandomMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed
         quant::QuantizeQ4_0Ref(src, cols / 32, dst);
         break;
       default: {  // other GGUF block types: random codes with finite scales
-        const auto blocks = quant::testing::RandomBlocks(
-            type, static_cast<int>(row_bytes / Info(type).block_bytes), seed + static_cast<uint32_t>(r));
+        const auto blocks =
+            quant::testing::RandomBlocks(type, static_cast<int>(row_bytes / Info(type).block_bytes),
+                                         seed + static_cast<uint32_t>(r));
         std::memcpy(dst, blocks.data(), row_bytes);
         break;
       }

@@ -32,12 +32,12 @@ struct BlockQ8_0 {
 static_assert(sizeof(BlockQ8_0) == 34, "GGUF Q8_0 blocks are 34 bytes");
 
 struct BlockQ4_0 {
-  uint16_t d;                      // fp16 scale
+  uint16_t d;                       // fp16 scale
   uint8_t qs[kQ4_0BlockElems / 2];  // low nibbles: values 0..15, high nibbles: values 16..31
 };
 static_assert(sizeof(BlockQ4_0) == 18, "GGUF Q4_0 blocks are 18 bytes");
 
-inline constexpr int kQK = 32;    // elements per block of the 32-wide formats
+inline constexpr int kQK = 32;     // elements per block of the 32-wide formats
 inline constexpr int kQK_K = 256;  // elements per K-quant super-block
 
 // Q4_1: value = q * d + m, q a 4-bit code laid out as in Q4_0.
@@ -150,7 +150,7 @@ const BlockTraits* FindBlockTraits(DType type);
 // Q8_0 and Q4_0 sum d * sum(q_i * x_i) over blocks, the other types sum_i value_i * x_i; the
 // references accumulate in f32 in block / element order, the SIMD versions in lane order
 // (results agree to f32 rounding).
-#define PROCTOR_DECLARE_BLOCK_KERNELS(T)                                          \
+#define PROCTOR_DECLARE_BLOCK_KERNELS(T)                                        \
   void Dequantize##T##Ref(const uint8_t* blocks, int64_t n_blocks, float* out); \
   void Dequantize##T(const uint8_t* blocks, int64_t n_blocks, float* out);      \
   float Dot##T##Ref(const uint8_t* blocks, int64_t n_blocks, const float* x);   \

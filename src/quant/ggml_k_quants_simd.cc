@@ -1,12 +1,15 @@
 // Highway versions of the K-quant kernels, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K (see ggml_blocks.h),
 // bit-identical to the scalar references in ggml_k_quants.cc when dequantizing; the dot products
 // dequantize one block at a time (ggml_simd_helpers-inl.h).
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/ggml_k_quants_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "quant/ggml_blocks.h"
 #include "quant/ggml_simd_helpers-inl.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::quant {

@@ -2,12 +2,15 @@
 // ggml_blocks.h), bit-identical to the scalar references in ggml_legacy_blocks.cc when
 // dequantizing. Q8_0 and Q4_0 dot products accumulate q * x per block in lanes and scale once per
 // block; the others dequantize one block at a time (ggml_simd_helpers-inl.h).
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/ggml_legacy_blocks_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "quant/ggml_blocks.h"
 #include "quant/ggml_simd_helpers-inl.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::quant {

@@ -8,10 +8,13 @@
 
 #include "quant/mlx_quant.h"
 
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/mlx_quant_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace proctor::quant {

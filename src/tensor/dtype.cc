@@ -10,29 +10,14 @@ namespace proctor {
 namespace {
 
 constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo = {{
-    {"f32", 1, 4, true},
-    {"f16", 1, 2, true},
-    {"bf16", 1, 2, true},
-    {"f64", 1, 8, false},
-    {"i8", 1, 1, false},
-    {"u8", 1, 1, false},
-    {"i16", 1, 2, false},
-    {"u16", 1, 2, false},
-    {"i32", 1, 4, false},
-    {"u32", 1, 4, false},
-    {"i64", 1, 8, false},
-    {"u64", 1, 8, false},
-    {"bool", 1, 1, false},
-    {"q8_0", 32, 34, false},
-    {"q4_0", 32, 18, false},
-    {"q4_1", 32, 20, false},
-    {"q5_0", 32, 22, false},
-    {"q5_1", 32, 24, false},
-    {"q2_k", 256, 84, false},
-    {"q3_k", 256, 110, false},
-    {"q4_k", 256, 144, false},
-    {"q5_k", 256, 176, false},
-    {"q6_k", 256, 210, false},
+    {"f32", 1, 4, true},       {"f16", 1, 2, true},       {"bf16", 1, 2, true},
+    {"f64", 1, 8, false},      {"i8", 1, 1, false},       {"u8", 1, 1, false},
+    {"i16", 1, 2, false},      {"u16", 1, 2, false},      {"i32", 1, 4, false},
+    {"u32", 1, 4, false},      {"i64", 1, 8, false},      {"u64", 1, 8, false},
+    {"bool", 1, 1, false},     {"q8_0", 32, 34, false},   {"q4_0", 32, 18, false},
+    {"q4_1", 32, 20, false},   {"q5_0", 32, 22, false},   {"q5_1", 32, 24, false},
+    {"q2_k", 256, 84, false},  {"q3_k", 256, 110, false}, {"q4_k", 256, 144, false},
+    {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false},
 }};
 
 }  // namespace

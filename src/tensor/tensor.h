@@ -19,8 +19,8 @@ namespace proctor {
 struct MatView {
   DType type = DType::kF32;
   int64_t rows = 0;
-  int64_t cols = 0;          // logical elements per row
-  size_t row_stride = 0;     // bytes between consecutive rows
+  int64_t cols = 0;       // logical elements per row
+  size_t row_stride = 0;  // bytes between consecutive rows
   const uint8_t* data = nullptr;
 
   const uint8_t* Row(int64_t r) const { return data + static_cast<size_t>(r) * row_stride; }
@@ -88,9 +88,7 @@ class Tensor {
   MatView View() const {
     return MatView{type_, rows_, cols_, BytesFor(type_, static_cast<uint64_t>(cols_)), data_.get()};
   }
-  MutMatF32 MutF32() {
-    return MutMatF32{rows_, cols_, cols_, f32()};
-  }
+  MutMatF32 MutF32() { return MutMatF32{rows_, cols_, cols_, f32()}; }
 
  private:
   struct FreeDeleter {

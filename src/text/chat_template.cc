@@ -61,7 +61,8 @@ Json SpecialTokensFromConfig(const Json& config) {
 
 ChatTemplate ChatTemplate::Parse(std::string_view source, std::string name) {
   ChatTemplate t;
-  t.template_ = std::make_shared<const jinja::Template>(jinja::Template::Parse(source, std::move(name)));
+  t.template_ =
+      std::make_shared<const jinja::Template>(jinja::Template::Parse(source, std::move(name)));
   return t;
 }
 
@@ -89,7 +90,8 @@ std::string ChatTemplate::RenderInContext(const Json& messages, const ChatOption
     if (!options.special_tokens.is_object()) Fail("chat", "special tokens must be a JSON object");
     for (const auto& [k, v] : options.special_tokens.items()) context.Set(k, jinja::FromJson(v));
   }
-  if (options.enable_thinking) context.Set("enable_thinking", jinja::Value(*options.enable_thinking));
+  if (options.enable_thinking)
+    context.Set("enable_thinking", jinja::Value(*options.enable_thinking));
   if (!options.extra.is_null()) {
     if (!options.extra.is_object()) Fail("chat", "extra template variables must be a JSON object");
     for (const auto& [k, v] : options.extra.items()) context.Set(k, jinja::FromJson(v));
@@ -100,7 +102,8 @@ std::string ChatTemplate::RenderInContext(const Json& messages, const ChatOption
   return template_->Render(context, render);
 }
 
-std::string ChatTemplate::RenderMessagesJson(std::string_view messages_json, const ChatOptions& options) const {
+std::string ChatTemplate::RenderMessagesJson(std::string_view messages_json,
+                                             const ChatOptions& options) const {
   return Render(ParseJson(messages_json, "messages"), options);
 }
 
@@ -160,7 +163,8 @@ ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool
     for (const Json& entry : ct) {
       if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
           !entry["name"].is_string() || !entry["template"].is_string()) {
-        Fail("chat", "{}: each chat_template entry must be {{\"name\": str, \"template\": str}}, got {}",
+        Fail("chat",
+             "{}: each chat_template entry must be {{\"name\": str, \"template\": str}}, got {}",
              config_path.string(), entry.dump());
       }
       named[entry["name"].get<std::string>()] = entry["template"].get<std::string>();
@@ -183,8 +187,10 @@ ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool
     out.template_origin = jinja_path.string();
     return out;
   }
-  Fail("chat", "no chat template in '{}': expected a chat_template in tokenizer_config.json or a "
-       "chat_template.jinja file (or pass --template FILE)", model_dir.string());
+  Fail("chat",
+       "no chat template in '{}': expected a chat_template in tokenizer_config.json or a "
+       "chat_template.jinja file (or pass --template FILE)",
+       model_dir.string());
 }
 
 }  // namespace proctor::text

@@ -1,6 +1,7 @@
 // Chat templates rendered exactly as Hugging Face transformers renders them
 // (tokenizer.apply_chat_template(messages, tokenize=False, ...)):
-//   - the variables: messages, tools (None when not given), documents (None), add_generation_prompt,
+//   - the variables: messages, tools (None when not given), documents (None),
+//   add_generation_prompt,
 //     the special tokens of tokenizer_config.json (bos_token, eos_token, ...: only those set), and
 //     any extra keyword arguments (enable_thinking, date_string, ...);
 //   - the globals raise_exception(message) and strftime_now(format);
@@ -26,12 +27,12 @@ namespace proctor::text {
 
 struct ChatOptions {
   bool add_generation_prompt = false;
-  std::optional<bool> enable_thinking;     // passed only when set (templates test `is defined`)
-  nlohmann::ordered_json tools;            // null: no tools (the template sees None)
-  nlohmann::ordered_json documents;        // null: no documents
-  nlohmann::ordered_json extra;            // object: more template variables (kwargs)
-  nlohmann::ordered_json special_tokens;   // object: bos_token, eos_token, ... (from the config)
-  std::optional<std::tm> now;              // strftime_now's clock; unset: local time now
+  std::optional<bool> enable_thinking;    // passed only when set (templates test `is defined`)
+  nlohmann::ordered_json tools;           // null: no tools (the template sees None)
+  nlohmann::ordered_json documents;       // null: no documents
+  nlohmann::ordered_json extra;           // object: more template variables (kwargs)
+  nlohmann::ordered_json special_tokens;  // object: bos_token, eos_token, ... (from the config)
+  std::optional<std::tm> now;             // strftime_now's clock; unset: local time now
   jinja::RenderLimits limits;
 };
 

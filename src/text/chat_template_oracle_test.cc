@@ -67,10 +67,10 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
   const fs::path binary_dir = PROCTOR_BINARY_DIR;
   const fs::path fixtures = FixturesDir() / "chat-templates";
   const fs::path out = binary_dir / fmt::format("chat-oracle-{}.json", ::getpid());
-  std::string command = fmt::format("{} '{}' --conversations '{}' --out '{}'",
-                        proctor::testing::Oracles("python").Path("python"),
-                        (source_dir / "tools/chat_template_oracle.py").string(),
-                        (source_dir / "testdata/chat/conversations.json").string(), out.string());
+  std::string command = fmt::format(
+      "{} '{}' --conversations '{}' --out '{}'", proctor::testing::Oracles("python").Path("python"),
+      (source_dir / "tools/chat_template_oracle.py").string(),
+      (source_dir / "testdata/chat/conversations.json").string(), out.string());
   int template_sources = 0;
   if (fs::exists(fixtures)) {
     command += fmt::format(" --fixtures '{}'", fixtures.string());
@@ -133,9 +133,10 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
     now.tm_min = 9;
     now.tm_sec = 26;
     options.now = now;
-    const std::string label = fmt::format("{} / {} (add_generation_prompt={}, enable_thinking={})",
-                                          name, c["conversation"].get<std::string>(),
-                                          options.add_generation_prompt, c["enable_thinking"].dump());
+    const std::string label =
+        fmt::format("{} / {} (add_generation_prompt={}, enable_thinking={})", name,
+                    c["conversation"].get<std::string>(), options.add_generation_prompt,
+                    c["enable_thinking"].dump());
     ++compared;
     const auto start = std::chrono::steady_clock::now();
     std::string got;
@@ -149,7 +150,8 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
       message = e.message();
       kind = e.kind();
     }
-    render_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    render_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (c.contains("error")) {
       const std::string type = c["error"]["type"].get<std::string>();
       const std::string want = c["error"]["message"].get<std::string>();
@@ -175,9 +177,10 @@ TEST(ChatTemplateOracle, MatchesPythonJinja2WithTransformersSettings) {
       break;
     }
   }
-  fmt::print("compared {} cases ({} identical errors) over {} templates; proctor rendering: {:.1f} "
-             "us per conversation\n",
-             compared, errors_matched, parsed.size(), 1e6 * render_seconds / std::max(compared, 1));
+  fmt::print(
+      "compared {} cases ({} identical errors) over {} templates; proctor rendering: {:.1f} "
+      "us per conversation\n",
+      compared, errors_matched, parsed.size(), 1e6 * render_seconds / std::max(compared, 1));
   // Each template must render at least 10 conversations successfully (6 option variants each).
   for (const auto& [name, info] : template_info) {
     if (info.contains("skipped")) continue;

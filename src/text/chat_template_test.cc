@@ -22,8 +22,8 @@ using Json = nlohmann::ordered_json;
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() /
-            fmt::format("proctor-chat-test-{}-{}", ::getpid(), counter_++);
+    path_ =
+        fs::temp_directory_path() / fmt::format("proctor-chat-test-{}-{}", ::getpid(), counter_++);
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -61,7 +61,8 @@ TEST(ChatConfig, StringTemplateAndSpecialTokens) {
             R"("additional_special_tokens":["<a>","<b>"]})");
   ChatOptions options;
   options.special_tokens = config.special_tokens;
-  EXPECT_EQ(ChatTemplate::Parse(config.template_source).RenderMessagesJson(R"([{"role":"user","content":"hi"}])", options),
+  EXPECT_EQ(ChatTemplate::Parse(config.template_source)
+                .RenderMessagesJson(R"([{"role":"user","content":"hi"}])", options),
             "<s>hi</s>");
 }
 
@@ -72,11 +73,13 @@ TEST(ChatConfig, TemplateListPicksDefaultOrToolUse) {
   EXPECT_EQ(LoadChatConfig(dir.path(), false).template_source, "D");
   EXPECT_EQ(LoadChatConfig(dir.path(), true).template_source, "T");
   dir.Write("tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "R"}]})");
-  EXPECT_NE(ErrorOf([&] { LoadChatConfig(dir.path(), false); })
-                .find("has no template named 'default' (it has: rag)"),
+  EXPECT_NE(ErrorOf([&] {
+              LoadChatConfig(dir.path(), false);
+            }).find("has no template named 'default' (it has: rag)"),
             std::string::npos);
   // Without a tool_use entry, tools still use the default template.
-  dir.Write("tokenizer_config.json", R"({"chat_template": [{"name": "default", "template": "D"}]})");
+  dir.Write("tokenizer_config.json",
+            R"({"chat_template": [{"name": "default", "template": "D"}]})");
   EXPECT_EQ(LoadChatConfig(dir.path(), true).template_source, "D");
 }
 
@@ -106,8 +109,9 @@ TEST(ChatTemplate, VariablesAsTransformersPassesThem) {
   options.extra = Json::parse(R"({"x": [1, "a"]})");
   options.special_tokens = Json::parse(R"({"bos_token": "<s>"})");
   EXPECT_EQ(t.RenderMessagesJson("[]", options), "False,True,True,True,True,[1, 'a']");
-  EXPECT_NE(ErrorOf([&] { t.RenderMessagesJson(R"({"role": "user"})", options); })
-                .find("messages must be a JSON array"),
+  EXPECT_NE(ErrorOf([&] {
+              t.RenderMessagesJson(R"({"role": "user"})", options);
+            }).find("messages must be a JSON array"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { t.RenderMessagesJson("[", options); }).find("messages is not valid JSON"),
             std::string::npos);
@@ -145,8 +149,11 @@ TEST(ChatVerb, PrintsTheRenderedConversation) {
   dir.Write("tokenizer_config.json", R"({"bos_token": {"content": "<s>"}, "chat_template": [
     {"name": "default", "template": "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}{% if enable_thinking is defined %}think={{ enable_thinking }}{% endif %}"},
     {"name": "tool_use", "template": "tools={{ tools|map(attribute='function.name')|join(',') }} {{ strftime_now('%d %b %Y') }} {{ date_string }}"}]})");
-  dir.Write("messages.json", R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])");
-  dir.Write("tools.json", R"([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "g"}}])");
+  dir.Write("messages.json",
+            R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])");
+  dir.Write(
+      "tools.json",
+      R"([{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "g"}}])");
   const std::string base = fmt::format("chat '{}' --messages '{}'", dir.path().string(),
                                        (dir.path() / "messages.json").string());
   RunResult r = RunProctor(base);
@@ -154,8 +161,8 @@ TEST(ChatVerb, PrintsTheRenderedConversation) {
   EXPECT_EQ(r.out, "<s><user>Hi\n<assistant>Hello\n");
   r = RunProctor(base + " --generation-prompt --thinking off");
   EXPECT_EQ(r.out, "<s><user>Hi\n<assistant>Hello\n<assistant>think=False");
-  r = RunProctor(fmt::format("{} --tools '{}' --now '2024-07-26' --var 'date_string=\"today\"'", base,
-                      (dir.path() / "tools.json").string()));
+  r = RunProctor(fmt::format("{} --tools '{}' --now '2024-07-26' --var 'date_string=\"today\"'",
+                             base, (dir.path() / "tools.json").string()));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, "tools=f,g 26 Jul 2024 today");
   const fs::path bad = dir.Write("bad.jinja", "ok\n{{ raise_exception('roles must alternate') }}");
@@ -174,9 +181,11 @@ TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   TempDir dir;
   dir.Write("m.json", R"([{"role": "user", "content": "Hi"}])");
-  const RunResult r = RunProctor(fmt::format("chat '{}' --messages '{}' --generation-prompt --thinking off",
-                                      qwen.string(), (dir.path() / "m.json").string()));
-  EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  const RunResult r =
+      RunProctor(fmt::format("chat '{}' --messages '{}' --generation-prompt --thinking off",
+                             qwen.string(), (dir.path() / "m.json").string()));
+  EXPECT_EQ(r.out,
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 }  // namespace

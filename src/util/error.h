@@ -31,16 +31,16 @@ template <typename... Args>
 
 }  // namespace proctor
 
-#define PROCTOR_CHECK(condition)                                               \
-  do {                                                                         \
-    if (!(condition)) [[unlikely]]                                             \
-      ::proctor::CheckFailed(__FILE__, __LINE__, #condition, std::string());   \
+#define PROCTOR_CHECK(condition)                                             \
+  do {                                                                       \
+    if (!(condition)) [[unlikely]]                                           \
+      ::proctor::CheckFailed(__FILE__, __LINE__, #condition, std::string()); \
   } while (0)
 
 // CHECK with a formatted detail message: CHECK_MSG(n > 0, "n={}", n).
-#define PROCTOR_CHECK_MSG(condition, ...)                                          \
-  do {                                                                             \
-    if (!(condition)) [[unlikely]]                                                 \
+#define PROCTOR_CHECK_MSG(condition, ...)                                               \
+  do {                                                                                  \
+    if (!(condition)) [[unlikely]]                                                      \
       ::proctor::CheckFailed(__FILE__, __LINE__, #condition, fmt::format(__VA_ARGS__)); \
   } while (0)
 

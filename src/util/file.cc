@@ -113,8 +113,8 @@ void ReadOnlyFile::ReadAt(uint64_t offset, std::span<uint8_t> out) const {
   CHECK(fd_ >= 0);
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t r = ::pread(fd_, out.data() + done, out.size() - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t r =
+        ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       Fail("io", "read of {} bytes at offset {} in '{}' failed: {}", out.size(), offset,

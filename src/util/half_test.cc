@@ -37,7 +37,7 @@ TEST(HalfTest, DecodesKnownValues) {
   EXPECT_EQ(F16ToF32(0x3C00), 1.0f);
   EXPECT_EQ(F16ToF32(0xC000), -2.0f);
   EXPECT_EQ(F16ToF32(0x7BFF), 65504.0f);
-  EXPECT_EQ(F16ToF32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(F16ToF32(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(F16ToF32(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_TRUE(std::isinf(F16ToF32(0x7C00)));
   EXPECT_TRUE(std::isnan(F16ToF32(0x7E00)));

@@ -11,7 +11,7 @@ namespace proctor {
 Progress::Progress(Options options) : options_(std::move(options)), mode_(options_.mode) {
   if (mode_ == Mode::kAuto) {
     mode_ = (options_.out != nullptr && ::isatty(::fileno(options_.out)) == 1) ? Mode::kBar
-                                                                              : Mode::kLines;
+                                                                               : Mode::kLines;
   }
   if (options_.out == nullptr) mode_ = Mode::kQuiet;
   start_ = last_print_ = std::chrono::steady_clock::now();
@@ -51,8 +51,8 @@ void Progress::Print(bool final_line) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0;
-  std::string counts = options_.total > 0 ? fmt::format("{}/{}", done_, options_.total)
-                                          : fmt::format("{}", done_);
+  std::string counts =
+      options_.total > 0 ? fmt::format("{}/{}", done_, options_.total) : fmt::format("{}", done_);
   std::string text;
   if (final_line) {
     text = fmt::format("{}: {} {} in {} ({:.1f} {}/s)", options_.label, counts, options_.unit,

@@ -17,10 +17,10 @@ class Progress {
  public:
   enum class Mode { kAuto, kQuiet, kBar, kLines };
   struct Options {
-    std::string label;             // e.g. "scoring"
-    std::string unit = "items";    // e.g. "positions"
-    uint64_t total = 0;            // 0: unknown (no bar, no ETA)
-    Mode mode = Mode::kAuto;       // kAuto: kBar on a TTY, kLines otherwise
+    std::string label;           // e.g. "scoring"
+    std::string unit = "items";  // e.g. "positions"
+    uint64_t total = 0;          // 0: unknown (no bar, no ETA)
+    Mode mode = Mode::kAuto;     // kAuto: kBar on a TTY, kLines otherwise
     double line_interval_seconds = 10.0;
     FILE* out = stderr;
   };

@@ -34,14 +34,16 @@ TEST(Sha256, IncrementalEqualsOneShot) {
 TEST(Sha256, StreamedFileOfAMillionAs) {
   // One million 'a' (FIPS 180-2 vector), and a 3,000,000-byte file that crosses the 1 MiB
   // read size, checked against coreutils' sha256sum when it is available.
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("sha256_test_{}", ::getpid());
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("sha256_test_{}", ::getpid());
   std::filesystem::create_directories(dir);
   const auto path = dir / "a.bin";
   {
     std::ofstream out(path, std::ios::binary);
     out << std::string(1000000, 'a');
   }
-  EXPECT_EQ(Sha256FileHex(path), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(Sha256FileHex(path),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   const auto big = dir / "big.bin";
   {
     std::ofstream out(big, std::ios::binary);

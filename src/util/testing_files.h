@@ -38,15 +38,15 @@ class TempDir {
 }  // namespace proctor::testing
 
 // Expects `statement` to throw proctor::Error whose message contains every listed substring.
-#define EXPECT_ERROR_CONTAINS(statement, ...)                                       \
-  do {                                                                              \
-    try {                                                                           \
-      statement;                                                                    \
-      ADD_FAILURE() << "expected an Error from " #statement;                        \
-    } catch (const ::proctor::Error& e) {                                           \
-      for (const char* part : {__VA_ARGS__}) {                                      \
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)              \
-            << "message: " << e.what() << "\nmissing: " << part;                    \
-      }                                                                             \
-    }                                                                               \
+#define EXPECT_ERROR_CONTAINS(statement, ...)                          \
+  do {                                                                 \
+    try {                                                              \
+      statement;                                                       \
+      ADD_FAILURE() << "expected an Error from " #statement;           \
+    } catch (const ::proctor::Error& e) {                              \
+      for (const char* part : {__VA_ARGS__}) {                         \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) \
+            << "message: " << e.what() << "\nmissing: " << part;       \
+      }                                                                \
+    }                                                                  \
   } while (0)

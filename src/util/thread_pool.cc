@@ -17,7 +17,8 @@ void PartitionRange(size_t n, size_t grain, int parts, int part, size_t* begin, 
 }
 
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (num_threads <= 0)
+    num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
@@ -122,8 +123,9 @@ void ThreadPool::SetGlobalThreads(int num_threads) {
   std::lock_guard<std::mutex> lock(g_global_mutex);
   g_requested_threads = num_threads;
   auto& slot = GlobalSlot();
-  const int wanted = num_threads > 0 ? num_threads
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int wanted = num_threads > 0
+                         ? num_threads
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (slot && slot->num_threads() != wanted) slot.reset();
 }
 

@@ -31,8 +31,7 @@ class ThreadPool {
   void ParallelFor(size_t n, const std::function<void(size_t, size_t, int)>& fn);
 
   // As ParallelFor, but splits [0, n) into partitions aligned to `grain` (the last may be short).
-  void ParallelForGrain(size_t n, size_t grain,
-                        const std::function<void(size_t, size_t, int)>& fn);
+  void ParallelForGrain(size_t n, size_t grain, const std::function<void(size_t, size_t, int)>& fn);
 
   // The process-wide pool (created on first use with the thread count set by SetGlobalThreads,
   // default hardware_concurrency()).

@@ -19,7 +19,8 @@ TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
       pool.ParallelFor(n, [&](size_t b, size_t e, int) {
         for (size_t i = b; i < e; ++i) hits[i]++;
       });
-      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
     }
   }
 }
@@ -41,7 +42,9 @@ TEST(ThreadPoolTest, ReductionIsBitIdenticalRunToRun) {
   auto sum = [&] {
     return ParallelReduce(
         pool, values.size(), 0.0f,
-        [&](size_t b, size_t e) { return std::accumulate(values.begin() + b, values.begin() + e, 0.0f); },
+        [&](size_t b, size_t e) {
+          return std::accumulate(values.begin() + b, values.begin() + e, 0.0f);
+        },
         [](float a, float c) { return a + c; });
   };
   const float first = sum();

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <memory>
 
-#include "eval/formats/corpus.h"
-#include "eval/runners/eval_model.h"
 #include "eval/demo/demo_teacher.h"
 #include "eval/demo/demo_texts.h"
+#include "eval/formats/corpus.h"
+#include "eval/runners/eval_model.h"
 #include "eval/runners/vocab_check.h"
 #include "model/load.h"
 #include "model/mlx_export.h"
@@ -64,8 +64,8 @@ class NllRecordingStepper final : public LogitsStepper {
     }
     pending_.clear();
     for (int64_t r = 0; r + 1 < logits.rows; ++r) {
-      nll_->push_back(NextTokenNll(logits.RowAs<float>(r), logits.cols,
-                                   tokens[static_cast<size_t>(r + 1)]));
+      nll_->push_back(
+          NextTokenNll(logits.RowAs<float>(r), logits.cols, tokens[static_cast<size_t>(r + 1)]));
     }
     if (logits.rows > 0) {
       const float* last = logits.RowAs<float>(logits.rows - 1);

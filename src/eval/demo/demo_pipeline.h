@@ -1,6 +1,7 @@
 // `proctor demo`: the whole core loop in one call, on an embedded default or any model.
 //
-//   1. teacher: the generated demo teacher (eval/demo/demo_teacher.h) written into work_dir/teacher,
+//   1. teacher: the generated demo teacher (eval/demo/demo_teacher.h) written into
+//   work_dir/teacher,
 //      or the model given;
 //   2. candidates: the teacher quantized with MLX affine quantization at each of `bits` into
 //      work_dir/candidates/mlx-<bits>bit-g<group> (QuantizeModelToMlx, as `proctor quantize`),

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "eval/runners/logits_chunks.h"
 #include "eval/formats/ref_logits_writer.h"
+#include "eval/runners/logits_chunks.h"
 #include "util/sha256.h"
 #include "util/thread_pool.h"
 
@@ -123,12 +123,13 @@ void WriteSyntheticDump(const std::filesystem::path& dir, const SyntheticLm& lm,
     writer.BeginSequence(s);
     const auto seq_tokens =
         tokens.subspan(static_cast<size_t>(s * ctx_len), static_cast<size_t>(ctx_len));
-    driver.RunSequence(seq_tokens, writer.positions(), fmt::format("sequence {}", s),
-                       [&](const LogitsChunk& chunk) {
-      for (int64_t r = 0; r < chunk.scored; ++r) {
-        writer.AppendLogitsRow(std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
-      }
-    });
+    driver.RunSequence(
+        seq_tokens, writer.positions(), fmt::format("sequence {}", s),
+        [&](const LogitsChunk& chunk) {
+          for (int64_t r = 0; r < chunk.scored; ++r) {
+            writer.AppendLogitsRow(std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
+          }
+        });
     writer.EndSequence();
   }
   writer.Finish();

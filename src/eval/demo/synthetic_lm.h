@@ -37,8 +37,7 @@ class SyntheticLm {
 };
 
 // Seeded corpus tokens [n_seqs, ctx_len] in [0, vocab).
-std::vector<int32_t> SyntheticTokens(int64_t n_seqs, int64_t ctx_len, int64_t vocab,
-                                     uint64_t seed);
+std::vector<int32_t> SyntheticTokens(int64_t n_seqs, int64_t ctx_len, int64_t vocab, uint64_t seed);
 
 // Writes a complete reference-logits dump of `lm` over `tokens` into `dir` (which must be
 // empty or absent).

@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "util/timing.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
+#include "util/timing.h"
 
 namespace proctor {
 namespace {

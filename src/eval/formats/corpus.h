@@ -18,8 +18,8 @@ struct Corpus {
   std::filesystem::path dir;
   int64_t ctx_len = 0;
   int64_t n_seqs = 0;
-  int64_t vocab_size = 0;       // 0 when the manifest does not say (null or absent)
-  std::string tokenizer;        // as the manifest says ("" when absent)
+  int64_t vocab_size = 0;  // 0 when the manifest does not say (null or absent)
+  std::string tokenizer;   // as the manifest says ("" when absent)
   // The tokenizer's identity when the manifest records it (eval/runners/vocab_check.h).
   std::optional<std::string> tokenizer_sha256;
   std::optional<int32_t> bos_id, eos_id;

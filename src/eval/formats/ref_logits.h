@@ -46,13 +46,13 @@ struct ReferenceLogitsManifest {
 
 // Decoded records [lo, hi) of one sequence, row-major: record r of the block is row r.
 struct ReferenceRecords {
-  int64_t first = 0;              // record index of row 0 (= position in the sequence)
+  int64_t first = 0;  // record index of row 0 (= position in the sequence)
   int64_t count = 0;
   int64_t top_k = 0;
-  std::vector<int32_t> indices;   // [count, top_k] vocabulary indices, descending by logit
-  std::vector<float> logits;      // [count, top_k] the fp16 logits, decoded exactly
-  std::vector<float> logsumexp;   // [count] full-vocabulary logsumexp (same shift as logits)
-  std::vector<uint8_t> raw;       // [count * record bytes] scratch for the read
+  std::vector<int32_t> indices;  // [count, top_k] vocabulary indices, descending by logit
+  std::vector<float> logits;     // [count, top_k] the fp16 logits, decoded exactly
+  std::vector<float> logsumexp;  // [count] full-vocabulary logsumexp (same shift as logits)
+  std::vector<uint8_t> raw;      // [count * record bytes] scratch for the read
 
   const int32_t* Indices(int64_t row) const { return indices.data() + row * top_k; }
   const float* Logits(int64_t row) const { return logits.data() + row * top_k; }

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "eval/scoring/kl_score.h"
 #include "eval/formats/ref_logits.h"
 #include "eval/formats/ref_logits_integrity.h"
+#include "eval/scoring/kl_score.h"
 #include "util/error.h"
 
 namespace {
@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string_view> parts;
   for (size_t start = 0;;) {
     const size_t at = input.find("@@@@", start);
-    parts.push_back(input.substr(start, at == std::string_view::npos ? std::string_view::npos
-                                                                       : at - start));
+    parts.push_back(
+        input.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
     if (at == std::string_view::npos || parts.size() == 10) break;
     start = at + 4;
   }

@@ -54,8 +54,10 @@ IntegrityReport CheckReferenceLogitsIntegrity(const ReferenceLogitsDump& dump, P
             Fail("ref-logits", "'{}' record {}: logit {} is NaN", file, rec, j);
           }
           if (j > 0 && logits[j] > logits[j - 1]) {
-            Fail("ref-logits", "'{}' record {}: logits increase at {} ({} then {}); they must be "
-                 "non-increasing", file, rec, j, logits[j - 1], logits[j]);
+            Fail("ref-logits",
+                 "'{}' record {}: logits increase at {} ({} then {}); they must be "
+                 "non-increasing",
+                 file, rec, j, logits[j - 1], logits[j]);
           }
         }
         const float lse = records.logsumexp[r];

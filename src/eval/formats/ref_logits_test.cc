@@ -28,8 +28,9 @@ void ExpectErrorContaining(Fn fn, std::vector<std::string> fragments) {
     fn();
     FAIL() << "expected an error containing " << fragments.front();
   } catch (const Error& e) {
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos)
-        << "message: " << e.what() << "\nmissing: " << f;
+    for (const auto& f : fragments)
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << f;
   }
 }
 
@@ -70,8 +71,8 @@ TEST_F(Reader, MissingManifest) {
 
 TEST_F(Reader, WrongFormatVersion) {
   EditManifest("\"format_version\": 1", "\"format_version\": 2");
-  ExpectOpenError(dir(), {File("manifest.json").string(), "format_version 2",
-                          "implements format_version 1"});
+  ExpectOpenError(
+      dir(), {File("manifest.json").string(), "format_version 2", "implements format_version 1"});
 }
 
 TEST_F(Reader, NonPositiveFields) {
@@ -92,8 +93,8 @@ TEST_F(Reader, NonPositiveFields) {
 
 TEST_F(Reader, WrongTokensSize) {
   WriteBytes(File("tokens.bin"), ReadBytes(File("tokens.bin")) + "xx");
-  ExpectOpenError(dir(), {File("tokens.bin").string(), "50 bytes", "n_seqs 2 x ctx_len 6",
-                          "exactly 48"});
+  ExpectOpenError(dir(),
+                  {File("tokens.bin").string(), "50 bytes", "n_seqs 2 x ctx_len 6", "exactly 48"});
 }
 
 TEST_F(Reader, SequenceFileNotAMultipleOfTheRecordSize) {
@@ -167,10 +168,14 @@ TEST_F(Reader, RecordsHoldTheShiftedTopKAndLogsumexp) {
 TEST(Writer, AppendTopKStoresShiftedValuesAndValidates) {
   TempDir temp;
   const std::vector<int32_t> tokens = {1, 2, 3};
-  ReferenceLogitsWriter writer(
-      {.dir = temp.path(), .model = "m", .corpus_sha256 = "c", .ctx_len = 3, .n_seqs = 1,
-       .top_k = 2, .created = "t"},
-      tokens);
+  ReferenceLogitsWriter writer({.dir = temp.path(),
+                                .model = "m",
+                                .corpus_sha256 = "c",
+                                .ctx_len = 3,
+                                .n_seqs = 1,
+                                .top_k = 2,
+                                .created = "t"},
+                               tokens);
   writer.BeginSequence(0);
   writer.AppendTopK(std::vector<int32_t>{7, 3}, std::vector<float>{20.0f, 18.5f}, 21.0f);
   EXPECT_THROW(writer.AppendTopK(std::vector<int32_t>{7, 7}, std::vector<float>{2, 1}, 3), Error);
@@ -194,8 +199,12 @@ TEST(Writer, RefusesANonEmptyDirectoryAndOtherParametersOnResume) {
   TempDir temp;
   WriteBytes(temp.path() / "other.txt", "x");
   const std::vector<int32_t> tokens = {1, 2, 3};
-  ReferenceLogitsWriterOptions options{.dir = temp.path(), .model = "m", .corpus_sha256 = "c",
-                                       .ctx_len = 3, .n_seqs = 1, .top_k = 2};
+  ReferenceLogitsWriterOptions options{.dir = temp.path(),
+                                       .model = "m",
+                                       .corpus_sha256 = "c",
+                                       .ctx_len = 3,
+                                       .n_seqs = 1,
+                                       .top_k = 2};
   ExpectErrorContaining([&] { ReferenceLogitsWriter w(options, tokens); },
                         {temp.path().string(), "not empty"});
   std::filesystem::remove(temp.path() / "other.txt");
@@ -218,9 +227,13 @@ TEST(Writer, KilledMidDumpThenResumedGivesAByteIdenticalDump) {
   TempDir whole, resumed;
   c.WriteDump(whole.path(), "fixed");
   const auto write = [&](bool die_midway) {
-    ReferenceLogitsWriter writer({.dir = resumed.path(), .model = "tiny-teacher",
-                                  .corpus_sha256 = "00", .ctx_len = c.ctx_len,
-                                  .n_seqs = c.n_seqs, .top_k = c.top_k, .created = "fixed"},
+    ReferenceLogitsWriter writer({.dir = resumed.path(),
+                                  .model = "tiny-teacher",
+                                  .corpus_sha256 = "00",
+                                  .ctx_len = c.ctx_len,
+                                  .n_seqs = c.n_seqs,
+                                  .top_k = c.top_k,
+                                  .created = "fixed"},
                                  c.tokens);
     for (int64_t s = 0; s < c.n_seqs; ++s) {
       if (writer.SequenceDone(s)) continue;

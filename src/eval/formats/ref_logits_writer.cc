@@ -81,21 +81,24 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
     : options_(std::move(options)) {
   const auto& o = options_;
   if (o.ctx_len < 2 || o.n_seqs < 1 || o.top_k < 1) {
-    Fail(kComponent, "cannot write a dump with ctx_len {} (>= 2), n_seqs {} (>= 1), top_k {} (>= 1)",
-         o.ctx_len, o.n_seqs, o.top_k);
+    Fail(kComponent,
+         "cannot write a dump with ctx_len {} (>= 2), n_seqs {} (>= 1), top_k {} (>= 1)", o.ctx_len,
+         o.n_seqs, o.top_k);
   }
   if (tokens.size() != static_cast<size_t>(o.n_seqs * o.ctx_len)) {
     Fail(kComponent, "got {} tokens for a dump of n_seqs {} x ctx_len {}", tokens.size(), o.n_seqs,
          o.ctx_len);
   }
-  const auto token_bytes = std::span<const uint8_t>(
-      reinterpret_cast<const uint8_t*>(tokens.data()), tokens.size() * sizeof(int32_t));
+  const auto token_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()),
+                                                    tokens.size() * sizeof(int32_t));
   const std::string tokens_sha = Sha256Hex(token_bytes);
   std::filesystem::create_directories(o.dir);
   const auto marker = o.dir / kInProgressName;
   if (std::filesystem::exists(o.dir / "manifest.json")) {
-    Fail(kComponent, "'{}' already holds a complete dump (manifest.json exists); choose another "
-         "directory", o.dir.string());
+    Fail(kComponent,
+         "'{}' already holds a complete dump (manifest.json exists); choose another "
+         "directory",
+         o.dir.string());
   }
   if (std::filesystem::exists(marker)) {
     // Resume: the parameters must be the ones the interrupted run used.
@@ -125,15 +128,16 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
       std::filesystem::remove(entry.path());
     }
   }
-  WriteFileAtomic(o.dir / "tokens.bin",
-                  std::string_view(reinterpret_cast<const char*>(token_bytes.data()),
-                                   token_bytes.size()));
+  WriteFileAtomic(
+      o.dir / "tokens.bin",
+      std::string_view(reinterpret_cast<const char*>(token_bytes.data()), token_bytes.size()));
   const uint64_t complete_size = static_cast<uint64_t>(positions()) * ReferenceRecordBytes(o.top_k);
   done_.assign(static_cast<size_t>(o.n_seqs), false);
   for (int64_t s = 0; s < o.n_seqs; ++s) {
     const auto path = ReferenceSequencePath(o.dir, s);
     std::error_code ec;
-    done_[s] = std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) == complete_size;
+    done_[s] =
+        std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) == complete_size;
   }
   record_.resize(ReferenceRecordBytes(o.top_k));
 }
@@ -245,8 +249,7 @@ void ReferenceLogitsWriter::WriteRecords(std::span<const uint8_t> records, int64
   WaitForPendingCommit();  // the previous sequence is on disk before this one has records
   const auto io_start = std::chrono::steady_clock::now();
   current_file_->Write(records);
-  io_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
+  io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
   current_records_ += count;
 }
 
@@ -271,8 +274,7 @@ void ReferenceLogitsWriter::WaitForPendingCommit() {
   pending_seq_ = -1;
   std::future<void> commit = std::move(pending_commit_);
   commit.get();  // rethrows the commit's Error
-  io_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
+  io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
   done_[seq] = true;
 }
 

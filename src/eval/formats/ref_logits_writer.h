@@ -71,8 +71,7 @@ class ReferenceLogitsWriter {
   void AppendLogitsRows(const MatView& logits, int64_t n_rows, ThreadPool& pool);
   // One position from a precomputed top-k (indices distinct and >= 0, logits non-increasing,
   // not shifted) and the full-vocabulary logsumexp.
-  void AppendTopK(std::span<const int32_t> indices, std::span<const float> logits,
-                  float logsumexp);
+  void AppendTopK(std::span<const int32_t> indices, std::span<const float> logits, float logsumexp);
   void EndSequence();
 
   // Optional manifest keys recording the teacher's vocabulary (ReferenceLogitsManifest);

@@ -39,9 +39,9 @@ class Cli : public ::testing::Test {
 TEST_F(Cli, DemoThenInspectThenDamage) {
   const auto dir = temp_.path() / "demo";
   const auto json_path = temp_.path() / "demo.json";
-  const CommandRun demo = Proctor(fmt::format(
-      "demo --dir {} --n-seqs 3 --ctx 16 --top-k 32 --bits 4 --json {}", dir.string(),
-      json_path.string()));
+  const CommandRun demo =
+      Proctor(fmt::format("demo --dir {} --n-seqs 3 --ctx 16 --top-k 32 --bits 4 --json {}",
+                          dir.string(), json_path.string()));
   ASSERT_EQ(demo.status, 0) << demo.output;
   EXPECT_NE(demo.output.find("teacher (bf16)"), std::string::npos) << demo.output;
   EXPECT_NE(demo.output.find("mlx 4-bit g64"), std::string::npos) << demo.output;
@@ -105,7 +105,8 @@ TEST_F(Cli, KlNamesAMissingCandidateAndAMissingDump) {
       << missing_model.output;
   const CommandRun missing_dump = Proctor("kl --reference-logits /nonexistent/dump --candidate x");
   EXPECT_NE(missing_dump.status, 0);
-  EXPECT_NE(missing_dump.output.find("/nonexistent/dump"), std::string::npos) << missing_dump.output;
+  EXPECT_NE(missing_dump.output.find("/nonexistent/dump"), std::string::npos)
+      << missing_dump.output;
 }
 
 }  // namespace

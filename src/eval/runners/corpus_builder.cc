@@ -44,16 +44,16 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
   const std::filesystem::path tokenizer_path = ResolveTokenizerPath(options.tokenizer);
   const auto tokenizer = text::LoadTokenizer(tokenizer_path);
   result.load_seconds = SecondsSince(t0);
-  const TokenStream stream = BuildTokenStream(
-      rows, *tokenizer,
-      {.seed = options.seed,
-       .tokens_needed = needed,
-       .chat_model_dir = std::filesystem::is_directory(tokenizer_path)
-                             ? tokenizer_path
-                             : tokenizer_path.parent_path(),
-       .chat_template_file = options.chat_template_file,
-       .chat_now = options.chat_now,
-       .quiet = options.quiet});
+  const TokenStream stream =
+      BuildTokenStream(rows, *tokenizer,
+                       {.seed = options.seed,
+                        .tokens_needed = needed,
+                        .chat_model_dir = std::filesystem::is_directory(tokenizer_path)
+                                              ? tokenizer_path
+                                              : tokenizer_path.parent_path(),
+                        .chat_template_file = options.chat_template_file,
+                        .chat_now = options.chat_now,
+                        .quiet = options.quiet});
   const auto have = static_cast<int64_t>(stream.tokens.size());
   if (have < needed) {
     Fail(kComponent,
@@ -70,8 +70,8 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
 
   nlohmann::ordered_json sources = nlohmann::ordered_json::array();
   for (const TextSource& s : rows.sources) {
-    sources.push_back({{"path", s.path.string()}, {"sha256", s.sha256}, {"bytes", s.bytes},
-                       {"rows", s.rows}});
+    sources.push_back(
+        {{"path", s.path.string()}, {"sha256", s.sha256}, {"bytes", s.bytes}, {"rows", s.rows}});
   }
   nlohmann::ordered_json chat_template = nullptr;
   if (stream.chat_rows_used > 0) {

@@ -88,10 +88,9 @@ std::vector<fs::path> WriteMixedInputs(const fs::path& dir, bool with_chat) {
 json RunOracle(const std::vector<std::string>& tokenizer_args,
                const std::vector<std::string>& configs, const std::vector<fs::path>& inputs,
                const fs::path& work) {
-  std::string cmd = fmt::format("{} {} --out-dir {}",
-                                proctor::testing::Oracles("python").Path("python"),
-                                (fs::path(PROCTOR_SOURCE_DIR) / "tools/corpus_oracle.py").string(),
-                                work.string());
+  std::string cmd = fmt::format(
+      "{} {} --out-dir {}", proctor::testing::Oracles("python").Path("python"),
+      (fs::path(PROCTOR_SOURCE_DIR) / "tools/corpus_oracle.py").string(), work.string());
   for (const auto& a : tokenizer_args) cmd += fmt::format(" {}", a);
   for (const auto& c : configs) cmd += fmt::format(" --config {}", c);
   for (const auto& p : inputs) cmd += fmt::format(" {}", p.string());
@@ -131,8 +130,8 @@ void ExpectCorporaMatchOracle(const std::string& tokenizer,
     const Corpus corpus = ReadCorpus(out);
     ASSERT_EQ(corpus.tokens.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_EQ(corpus.tokens[i], expected[i]) << "token " << i << " (sequence " << i / ctx_len
-                                               << ", position " << i % ctx_len << ")";
+      ASSERT_EQ(corpus.tokens[i], expected[i])
+          << "token " << i << " (sequence " << i / ctx_len << ", position " << i % ctx_len << ")";
     }
     EXPECT_EQ(result.rows_used, c["rows_used"].get<int64_t>());
     EXPECT_EQ(result.rows_total, want["rows_total"].get<int64_t>());
@@ -169,8 +168,8 @@ TEST_F(CorpusOracle, Llama31BosOnTextRowsMatchesTheIndependentPipeline) {
   const fs::path model = testing::RealTokenizerDir("llama3_1");
   if (!fs::exists(model / "tokenizer.json")) GTEST_SKIP() << "fixture absent: " << model;
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/true);
-  ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()},
-                           {"9:max:123", "32:2:99"}, inputs, temp_.path());
+  ExpectCorporaMatchOracle(model.string(), {"--hf-dir", model.string()}, {"9:max:123", "32:2:99"},
+                           inputs, temp_.path());
 }
 
 // A GGUF vocabulary (stories260K, llama SPM: BOS added, EOS 2) against llama.cpp's tokenizer.
@@ -195,8 +194,11 @@ class CorpusBuild : public ::testing::Test {
   }
   std::string BuildError(const std::vector<fs::path>& inputs, int64_t ctx_len, int64_t n_seqs) {
     try {
-      BuildCorpus({.tokenizer = Stories260K().string(), .inputs = inputs,
-                   .out_dir = temp_.path() / "out", .ctx_len = ctx_len, .n_seqs = n_seqs,
+      BuildCorpus({.tokenizer = Stories260K().string(),
+                   .inputs = inputs,
+                   .out_dir = temp_.path() / "out",
+                   .ctx_len = ctx_len,
+                   .n_seqs = n_seqs,
                    .quiet = true});
     } catch (const Error& e) {
       return e.what();
@@ -208,9 +210,13 @@ class CorpusBuild : public ::testing::Test {
 
 TEST_F(CorpusBuild, ManifestRecordsTokenizerSeedSourcesAndSha) {
   const auto inputs = WriteMixedInputs(temp_.path(), /*with_chat=*/false);
-  const CorpusBuildResult r = BuildCorpus({.tokenizer = Stories260K().string(), .inputs = inputs,
-                                           .out_dir = temp_.path() / "c", .ctx_len = 8,
-                                           .n_seqs = 4, .seed = 9, .quiet = true});
+  const CorpusBuildResult r = BuildCorpus({.tokenizer = Stories260K().string(),
+                                           .inputs = inputs,
+                                           .out_dir = temp_.path() / "c",
+                                           .ctx_len = 8,
+                                           .n_seqs = 4,
+                                           .seed = 9,
+                                           .quiet = true});
   const json m = json::parse(ReadFileToString(temp_.path() / "c" / "manifest.json"));
   EXPECT_EQ(m["format_version"], 1);
   EXPECT_EQ(m["kind"], "kl-eval-corpus");
@@ -240,7 +246,8 @@ TEST_F(CorpusBuild, MalformedRowsNameTheFileAndLine) {
   const fs::path bad = temp_.path() / "bad.jsonl";
   Write(bad, "{\"text\": \"fine\"}\n\n{\"text\": \"broken\"\n");
   std::string e = BuildError({bad}, 4, 1);
-  EXPECT_NE(e.find(fmt::format("{}' line 3: not valid JSON", bad.string())), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("{}' line 3: not valid JSON", bad.string())), std::string::npos)
+      << e;
 
   Write(bad, "{\"text\": \"fine\"}\n{\"title\": \"x\", \"body\": \"y\"}\n");
   e = BuildError({bad}, 4, 1);
@@ -249,8 +256,7 @@ TEST_F(CorpusBuild, MalformedRowsNameTheFileAndLine) {
 
   Write(bad, "[1, 2]\n");
   e = BuildError({bad}, 4, 1);
-  EXPECT_NE(e.find("line 1: expected a JSON object per line, found array"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("line 1: expected a JSON object per line, found array"), std::string::npos) << e;
 
   Write(bad, "{\"text\": 5}\n");
   e = BuildError({bad}, 4, 1);
@@ -278,7 +284,9 @@ TEST_F(CorpusBuild, ChatRowWithoutATemplateIsAnErrorNamingTheRow) {
   const fs::path chat = temp_.path() / "chat.jsonl";
   Write(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\n");
   const std::string e = BuildError({chat}, 4, 1);
-  EXPECT_NE(e.find(fmt::format("{}' line 1: the chat template failed", chat.string())), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("{}' line 1: the chat template failed", chat.string())),
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("no chat template"), std::string::npos) << e;
 }
 

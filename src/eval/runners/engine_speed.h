@@ -1,8 +1,8 @@
 // `proctor bench`: end-to-end engine speed on one model: prefill tokens/s (a prompt of
 // prompt_tokens in chunks of chunk_size), decode tokens/s (greedy, one token per forward, LM head
 // included), load time, weight and KV-cache bytes, peak RSS and threads, as JSON. Synthetic
-// models ("synthetic:<name>:<weights>", eval/runners/eval_model.h) have the exact shapes of real ones with
-// random weights, so no download is needed.
+// models ("synthetic:<name>:<weights>", eval/runners/eval_model.h) have the exact shapes of real
+// ones with random weights, so no download is needed.
 #pragma once
 
 #include <cstdint>

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/formats/ref_logits_writer.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/kl_eval.h"
 #include "eval/runners/logits_chunks.h"
-#include "eval/formats/ref_logits_writer.h"
 #include "eval/testing_dumps.h"
 
 namespace proctor {
@@ -34,20 +34,26 @@ class KlEngine : public ::testing::Test {
     std::uniform_int_distribution<int32_t> token(3, 511);
     for (int i = 0; i < kSeqs * kCtx; ++i) tokens_.push_back(token(rng));
     // Dump the model's own logits (chunks of 16, as the scorer below uses).
-    LogitsChunkDriver driver({{"stories260K", EvalModel::Open(Stories260K().string())->Forward({})}},
-                             {.chunk_size = 16, .quiet = true});
-    ReferenceLogitsWriter writer({.dir = temp_.path(), .model = "stories260K",
-                                  .corpus_sha256 = "test", .ctx_len = kCtx, .n_seqs = kSeqs,
-                                  .top_k = 64, .created = "test"},
+    LogitsChunkDriver driver(
+        {{"stories260K", EvalModel::Open(Stories260K().string())->Forward({})}},
+        {.chunk_size = 16, .quiet = true});
+    ReferenceLogitsWriter writer({.dir = temp_.path(),
+                                  .model = "stories260K",
+                                  .corpus_sha256 = "test",
+                                  .ctx_len = kCtx,
+                                  .n_seqs = kSeqs,
+                                  .top_k = 64,
+                                  .created = "test"},
                                  tokens_);
     for (int64_t s = 0; s < kSeqs; ++s) {
       writer.BeginSequence(s);
       driver.RunSequence(std::span<const int32_t>(tokens_).subspan(s * kCtx, kCtx),
                          writer.positions(), "stories260K", [&](const LogitsChunk& chunk) {
-        for (int64_t r = 0; r < chunk.scored; ++r) {
-          writer.AppendLogitsRow(std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
-        }
-      });
+                           for (int64_t r = 0; r < chunk.scored; ++r) {
+                             writer.AppendLogitsRow(
+                                 std::span<const float>(chunk[0].RowAs<float>(r), chunk[0].cols));
+                           }
+                         });
       writer.EndSequence();
     }
     writer.Finish();
@@ -59,9 +65,10 @@ class KlEngine : public ::testing::Test {
 };
 
 TEST_F(KlEngine, SelfScoreAtTheDumpsChunkSizeIsTheFp16Floor) {
-  const KlEvalResult r = EvaluateKlVsReferenceLogits(
-      {.reference_dir = temp_.path(), .candidate = Stories260K().string(), .chunk_size = 16,
-       .quiet = true});
+  const KlEvalResult r = EvaluateKlVsReferenceLogits({.reference_dir = temp_.path(),
+                                                      .candidate = Stories260K().string(),
+                                                      .chunk_size = 16,
+                                                      .quiet = true});
   EXPECT_EQ(r.stats.positions, kSeqs * (kCtx - 1));
   EXPECT_EQ(r.candidate_vocab, 512);
   EXPECT_EQ(r.stats.top1_agreement, 1.0);
@@ -76,12 +83,13 @@ TEST_F(KlEngine, ProctorKlWritesJson) {
   if (!std::filesystem::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   const auto json_path = temp_.path() / "out" / "kl.json";
   std::filesystem::create_directories(json_path.parent_path());
-  const std::string command =
-      fmt::format("{} --quiet --threads 2 kl --reference-logits {} --candidate {} --chunk 16 --n 1 "
-                  "--json {} > {} 2>&1",
-                  PROCTOR_BIN, temp_.path().string(), Stories260K().string(), json_path.string(),
-                  (temp_.path() / "out" / "stdout.txt").string());
-  ASSERT_EQ(std::system(command.c_str()), 0) << testing::ReadBytes(temp_.path() / "out" / "stdout.txt");
+  const std::string command = fmt::format(
+      "{} --quiet --threads 2 kl --reference-logits {} --candidate {} --chunk 16 --n 1 "
+      "--json {} > {} 2>&1",
+      PROCTOR_BIN, temp_.path().string(), Stories260K().string(), json_path.string(),
+      (temp_.path() / "out" / "stdout.txt").string());
+  ASSERT_EQ(std::system(command.c_str()), 0)
+      << testing::ReadBytes(temp_.path() / "out" / "stdout.txt");
   const auto envelope = nlohmann::json::parse(testing::ReadBytes(json_path));
   EXPECT_EQ(envelope["threads"], 2);
   const auto& j = envelope["results"];

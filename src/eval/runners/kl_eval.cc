@@ -5,9 +5,9 @@
 #include <cmath>
 #include <optional>
 
+#include "eval/formats/per_position.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
-#include "eval/formats/per_position.h"
 #include "eval/runners/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -209,15 +209,16 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOption
 
 ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options) {
   ResultsEnvelope env = KlEnvelope(result, options.per_position);
-  env.settings = {{"mode", result.mode},
-                  {"chunk_size", options.chunk_size},
-                  {"max_seqs", options.max_seqs},
-                  {"compute", std::string(ComputeModeName(options.runtime.compute))},
-                  {"kv", options.runtime.kv.Name()},
-                  {"reference_compute", std::string(ComputeModeName(options.reference_runtime.compute))},
-                  {"reference_kv", options.reference_runtime.kv.Name()},
-                  {"top_k", result.manifest.top_k},
-                  {"full_vocabulary", true}};
+  env.settings = {
+      {"mode", result.mode},
+      {"chunk_size", options.chunk_size},
+      {"max_seqs", options.max_seqs},
+      {"compute", std::string(ComputeModeName(options.runtime.compute))},
+      {"kv", options.runtime.kv.Name()},
+      {"reference_compute", std::string(ComputeModeName(options.reference_runtime.compute))},
+      {"reference_kv", options.reference_runtime.kv.Name()},
+      {"top_k", result.manifest.top_k},
+      {"full_vocabulary", true}};
   return env;
 }
 

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "eval/scoring/kl_score.h"
-#include "eval/scoring/kl_stats.h"
 #include "eval/formats/per_position.h"
 #include "eval/formats/ref_logits.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
+#include "eval/scoring/kl_score.h"
+#include "eval/scoring/kl_stats.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
 
@@ -87,9 +87,9 @@ struct KlTwoModelOptions {
   bool describe_inputs = false;  // fill KlEvalResult::inputs
 };
 
-// Both models run teacher-forced over the corpus' tokens (src/eval/formats/corpus.h) in lockstep; every
-// position but the last of each sequence is scored over the full vocabulary. Vocabularies must
-// match (logits width; tokenizers when both load) or it is an error naming both.
+// Both models run teacher-forced over the corpus' tokens (src/eval/formats/corpus.h) in lockstep;
+// every position but the last of each sequence is scored over the full vocabulary. Vocabularies
+// must match (logits width; tokenizers when both load) or it is an error naming both.
 KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
 
 // Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).

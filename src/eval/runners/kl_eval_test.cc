@@ -43,9 +43,7 @@ KlEvalResult Score(const TinyCase& c, const std::filesystem::path& dir, int64_t 
        .quiet = true});
 }
 
-bool HaveNumpy() {
-  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-}
+bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 nlohmann::json RunOracle(const std::string& args) {
   const std::string command =
@@ -96,7 +94,7 @@ TEST(KlEval, SeedCaseMatchesTheNumpyOracleAtChunksOf4And3) {
     near(s.top1_agreement, oracle["top1_agreement"], "top1");
     near(s.mean_mass, oracle["mean_captured_mass"], "mass");
     near(s.min_mass, oracle["min_captured_mass"], "min mass");
-    EXPECT_GT(s.kl.mean, 0.01);  // noise of +-1 is far from the fp16 floor
+    EXPECT_GT(s.kl.mean, 0.01);    // noise of +-1 is far from the fp16 floor
     EXPECT_LT(s.mean_mass, 0.99);  // top-4 of 12 misses mass, so the tail bin matters
     EXPECT_GE(s.tail_kl.mean, s.kl.mean - 1e-6);
   }
@@ -107,8 +105,8 @@ TEST(KlEval, ChunkSizeAndThreadCountGiveBitIdenticalResults) {
   TempDir temp;
   c.WriteDump(temp.path());
   const KlEvalResult a = Score(c, temp.path(), 4, false, 1);
-  for (const auto& [chunk, threads] : {std::pair{3, 2}, std::pair{1, 2}, std::pair{6, 3},
-                                       std::pair{100, 1}}) {
+  for (const auto& [chunk, threads] :
+       {std::pair{3, 2}, std::pair{1, 2}, std::pair{6, 3}, std::pair{100, 1}}) {
     const KlEvalResult b = Score(c, temp.path(), chunk, false, threads);
     EXPECT_EQ(a.stats.kl.mean, b.stats.kl.mean) << chunk << " " << threads;
     EXPECT_EQ(a.stats.tail_kl.max, b.stats.tail_kl.max);
@@ -179,17 +177,19 @@ void ExpectForwardError(const TeacherForcedLogits& forward, const std::string& f
   TempDir temp;
   c.WriteDump(temp.path());
   try {
-    EvaluateKlVsReferenceLogits(
-        {.reference_dir = temp.path(), .candidate = "/nonexistent/candidate-model",
-         .chunk_size = 3, .forward = forward, .quiet = true});
+    EvaluateKlVsReferenceLogits({.reference_dir = temp.path(),
+                                 .candidate = "/nonexistent/candidate-model",
+                                 .chunk_size = 3,
+                                 .forward = forward,
+                                 .quiet = true});
     FAIL() << "expected an error containing " << fragment;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
   }
 }
 
-// The chunk driver (eval/runners/logits_chunks.h) decides the chunks; a forward that returns anything
-// but one float32 row per token of the chunk, or changes its vocabulary, is a clear error.
+// The chunk driver (eval/runners/logits_chunks.h) decides the chunks; a forward that returns
+// anything but one float32 row per token of the chunk, or changes its vocabulary, is a clear error.
 TEST(KlEval, AForwardMustReturnOneFloatRowPerTokenOfTheChunk) {
   static const TinyCase c;
   const auto rows = [](int64_t start, int64_t n) {
@@ -225,9 +225,11 @@ TEST(KlEval, AForwardMustReturnOneFloatRowPerTokenOfTheChunk) {
   nan_rows[2 * 12 + 5] = std::nanf("");
   ExpectForwardError(FakeForward([&](int64_t, int64_t start, std::span<const int32_t> t) {
                        const auto n = static_cast<int64_t>(t.size());
-    return MatView{DType::kF32, n, 12, 48,
-                   reinterpret_cast<const uint8_t*>(nan_rows.data() + start * 12)};
-  }), "position 2: the candidate's logits have a NaN");
+                       return MatView{
+                           DType::kF32, n, 12, 48,
+                           reinterpret_cast<const uint8_t*>(nan_rows.data() + start * 12)};
+                     }),
+                     "position 2: the candidate's logits have a NaN");
 }
 
 TEST(KlEval, WithoutAnInjectedForwardTheCandidateIsLoadedAsAModel) {
@@ -245,10 +247,10 @@ TEST(KlEval, JsonHasEveryStatisticAndTheLabel) {
     EXPECT_TRUE(j["tail_kl"].contains(key)) << key;
   }
   // (proctor_version, the command line and the inputs are in the envelope: results_json.h)
-  for (const char* key : {"top1_agreement", "mean_captured_mass", "min_captured_mass", "positions",
-                          "elapsed_seconds", "positions_per_second", "threads", "mode",
-                          "candidate_mean_nll", "candidate_ppl", "teacher_mean_nll",
-                          "teacher_nll_positions", "scoring_positions_per_second"}) {
+  for (const char* key :
+       {"top1_agreement", "mean_captured_mass", "min_captured_mass", "positions", "elapsed_seconds",
+        "positions_per_second", "threads", "mode", "candidate_mean_nll", "candidate_ppl",
+        "teacher_mean_nll", "teacher_nll_positions", "scoring_positions_per_second"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["threads"], 2);

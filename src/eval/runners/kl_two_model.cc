@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "eval/formats/corpus.h"
-#include "eval/runners/eval_model.h"
-#include "eval/runners/logits_chunks.h"
-#include "eval/runners/kl_eval.h"
 #include "eval/formats/per_position.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/kl_eval.h"
+#include "eval/runners/logits_chunks.h"
 #include "eval/runners/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -103,9 +103,8 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     // corpus token and is not scored.
     driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
       ScopedSeconds scoring(&timings.scoring_seconds);
-      ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where,
-                               driver.pool(), seq_scores.data() + chunk.start,
-                               tokens.data() + chunk.start + 1);
+      ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where, driver.pool(),
+                               seq_scores.data() + chunk.start, tokens.data() + chunk.start + 1);
     });
   }
   driver.Finish();

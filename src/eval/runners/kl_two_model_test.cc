@@ -8,10 +8,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "eval/formats/corpus.h"
-#include "eval/runners/kl_eval.h"
-#include "eval/formats/per_position.h"
 #include "eval/demo/synthetic_lm.h"
+#include "eval/formats/corpus.h"
+#include "eval/formats/per_position.h"
+#include "eval/runners/kl_eval.h"
 #include "eval/runners/testing_forward.h"
 #include "eval/testing_dumps.h"
 #include "util/error.h"

@@ -1,4 +1,5 @@
-// `proctor dump --format llama.cpp`: DumpTeacherLlamaKld (declared in eval/runners/llama_kld_eval.h).
+// `proctor dump --format llama.cpp`: DumpTeacherLlamaKld (declared in
+// eval/runners/llama_kld_eval.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -99,8 +100,8 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
       }
     }
     if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
-    writer = std::make_unique<LlamaKldWriter>(options.out_file, n_ctx, vocab, result.n_chunk,
-                                              tokens);
+    writer =
+        std::make_unique<LlamaKldWriter>(options.out_file, n_ctx, vocab, result.n_chunk, tokens);
   });
   std::vector<uint16_t> encoded;  // [rows of a forward chunk, record words]
   std::vector<double> nll;        // [rows of a forward chunk]
@@ -110,8 +111,8 @@ LlamaKldDumpResult DumpTeacherLlamaKld(const LlamaKldDumpOptions& options) {
     const auto stored = tokens.subspan(static_cast<size_t>(c * n_ctx), static_cast<size_t>(n_ctx));
     std::vector<int32_t> run_tokens(stored.begin(), stored.end());
     if (result.chunk_start_token >= 0) run_tokens[0] = result.chunk_start_token;
-    const std::string where = fmt::format("sequence {} of corpus '{}'", options.seq_start + c,
-                                          corpus.dir.string());
+    const std::string where =
+        fmt::format("sequence {} of corpus '{}'", options.seq_start + c, corpus.dir.string());
     driver.RunSequence(run_tokens, n_ctx - 1, where, [&](const LogitsChunk& chunk) {
       const int64_t lo = std::max(chunk.start, first);
       const int64_t hi = chunk.start + chunk.scored;
@@ -181,9 +182,8 @@ std::string FormatLlamaKldDumpReport(const LlamaKldDumpResult& r,
       "teacher PPL over these positions, exact f32 logits : {:.6f} +/- {:.6f}\n"
       "teacher PPL as stored in the file (what llama.cpp reports as PPL(base)): {:.6f} +/- "
       "{:.6f}\n",
-      options.out_file.string(), r.n_ctx, r.n_vocab, r.n_chunk, r.positions, bos,
-      r.elapsed_seconds, r.exact_ppl.value, r.exact_ppl.uncertainty, r.stored_ppl.value,
-      r.stored_ppl.uncertainty);
+      options.out_file.string(), r.n_ctx, r.n_vocab, r.n_chunk, r.positions, bos, r.elapsed_seconds,
+      r.exact_ppl.value, r.exact_ppl.uncertainty, r.stored_ppl.value, r.stored_ppl.uncertainty);
 }
 
 ResultsEnvelope LlamaKldDumpResultsEnvelope(const LlamaKldDumpResult& r,

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <optional>
 
-#include "eval/runners/eval_model.h"
 #include "eval/formats/llama_kld.h"
+#include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "util/error.h"
 

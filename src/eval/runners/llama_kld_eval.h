@@ -1,5 +1,6 @@
 // llama.cpp interop for the KL loop: scoring a candidate against a llama.cpp base file (.kld,
-// eval/formats/llama_kld.h) with llama.cpp's statistics, and writing such a file from a proctor corpus
+// eval/formats/llama_kld.h) with llama.cpp's statistics, and writing such a file from a proctor
+// corpus
 // (`proctor dump --format llama.cpp`), so either tool can read the other's base.
 //
 // Both follow llama-perplexity's evaluation exactly: every chunk (corpus sequence) runs from an
@@ -14,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "eval/scoring/llama_kld_score.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
+#include "eval/scoring/llama_kld_score.h"
 #include "model/runtime_model.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/thread_pool.h"

@@ -9,9 +9,9 @@
 #include "eval/formats/corpus.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
-#include "ops/sum_exp.h"
 #include "eval/runners/token_stream.h"
 #include "eval/runners/vocab_check.h"
+#include "ops/sum_exp.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -38,8 +38,7 @@ double Mean(std::span<const double> values) {
 }
 
 bool IsCorpusDir(const std::filesystem::path& path) {
-  return std::filesystem::is_directory(path) &&
-         std::filesystem::exists(path / "manifest.json");
+  return std::filesystem::is_directory(path) && std::filesystem::exists(path / "manifest.json");
 }
 
 }  // namespace
@@ -96,8 +95,8 @@ PerplexityStats PerplexityFromNlls(std::span<const double> nlls, int64_t positio
                                      static_cast<size_t>(positions_per_row)));
   }
   // Equal-length rows: the mean of row means is mean_nll, so the delta method applies alike.
-  s.standard_error_rows = s.ppl * SampleStd(row_means, s.mean_nll) /
-                          std::sqrt(static_cast<double>(s.rows));
+  s.standard_error_rows =
+      s.ppl * SampleStd(row_means, s.mean_nll) / std::sqrt(static_cast<double>(s.rows));
   return s;
 }
 
@@ -124,23 +123,25 @@ PerplexityScores ScorePerplexityRows(std::span<const int32_t> rows, int64_t sequ
                             .pool = options.pool,
                             .quiet = options.quiet});
   for (int64_t r = 0; r < n_rows; ++r) {
-    const auto row =
-        rows.subspan(static_cast<size_t>(r * sequence_length), static_cast<size_t>(sequence_length));
+    const auto row = rows.subspan(static_cast<size_t>(r * sequence_length),
+                                  static_cast<size_t>(sequence_length));
     double* row_nll = out.nlls.data() + r * positions;
     // mlx_lm's way: the row's last token is only a target, never an input.
-    driver.RunSequence(row.first(static_cast<size_t>(positions)), positions,
-                       fmt::format("row {}", r), [&](const LogitsChunk& chunk) {
-      const MatView& logits = chunk[0];
-      driver.pool().ParallelFor(static_cast<size_t>(chunk.scored), [&](size_t b, size_t e, int) {
-        for (size_t i = b; i < e; ++i) {
-          const int64_t p = chunk.start + static_cast<int64_t>(i);
-          row_nll[p] = NextTokenNll(
-              std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
-                                     static_cast<size_t>(logits.cols)),
-              row[static_cast<size_t>(p + 1)]);
-        }
-      });
-    });
+    driver.RunSequence(
+        row.first(static_cast<size_t>(positions)), positions, fmt::format("row {}", r),
+        [&](const LogitsChunk& chunk) {
+          const MatView& logits = chunk[0];
+          driver.pool().ParallelFor(
+              static_cast<size_t>(chunk.scored), [&](size_t b, size_t e, int) {
+                for (size_t i = b; i < e; ++i) {
+                  const int64_t p = chunk.start + static_cast<int64_t>(i);
+                  row_nll[p] = NextTokenNll(
+                      std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
+                                             static_cast<size_t>(logits.cols)),
+                      row[static_cast<size_t>(p + 1)]);
+                }
+              });
+        });
   }
   driver.Finish();
   out.forward_seconds = driver.forward_seconds();
@@ -234,15 +235,15 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     const int64_t needed =
         options.num_samples > 0 ? options.num_samples * result.sequence_length : -1;
     const std::filesystem::path& tokenizer_path = result.tokenizer_path;
-    const TokenStream stream = BuildTokenStream(
-        text_rows, *tokenizer,
-        {.seed = options.seed,
-         .tokens_needed = needed,
-         .chat_model_dir = std::filesystem::is_directory(tokenizer_path)
-                               ? tokenizer_path
-                               : tokenizer_path.parent_path(),
-         .chat_now = options.chat_now,
-         .quiet = options.quiet});
+    const TokenStream stream =
+        BuildTokenStream(text_rows, *tokenizer,
+                         {.seed = options.seed,
+                          .tokens_needed = needed,
+                          .chat_model_dir = std::filesystem::is_directory(tokenizer_path)
+                                                ? tokenizer_path
+                                                : tokenizer_path.parent_path(),
+                          .chat_now = options.chat_now,
+                          .quiet = options.quiet});
     result.data_rows_used = stream.rows_used;
     result.rows_available = static_cast<int64_t>(stream.tokens.size()) / result.sequence_length;
     rows = PackPerplexityRows(stream.tokens, result.sequence_length, options.num_samples);
@@ -278,18 +279,17 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   }
   ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   result.threads = pool.num_threads();
-  const PerplexityScores scores =
-      ScorePerplexityRows(rows, result.sequence_length, forward,
-                          {.chunk_size = options.chunk_size,
-                           .batch_size = options.batch_size,
-                           .pool = &pool,
-                           .quiet = options.quiet});
+  const PerplexityScores scores = ScorePerplexityRows(rows, result.sequence_length, forward,
+                                                      {.chunk_size = options.chunk_size,
+                                                       .batch_size = options.batch_size,
+                                                       .pool = &pool,
+                                                       .quiet = options.quiet});
   result.stats = PerplexityFromNlls(scores.nlls, result.sequence_length - 1);
   const int64_t per_row = result.sequence_length - 1;
   for (int64_t r = 0; r < n_rows; ++r) {
     result.row_mean_nll.push_back(
-        Mean(std::span<const double>(scores.nlls).subspan(static_cast<size_t>(r * per_row),
-                                                          static_cast<size_t>(per_row))));
+        Mean(std::span<const double>(scores.nlls)
+                 .subspan(static_cast<size_t>(r * per_row), static_cast<size_t>(per_row))));
   }
   result.timings.forward_seconds = scores.forward_seconds;
   result.timings.scoring_seconds = scores.scoring_seconds;
@@ -364,10 +364,11 @@ std::string FormatPplSummary(const PplResult& r) {
                      r.stats.standard_error, r.stats.standard_error_rows);
   out += fmt::format("Mean NLL: {:.6f} nats/token over {} positions ({} rows of {} tokens)\n",
                      r.stats.mean_nll, r.stats.positions, r.stats.rows, r.sequence_length);
-  out += fmt::format("Time: {:.2f} s forward, {:.2f} s scoring, {:.2f} s total; {:.0f} tokens/s "
-                     "({} threads)\n",
-                     r.timings.forward_seconds, r.timings.scoring_seconds,
-                     r.timings.total_seconds, r.tokens_per_second, r.threads);
+  out += fmt::format(
+      "Time: {:.2f} s forward, {:.2f} s scoring, {:.2f} s total; {:.0f} tokens/s "
+      "({} threads)\n",
+      r.timings.forward_seconds, r.timings.scoring_seconds, r.timings.total_seconds,
+      r.tokens_per_second, r.threads);
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);
   return out;
 }

@@ -47,12 +47,12 @@ double NextTokenNll(std::span<const float> logits, int32_t target);
 
 struct PerplexityStats {
   int64_t rows = 0;
-  int64_t positions = 0;             // rows * (L - 1)
-  double mean_nll = 0;               // nats per token
-  double nll_std = 0;                // sample standard deviation over positions (ddof 1)
-  double ppl = 0;                    // exp(mean_nll)
-  double standard_error = 0;         // ppl * nll_std / sqrt(positions) (mlx_lm)
-  double standard_error_rows = 0;    // ppl * sd(row means, ddof 1) / sqrt(rows)
+  int64_t positions = 0;           // rows * (L - 1)
+  double mean_nll = 0;             // nats per token
+  double nll_std = 0;              // sample standard deviation over positions (ddof 1)
+  double ppl = 0;                  // exp(mean_nll)
+  double standard_error = 0;       // ppl * nll_std / sqrt(positions) (mlx_lm)
+  double standard_error_rows = 0;  // ppl * sd(row means, ddof 1) / sqrt(rows)
 };
 
 // nlls: [rows, positions_per_row]. Sums in float64 in index order (deterministic). A standard
@@ -60,8 +60,8 @@ struct PerplexityStats {
 PerplexityStats PerplexityFromNlls(std::span<const double> nlls, int64_t positions_per_row);
 
 struct PerplexityScoreOptions {
-  int64_t chunk_size = 512;    // positions per forward call
-  int64_t batch_size = 8;      // mlx_lm's rows per step: recorded only (results do not depend on it)
+  int64_t chunk_size = 512;  // positions per forward call
+  int64_t batch_size = 8;    // mlx_lm's rows per step: recorded only (results do not depend on it)
   ThreadPool* pool = nullptr;  // positions of a chunk are scored across it; null: Global()
   bool quiet = false;
 };
@@ -79,17 +79,17 @@ PerplexityScores ScorePerplexityRows(std::span<const int32_t> rows, int64_t sequ
                                      const PerplexityScoreOptions& options);
 
 struct PplOptions {
-  std::string model{};                       // directory, .gguf or cached HF id
-  std::vector<std::filesystem::path> data{}; // .jsonl / .txt files, or ONE corpus directory
-  int64_t sequence_length = 0;               // 0: 512 for text data, ctx_len for a corpus
-  int64_t num_samples = 256;                 // rows kept; -1: all
+  std::string model{};                        // directory, .gguf or cached HF id
+  std::vector<std::filesystem::path> data{};  // .jsonl / .txt files, or ONE corpus directory
+  int64_t sequence_length = 0;                // 0: 512 for text data, ctx_len for a corpus
+  int64_t num_samples = 256;                  // rows kept; -1: all
   uint32_t seed = 123;
   int64_t batch_size = 8;
   int64_t chunk_size = 512;
   RuntimeOptions runtime{};
-  TeacherForcedLogits forward{};             // empty: the engine's (EvalModel::Open(model))
-  std::string tokenizer{};                   // empty: the model's own
-  std::optional<std::tm> chat_now{};         // strftime_now's clock for chat rows
+  TeacherForcedLogits forward{};      // empty: the engine's (EvalModel::Open(model))
+  std::string tokenizer{};            // empty: the model's own
+  std::optional<std::tm> chat_now{};  // strftime_now's clock for chat rows
   ThreadPool* pool = nullptr;
   bool quiet = false;
   bool describe_inputs = false;  // fill PplResult::inputs (hashes the inputs)
@@ -97,24 +97,24 @@ struct PplOptions {
 
 struct PplResult {
   std::string model;
-  std::string tokenizer;          // Describe() of the tokenizer ("" for a corpus)
+  std::string tokenizer;                 // Describe() of the tokenizer ("" for a corpus)
   std::filesystem::path tokenizer_path;  // the tokenizer file or folder used ("" for a corpus)
-  nlohmann::ordered_json data;    // [{path, kind, sha256 | tokens_sha256, ...}]
+  nlohmann::ordered_json data;           // [{path, kind, sha256 | tokens_sha256, ...}]
   int64_t sequence_length = 0;
-  int64_t num_samples = 0;        // as asked
+  int64_t num_samples = 0;  // as asked
   uint32_t seed = 0;
   int64_t batch_size = 0;
   int64_t chunk_size = 0;
-  int64_t rows_available = 0;     // rows the stream could fill (before num_samples)
-  int64_t data_rows_used = 0;     // text/chat rows tokenized (0 for a corpus)
-  std::string rows_sha256;        // sha256 of the scored rows (int32 little-endian)
+  int64_t rows_available = 0;  // rows the stream could fill (before num_samples)
+  int64_t data_rows_used = 0;  // text/chat rows tokenized (0 for a corpus)
+  std::string rows_sha256;     // sha256 of the scored rows (int32 little-endian)
   PerplexityStats stats;
   std::vector<double> row_mean_nll;
   int threads = 0;
   // forward, scoring (the NLLs), io (reading a corpus), load (model and tokenizer), total.
   ResultsTimings timings;
-  double data_seconds = 0;        // reading and tokenizing the data (part of io / other)
-  double tokens_per_second = 0;   // scored positions / (forward + scoring)
+  double data_seconds = 0;       // reading and tokenizing the data (part of io / other)
+  double tokens_per_second = 0;  // scored positions / (forward + scoring)
   std::vector<std::string> warnings;
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };

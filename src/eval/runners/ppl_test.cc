@@ -80,15 +80,16 @@ TEST(Ppl, UniformLogitsGiveTheVocabularySize) {
     const int64_t L = 9;
     const auto rows = RandomTokens(3 * L, vocab, 11);
     const PerplexityScores s = ScorePerplexityRows(
-        rows, L, FakeForward(vocab, [vocab](int32_t, int64_t p, float* out) {
-          std::fill(out, out + vocab, 0.25f * static_cast<float>(p) - 3.0f);
-        }),
+        rows, L,
+        FakeForward(vocab,
+                    [vocab](int32_t, int64_t p, float* out) {
+                      std::fill(out, out + vocab, 0.25f * static_cast<float>(p) - 3.0f);
+                    }),
         {.chunk_size = 4, .quiet = true});
     const PerplexityStats stats = PerplexityFromNlls(s.nlls, L - 1);
     EXPECT_EQ(stats.positions, 3 * (L - 1));
     EXPECT_EQ(stats.rows, 3);
-    EXPECT_NEAR(stats.ppl, static_cast<double>(vocab), 1e-9 * static_cast<double>(vocab))
-        << vocab;
+    EXPECT_NEAR(stats.ppl, static_cast<double>(vocab), 1e-9 * static_cast<double>(vocab)) << vocab;
     EXPECT_NEAR(stats.mean_nll, std::log(static_cast<double>(vocab)), 1e-12);
     EXPECT_NEAR(stats.standard_error, 0.0, 1e-9 * static_cast<double>(vocab));
   }
@@ -102,8 +103,7 @@ TEST(Ppl, RowPackingIsMlxLmsNonOverlappingCut) {
   const std::vector<int32_t> all = {100, 101, 102, 103, 104, 105, 106, 107, 108, 109,
                                     110, 111, 112, 113, 114, 115, 116, 117, 118, 119};
   EXPECT_EQ(PackPerplexityRows(stream, 5, -1), all);
-  EXPECT_EQ(PackPerplexityRows(stream, 5, 2),
-            std::vector<int32_t>(all.begin(), all.begin() + 10));
+  EXPECT_EQ(PackPerplexityRows(stream, 5, 2), std::vector<int32_t>(all.begin(), all.begin() + 10));
   EXPECT_EQ(PackPerplexityRows(stream, 5, 4), all);
   EXPECT_EQ(PackPerplexityRows(stream, 5, 9), all);  // fewer rows than asked: all there are
   EXPECT_EQ(PackPerplexityRows(stream, 23, -1), stream);
@@ -118,11 +118,15 @@ TEST(Ppl, EachRowRunsAloneWithoutBosAndScoresItsNextTokens) {
   const std::vector<int32_t> rows = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};  // two rows of 5
   std::vector<std::vector<int32_t>> calls;
   // logits[v] = v / 4: nll(t) = logsumexp(0, .25, .., 2.25) - t / 4.
-  const PerplexityScores s = ScorePerplexityRows(
-      rows, 5, FakeForward(10, [](int32_t, int64_t, float* out) {
-        for (int v = 0; v < 10; ++v) out[v] = static_cast<float>(v) / 4.0f;
-      }, &calls),
-      {.chunk_size = 3, .quiet = true});
+  const PerplexityScores s = ScorePerplexityRows(rows, 5,
+                                                 FakeForward(
+                                                     10,
+                                                     [](int32_t, int64_t, float* out) {
+                                                       for (int v = 0; v < 10; ++v)
+                                                         out[v] = static_cast<float>(v) / 4.0f;
+                                                     },
+                                                     &calls),
+                                                 {.chunk_size = 3, .quiet = true});
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0], (std::vector<int32_t>{3, 1, 4, 1}));
   EXPECT_EQ(calls[1], (std::vector<int32_t>{9, 2, 6, 5}));
@@ -136,15 +140,14 @@ TEST(Ppl, EachRowRunsAloneWithoutBosAndScoresItsNextTokens) {
   }
 }
 
-bool HaveNumpy() {
-  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-}
+bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 // tools/ppl_oracle.py (numpy) on a float32 logits file [>= targets, vocab].
 nlohmann::json RunPplOracle(const fs::path& logits, const std::vector<int32_t>& targets,
                             int64_t vocab, int64_t rows, const fs::path& work) {
-  WriteFileAtomic(work / "targets.i32",
-                  std::string_view(reinterpret_cast<const char*>(targets.data()), targets.size() * 4));
+  WriteFileAtomic(
+      work / "targets.i32",
+      std::string_view(reinterpret_cast<const char*>(targets.data()), targets.size() * 4));
   const std::string cmd = fmt::format(
       "/usr/bin/python3 {}/tools/ppl_oracle.py --logits {} --targets {} --vocab {} --rows {}",
       PROCTOR_SOURCE_DIR, logits.string(), (work / "targets.i32").string(), vocab, rows);
@@ -175,13 +178,14 @@ TEST(Ppl, StatisticsMatchNumpyOnAFakeForwardsLogits) {
     }
   }
   testing::TempDir temp;
-  WriteFileAtomic(temp.path() / "logits.f32",
-                  std::string_view(reinterpret_cast<const char*>(logits.data()), logits.size() * 4));
+  WriteFileAtomic(
+      temp.path() / "logits.f32",
+      std::string_view(reinterpret_cast<const char*>(logits.data()), logits.size() * 4));
   const auto want = RunPplOracle(temp.path() / "logits.f32", targets, vocab, n_rows, temp.path());
 
   for (const int64_t chunk : {16, 5, 1}) {
-    const PerplexityScores s =
-        ScorePerplexityRows(rows, L, FakeForward(vocab, fill), {.chunk_size = chunk, .quiet = true});
+    const PerplexityScores s = ScorePerplexityRows(rows, L, FakeForward(vocab, fill),
+                                                   {.chunk_size = chunk, .quiet = true});
     const PerplexityStats got = PerplexityFromNlls(s.nlls, L - 1);
     ASSERT_EQ(got.positions, want["positions"].get<int64_t>());
     const auto near = [](double a, const nlohmann::json& b, const char* what) {
@@ -206,10 +210,8 @@ TEST(Ppl, BadLogitsAndTargetsAreErrors) {
   const std::vector<int32_t> rows = {1, 1, 1, 1};
   Tensor one_row = Tensor::F32(1, 2);
   std::fill(one_row.MutF32().data, one_row.MutF32().data + 2, 0.0f);
-  const TeacherForcedLogits short_forward =
-      testing::FakeForward([&](int64_t, int64_t, std::span<const int32_t>) {
-        return one_row.View();
-      });
+  const TeacherForcedLogits short_forward = testing::FakeForward(
+      [&](int64_t, int64_t, std::span<const int32_t>) { return one_row.View(); });
   EXPECT_NE(testing::ErrorOf([&] {
               ScorePerplexityRows(rows, 4, short_forward, {.quiet = true});
             }).find("gave 1 rows of 2 logits for the 3 tokens"),
@@ -232,26 +234,29 @@ TEST(Ppl, TextDataIsTokenizedWithBosAndEosAndCutIntoRows) {
        .data = {TinyStories()},
        .sequence_length = 100,
        .num_samples = -1,
-       .forward = FakeForward(512, [](int32_t, int64_t, float* out) {
-         std::fill(out, out + 512, 0.0f);
-       }, &calls),
+       .forward = FakeForward(
+           512, [](int32_t, int64_t, float* out) { std::fill(out, out + 512, 0.0f); }, &calls),
        .tokenizer = Stories260K().string(),
        .quiet = true});
   const size_t n_rows = stream.size() / 100;
   ASSERT_EQ(calls.size(), n_rows);
   for (size_t i = 0; i < n_rows; ++i) {
-    EXPECT_EQ(calls[i], std::vector<int32_t>(stream.begin() + i * 100, stream.begin() + i * 100 + 99));
+    EXPECT_EQ(calls[i],
+              std::vector<int32_t>(stream.begin() + i * 100, stream.begin() + i * 100 + 99));
   }
   EXPECT_EQ(r.rows_available, static_cast<int64_t>(n_rows));
   EXPECT_NEAR(r.stats.ppl, 512.0, 1e-9 * 512);
   EXPECT_TRUE(r.warnings.empty());
   // num_samples larger than the data: every row, with a warning.
   const PplResult more = EvaluatePerplexity(
-      {.model = "fake", .data = {TinyStories()}, .sequence_length = 100, .num_samples = 1000,
-       .forward = FakeForward(512, [](int32_t, int64_t, float* out) {
-         std::fill(out, out + 512, 0.0f);
-       }),
-       .tokenizer = Stories260K().string(), .quiet = true});
+      {.model = "fake",
+       .data = {TinyStories()},
+       .sequence_length = 100,
+       .num_samples = 1000,
+       .forward =
+           FakeForward(512, [](int32_t, int64_t, float* out) { std::fill(out, out + 512, 0.0f); }),
+       .tokenizer = Stories260K().string(),
+       .quiet = true});
   EXPECT_EQ(more.stats.rows, static_cast<int64_t>(n_rows));
   ASSERT_EQ(more.warnings.size(), 1u);
   EXPECT_NE(more.warnings[0].find("fewer than --num-samples 1000"), std::string::npos);
@@ -275,11 +280,12 @@ TEST(Ppl, Stories260KOnTinyStoriesIsPlausibleAndIndependentOfBatchSize) {
                                           .quiet = true}));
   }
   const PplResult& r = results[0];
-  std::printf("[ ppl ] stories260K on tinystories_sample.txt: ppl %.4f ± %.4f (rows: ± %.4f), "
-              "%lld rows x 128, %lld positions, %.0f tokens/s\n",
-              r.stats.ppl, r.stats.standard_error, r.stats.standard_error_rows,
-              static_cast<long long>(r.stats.rows), static_cast<long long>(r.stats.positions),
-              r.tokens_per_second);
+  std::printf(
+      "[ ppl ] stories260K on tinystories_sample.txt: ppl %.4f ± %.4f (rows: ± %.4f), "
+      "%lld rows x 128, %lld positions, %.0f tokens/s\n",
+      r.stats.ppl, r.stats.standard_error, r.stats.standard_error_rows,
+      static_cast<long long>(r.stats.rows), static_cast<long long>(r.stats.positions),
+      r.tokens_per_second);
   EXPECT_TRUE(std::isfinite(r.stats.ppl));
   EXPECT_GT(r.stats.ppl, 1.5);
   EXPECT_LT(r.stats.ppl, 30.0);  // far below the uniform 512
@@ -306,13 +312,13 @@ TEST(Ppl, MatchesTransformersLogitsOnEveryHfGoldenTheEngineRuns) {
     const auto prompt = nlohmann::json::parse(ReadFileToString(dir / "tokens.json"))["prompt"]
                             .get<std::vector<int32_t>>();
     const auto L = static_cast<int64_t>(prompt.size());
-    const PerplexityScores s = ScorePerplexityRows(prompt, L, EvalModel::Open(dir.string())->Forward({}),
-                                                   {.chunk_size = 16, .quiet = true});
+    const PerplexityScores s = ScorePerplexityRows(
+        prompt, L, EvalModel::Open(dir.string())->Forward({}), {.chunk_size = 16, .quiet = true});
     const PerplexityStats got = PerplexityFromNlls(s.nlls, L - 1);
     testing::TempDir temp;
-    const auto want = RunPplOracle(dir / "logits.f32",
-                                   std::vector<int32_t>(prompt.begin() + 1, prompt.end()), 512, 1,
-                                   temp.path());
+    const auto want =
+        RunPplOracle(dir / "logits.f32", std::vector<int32_t>(prompt.begin() + 1, prompt.end()),
+                     512, 1, temp.path());
     ASSERT_EQ(got.positions, want["positions"].get<int64_t>());
     EXPECT_NEAR(got.mean_nll, want["mean_nll"].get<double>(), 1e-4);
     EXPECT_NEAR(got.standard_error, want["standard_error"].get<double>(),

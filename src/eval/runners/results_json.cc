@@ -39,8 +39,8 @@ std::string FormatTimings(const ResultsTimings& t, std::string_view work) {
   return fmt::format(
       "time: {:.2f} s total = forward {:.2f} s + {} {:.3f} s + I/O {:.3f} s + other {:.2f} s "
       "(loading {:.2f} s)\n",
-      t.total_seconds, t.forward_seconds, work, t.scoring_seconds, t.io_seconds,
-      t.other_seconds(), t.load_seconds);
+      t.total_seconds, t.forward_seconds, work, t.scoring_seconds, t.io_seconds, t.other_seconds(),
+      t.load_seconds);
 }
 
 std::vector<std::string> ProcessCommandLine() {

@@ -23,8 +23,8 @@
 
 namespace proctor {
 
-struct Corpus;                // eval/formats/corpus.h
-class ReferenceLogitsDump;   // eval/formats/ref_logits.h
+struct Corpus;              // eval/formats/corpus.h
+class ReferenceLogitsDump;  // eval/formats/ref_logits.h
 
 inline constexpr const char* kResultsSchema = "proctor-results";
 inline constexpr int kResultsSchemaVersion = 1;

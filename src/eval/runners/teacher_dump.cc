@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "eval/formats/corpus.h"
+#include "eval/formats/ref_logits_writer.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
-#include "eval/formats/ref_logits_writer.h"
 #include "eval/runners/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -88,8 +88,7 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                    options.teacher, kComponent);
       if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
       if (options.top_k > vocab) {
-        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k,
-             vocab);
+        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k, vocab);
       }
     });
     double callback_io = 0;
@@ -98,8 +97,8 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
       const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
                                              static_cast<size_t>(corpus.ctx_len));
       writer.BeginSequence(s);
-      const std::string where = fmt::format("sequence {} of corpus '{}'", options.seq_start + s,
-                                            corpus.dir.string());
+      const std::string where =
+          fmt::format("sequence {} of corpus '{}'", options.seq_start + s, corpus.dir.string());
       // The chunk's rows up to the last scored position: selected across the pool, written in
       // position order with one write.
       driver.RunSequence(seq_tokens, positions, where, [&](const LogitsChunk& chunk) {

@@ -21,15 +21,15 @@
 namespace proctor {
 
 struct TeacherDumpOptions {
-  std::string teacher{};             // model spec (directory, .gguf, cached HF id); manifest.model
+  std::string teacher{};  // model spec (directory, .gguf, cached HF id); manifest.model
   std::filesystem::path corpus_dir{};
   std::filesystem::path out_dir{};
   int64_t top_k = 2048;
   int64_t chunk_size = 512;
-  int64_t seq_start = 0;             // first corpus sequence dumped
-  int64_t seq_end = -1;              // one past the last; -1 = the corpus' n_seqs
-  bool resume = false;               // continue an interrupted dump in out_dir
-  TeacherForcedLogits forward{};     // empty: the engine's (EvalModel::Open(teacher))
+  int64_t seq_start = 0;          // first corpus sequence dumped
+  int64_t seq_end = -1;           // one past the last; -1 = the corpus' n_seqs
+  bool resume = false;            // continue an interrupted dump in out_dir
+  TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(teacher))
   RuntimeOptions runtime{};
   bool quiet = false;
   // Record the teacher's vocabulary in the manifest (vocab_size; tokenizer_sha256, bos_id,
@@ -39,12 +39,12 @@ struct TeacherDumpOptions {
 };
 
 struct TeacherDumpResult {
-  int64_t n_seqs = 0;                // sequences in the dump
-  int64_t sequences_resumed = 0;     // already complete from an interrupted run
-  int64_t positions_written = 0;     // records written by this run
-  int64_t vocab = 0;                 // the teacher's vocabulary (0 if nothing was run)
+  int64_t n_seqs = 0;             // sequences in the dump
+  int64_t sequences_resumed = 0;  // already complete from an interrupted run
+  int64_t positions_written = 0;  // records written by this run
+  int64_t vocab = 0;              // the teacher's vocabulary (0 if nothing was run)
   double elapsed_seconds = 0;
-  ResultsTimings timings;            // forward / scoring (top-k, logsumexp) / I/O split
+  ResultsTimings timings;  // forward / scoring (top-k, logsumexp) / I/O split
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
 };
 

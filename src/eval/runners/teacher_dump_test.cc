@@ -15,11 +15,11 @@
 #include <random>
 #include <thread>
 
+#include "eval/demo/synthetic_lm.h"
 #include "eval/formats/corpus.h"
-#include "eval/runners/kl_eval.h"
 #include "eval/formats/ref_logits.h"
 #include "eval/formats/ref_logits_integrity.h"
-#include "eval/demo/synthetic_lm.h"
+#include "eval/runners/kl_eval.h"
 #include "eval/testing_dumps.h"
 #include "util/error.h"
 
@@ -138,9 +138,13 @@ TEST(TeacherDump, SliceIsASelfContainedPartOfTheFullDump) {
   const SyntheticLm lm(200, 9);
   const auto tokens = SyntheticTokens(4, 12, 200, 5);
   WriteCorpus(temp.path() / "corpus", tokens, 12, {});
-  TeacherDumpOptions options{.teacher = "synthetic", .corpus_dir = temp.path() / "corpus",
-                             .out_dir = temp.path() / "full", .top_k = 8, .chunk_size = 4,
-                             .forward = lm.Forward(), .quiet = true};
+  TeacherDumpOptions options{.teacher = "synthetic",
+                             .corpus_dir = temp.path() / "corpus",
+                             .out_dir = temp.path() / "full",
+                             .top_k = 8,
+                             .chunk_size = 4,
+                             .forward = lm.Forward(),
+                             .quiet = true};
   DumpTeacher(options);
   options.out_dir = temp.path() / "slice";
   options.seq_start = 1;
@@ -165,9 +169,13 @@ TEST(TeacherDump, ResumeAfterAnInterruptionIsByteIdentical) {
   const SyntheticLm lm(150, 11);
   const auto tokens = SyntheticTokens(4, 10, 150, 6);
   WriteCorpus(temp.path() / "corpus", tokens, 10, {});
-  TeacherDumpOptions options{.teacher = "synthetic", .corpus_dir = temp.path() / "corpus",
-                             .out_dir = temp.path() / "whole", .top_k = 6, .chunk_size = 3,
-                             .forward = lm.Forward(), .quiet = true};
+  TeacherDumpOptions options{.teacher = "synthetic",
+                             .corpus_dir = temp.path() / "corpus",
+                             .out_dir = temp.path() / "whole",
+                             .top_k = 6,
+                             .chunk_size = 3,
+                             .forward = lm.Forward(),
+                             .quiet = true};
   DumpTeacher(options);
   // The interrupted run: the forward fails on the third sequence.
   int calls = 0;
@@ -193,8 +201,11 @@ TEST(TeacherDump, TopKAboveTheVocabularyAndAVocabularyMismatchAreErrors) {
   TempDir temp;
   const SyntheticLm lm(50, 1);
   WriteCorpus(temp.path() / "corpus", SyntheticTokens(1, 6, 40, 1), 6, {{"vocab_size", 40}});
-  TeacherDumpOptions options{.teacher = "synthetic", .corpus_dir = temp.path() / "corpus",
-                             .out_dir = temp.path() / "a", .top_k = 8, .forward = lm.Forward(),
+  TeacherDumpOptions options{.teacher = "synthetic",
+                             .corpus_dir = temp.path() / "corpus",
+                             .out_dir = temp.path() / "a",
+                             .top_k = 8,
+                             .forward = lm.Forward(),
                              .quiet = true};
   EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("vocabulary of 40 but teacher"),
             std::string::npos);
@@ -215,10 +226,16 @@ TEST(TeacherDump, Stories260KSelfScoringIsAtTheFp16Floor) {
   if (!fs::exists(Stories260K())) GTEST_SKIP() << "fixture absent: " << Stories260K();
   TempDir temp;
   WriteCorpus(temp.path() / "corpus", RandomTokens(3 * 64, 512, 4), 64, {{"vocab_size", 512}});
-  DumpTeacher({.teacher = Stories260K().string(), .corpus_dir = temp.path() / "corpus",
-               .out_dir = temp.path() / "dump", .top_k = 64, .chunk_size = 16, .quiet = true});
-  KlEvalOptions kl{.reference_dir = temp.path() / "dump", .candidate = Stories260K().string(),
-                   .chunk_size = 16, .quiet = true};
+  DumpTeacher({.teacher = Stories260K().string(),
+               .corpus_dir = temp.path() / "corpus",
+               .out_dir = temp.path() / "dump",
+               .top_k = 64,
+               .chunk_size = 16,
+               .quiet = true});
+  KlEvalOptions kl{.reference_dir = temp.path() / "dump",
+                   .candidate = Stories260K().string(),
+                   .chunk_size = 16,
+                   .quiet = true};
   const KlEvalResult same = EvaluateKlVsReferenceLogits(kl);
   EXPECT_EQ(same.stats.top1_agreement, 1.0);
   EXPECT_EQ(same.stats.positions, 3 * 63);
@@ -245,11 +262,11 @@ TEST(TeacherDump, Stories260KSelfScoringIsAtTheFp16Floor) {
   const KlEvalResult other = EvaluateKlVsReferenceLogits(kl);
   EXPECT_EQ(other.stats.top1_agreement, 1.0);
   EXPECT_LE(other.stats.kl.max, 1.01 * bound_max + 1e-6);
-  fmt::print("stories260K self-scoring, top-64, chunk 16: mean KL {:.3e} max {:.3e} top1 {}; "
-             "scored at chunk 7: mean KL {:.3e} max {:.3e} top1 {}; fp16 bound mean {:.3e} max {:.3e}\n",
-             same.stats.kl.mean, same.stats.kl.max, same.stats.top1_agreement,
-             other.stats.kl.mean, other.stats.kl.max, other.stats.top1_agreement,
-             bound_sum / (3 * 63), bound_max);
+  fmt::print(
+      "stories260K self-scoring, top-64, chunk 16: mean KL {:.3e} max {:.3e} top1 {}; "
+      "scored at chunk 7: mean KL {:.3e} max {:.3e} top1 {}; fp16 bound mean {:.3e} max {:.3e}\n",
+      same.stats.kl.mean, same.stats.kl.max, same.stats.top1_agreement, other.stats.kl.mean,
+      other.stats.kl.max, other.stats.top1_agreement, bound_sum / (3 * 63), bound_max);
 }
 
 int RunProctor(const std::vector<std::string>& args) {
@@ -266,9 +283,13 @@ TEST(TeacherDump, SigkilledDumpResumesToTheSameBytes) {
   TempDir temp;
   const int64_t n_seqs = 300, ctx = 128;
   WriteCorpus(temp.path() / "corpus", RandomTokens(n_seqs * ctx, 512, 8), ctx, {});
-  const std::vector<std::string> common = {
-      "--quiet", "--threads", "1", "dump", "--teacher", Stories260K().string(), "--corpus",
-      (temp.path() / "corpus").string(), "--top-k", "32", "--chunk", "48", "--out"};
+  const std::vector<std::string> common = {"--quiet",   "--threads",
+                                           "1",         "dump",
+                                           "--teacher", Stories260K().string(),
+                                           "--corpus",  (temp.path() / "corpus").string(),
+                                           "--top-k",   "32",
+                                           "--chunk",   "48",
+                                           "--out"};
   auto with_out = [&](const fs::path& out) {
     auto args = common;
     args.push_back(out.string());

@@ -12,10 +12,10 @@
 
 namespace proctor::testing {
 
-// A fake forward for the scoring seam (eval/runners/teacher_forced.h): sequence s (in the order they are
-// started) hands out rows(s, start, tokens), a view of the logits rows for the chunk's tokens at
-// positions [start, start + tokens.size()). What `rows` returns is passed on unchecked, so tests
-// can make it misbehave.
+// A fake forward for the scoring seam (eval/runners/teacher_forced.h): sequence s (in the order
+// they are started) hands out rows(s, start, tokens), a view of the logits rows for the chunk's
+// tokens at positions [start, start + tokens.size()). What `rows` returns is passed on unchecked,
+// so tests can make it misbehave.
 using FakeRowsFn =
     std::function<MatView(int64_t seq, int64_t start, std::span<const int32_t> tokens)>;
 inline TeacherForcedLogits FakeForward(FakeRowsFn rows) {

@@ -103,11 +103,12 @@ class ChatRenderer {
     auto& loaded = loaded_[tool_use ? 1 : 0];
     if (!loaded) {
       if (options_.chat_model_dir.empty() && options_.chat_template_file.empty()) {
-        Fail(kComponent, "chat rows need a chat template, but no model folder or template file "
+        Fail(kComponent,
+             "chat rows need a chat template, but no model folder or template file "
              "was given");
       }
-      const text::ChatConfig config = text::LoadChatConfig(options_.chat_model_dir, tool_use,
-                                                           options_.chat_template_file);
+      const text::ChatConfig config =
+          text::LoadChatConfig(options_.chat_model_dir, tool_use, options_.chat_template_file);
       loaded = std::make_unique<Loaded>(Loaded{
           .config = config,
           .chat = text::ChatTemplate::Parse(config.template_source, config.template_origin)});
@@ -144,8 +145,10 @@ TextRows ReadTextRows(const std::vector<std::filesystem::path>& inputs) {
   for (const auto& path : inputs) {
     const std::string ext = path.extension().string();
     if (ext == ".json" || ext == ".parquet" || ext == ".arrow" || ext == ".gz" || ext == ".zst") {
-      Fail(kComponent, "'{}': a {} file cannot be read; give .jsonl (one JSON object per line) "
-           "or plain text (.txt, .raw, ...: one document per file)", path.string(), ext);
+      Fail(kComponent,
+           "'{}': a {} file cannot be read; give .jsonl (one JSON object per line) "
+           "or plain text (.txt, .raw, ...: one document per file)",
+           path.string(), ext);
     }
     if (!std::filesystem::is_regular_file(path)) {
       Fail(kComponent, "'{}' is not a readable file", path.string());

@@ -73,7 +73,7 @@ struct TokenStreamOptions {
 
 struct TokenStream {
   std::vector<int32_t> tokens;
-  int64_t rows_used = 0;         // rows taken (in stream order) before the stream was long enough
+  int64_t rows_used = 0;           // rows taken (in stream order) before the stream was long enough
   int64_t rows_skipped_empty = 0;  // text rows with text "" among those
   int64_t chat_rows_used = 0;
   std::string chat_template_origin;  // "" when no chat row was used

@@ -36,9 +36,10 @@ struct VocabularyIdentity {
   nlohmann::ordered_json ToJson() const;  // the recorded keys (vocab_size, tokenizer_sha256, ..)
 };
 
-// A model's identity comes from the model opened once (eval/runners/eval_model.h EvalModel::Identity).
-// The identity a dump or corpus recorded, from its manifest as its reader parsed it: vocab_size,
-// tokenizer_sha256, bos_id, eos_id (and the corpus' "tokenizer" description) when present.
+// A model's identity comes from the model opened once (eval/runners/eval_model.h
+// EvalModel::Identity). The identity a dump or corpus recorded, from its manifest as its reader
+// parsed it: vocab_size, tokenizer_sha256, bos_id, eos_id (and the corpus' "tokenizer" description)
+// when present.
 VocabularyIdentity RecordedVocabularyIdentity(const ReferenceLogitsManifest& manifest,
                                               const std::filesystem::path& manifest_path);
 VocabularyIdentity RecordedVocabularyIdentity(const Corpus& corpus);

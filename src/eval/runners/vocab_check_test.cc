@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "eval/formats/corpus.h"
-#include "eval/runners/kl_eval.h"
 #include "eval/formats/ref_logits.h"
+#include "eval/runners/kl_eval.h"
 #include "eval/runners/teacher_dump.h"
 #include "eval/testing_dumps.h"
 #include "util/error.h"

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "eval/scoring/kl_stats.h"
 #include "eval/formats/ref_logits.h"
+#include "eval/scoring/kl_stats.h"
 #include "tensor/tensor.h"
 #include "util/thread_pool.h"
 

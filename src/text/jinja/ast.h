@@ -51,10 +51,10 @@ struct Expr {
   std::string name;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
-  std::vector<std::string> ops;      // kCompare: "==", "!=", "<", "<=", ">", ">=", "in", "notin"
-  bool negated = false;              // kTest: `is not`
-  const FilterDef* filter = nullptr; // kFilter, resolved at parse time
-  const TestDef* test = nullptr;     // kTest, resolved at parse time
+  std::vector<std::string> ops;       // kCompare: "==", "!=", "<", "<=", ">", ">=", "in", "notin"
+  bool negated = false;               // kTest: `is not`
+  const FilterDef* filter = nullptr;  // kFilter, resolved at parse time
+  const TestDef* test = nullptr;      // kTest, resolved at parse time
 };
 
 enum class StmtKind {
@@ -94,8 +94,8 @@ struct Stmt {
   bool recursive = false;
   Body body;
   Body else_body;
-  std::string name;                 // kMacro
-  std::vector<MacroParam> params;   // kMacro, kCallBlock
+  std::string name;                // kMacro
+  std::vector<MacroParam> params;  // kMacro, kCallBlock
 };
 
 }  // namespace proctor::jinja

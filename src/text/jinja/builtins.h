@@ -40,7 +40,8 @@ bool CallMethod(Interpreter& interp, const Value& object, std::string_view name,
 // Binds call arguments to named parameters like a Python signature; errors name the function.
 class ArgBinder {
  public:
-  ArgBinder(std::string_view function, CallArgs& args, std::initializer_list<std::string_view> params);
+  ArgBinder(std::string_view function, CallArgs& args,
+            std::initializer_list<std::string_view> params);
   const Value* Get(size_t index) const;  // nullptr when not passed
   Value GetOr(size_t index, Value fallback) const;
   size_t positional_count() const { return args_.positional.size(); }

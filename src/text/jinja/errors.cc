@@ -6,12 +6,18 @@ namespace proctor::jinja {
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kSyntax: return "syntax error";
-    case ErrorKind::kRaised: return "raised by the template";
-    case ErrorKind::kUndefined: return "undefined value";
-    case ErrorKind::kType: return "type error";
-    case ErrorKind::kSecurity: return "refused by the sandbox";
-    case ErrorKind::kLimit: return "limit exceeded";
+    case ErrorKind::kSyntax:
+      return "syntax error";
+    case ErrorKind::kRaised:
+      return "raised by the template";
+    case ErrorKind::kUndefined:
+      return "undefined value";
+    case ErrorKind::kType:
+      return "type error";
+    case ErrorKind::kSecurity:
+      return "refused by the sandbox";
+    case ErrorKind::kLimit:
+      return "limit exceeded";
   }
   return "error";
 }

@@ -23,8 +23,10 @@ Value GetAttributePath(Interpreter& interp, const Value& item, const Value& attr
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
     v = digits ? interp.GetItem(v, Value(static_cast<int64_t>(std::stoll(part))))
                : interp.GetItem(v, Value(part));
     if (dot == std::string::npos) break;
@@ -44,10 +46,14 @@ Value Trim(Interpreter&, const Value& v, CallArgs& args) {
 Value Length(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("length", args, {});
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return Value(int64_t{0});
-    case Value::Kind::kString: return Value(static_cast<int64_t>(CodePointCount(v.str())));
-    case Value::Kind::kList: return Value(static_cast<int64_t>(v.list().items.size()));
-    case Value::Kind::kDict: return Value(static_cast<int64_t>(v.dict().size()));
+    case Value::Kind::kUndefined:
+      return Value(int64_t{0});
+    case Value::Kind::kString:
+      return Value(static_cast<int64_t>(CodePointCount(v.str())));
+    case Value::Kind::kList:
+      return Value(static_cast<int64_t>(v.list().items.size()));
+    case Value::Kind::kDict:
+      return Value(static_cast<int64_t>(v.dict().size()));
     default:
       ThrowEval(ErrorKind::kType, fmt::format("object of type '{}' has no len()", v.TypeName()));
   }
@@ -154,24 +160,28 @@ Value Items(Interpreter&, const Value& v, CallArgs& args) {
   if (v.is_undefined()) return Value::MakeList({});
   if (!v.is_dict()) ThrowEval(ErrorKind::kType, "Can only get item pairs from a mapping.");
   std::vector<Value> out;
-  for (const auto& [k, val] : v.dict().entries()) out.push_back(Value::MakeList({Value(k), val}, true));
+  for (const auto& [k, val] : v.dict().entries())
+    out.push_back(Value::MakeList({Value(k), val}, true));
   return Value::MakeList(std::move(out));
 }
 
 // select / reject / selectattr / rejectattr.
 Value SelectImpl(Interpreter& interp, const Value& v, CallArgs& args, bool by_attr, bool keep) {
   const char* name = by_attr ? (keep ? "selectattr" : "rejectattr") : (keep ? "select" : "reject");
-  if (!args.keyword.empty()) ThrowEval(ErrorKind::kType, fmt::format("{}() takes no keyword arguments", name));
+  if (!args.keyword.empty())
+    ThrowEval(ErrorKind::kType, fmt::format("{}() takes no keyword arguments", name));
   size_t next = 0;
   Value attribute;
   if (by_attr) {
-    if (args.positional.empty()) ThrowEval(ErrorKind::kType, fmt::format("{}() missing the attribute", name));
+    if (args.positional.empty())
+      ThrowEval(ErrorKind::kType, fmt::format("{}() missing the attribute", name));
     attribute = args.positional[next++];
   }
   std::string test;
   if (next < args.positional.size()) test = SoftStr(args.positional[next++]);
   CallArgs test_args;
-  test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next), args.positional.end());
+  test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next),
+                              args.positional.end());
   std::vector<Value> out;
   for (const Value& item : Iterate(v)) {
     const Value subject = by_attr ? GetAttributePath(interp, item, attribute) : item;
@@ -186,17 +196,27 @@ Value SelectImpl(Interpreter& interp, const Value& v, CallArgs& args, bool by_at
   }
   return Value::MakeList(std::move(out));
 }
-Value Select(Interpreter& i, const Value& v, CallArgs& a) { return SelectImpl(i, v, a, false, true); }
-Value Reject(Interpreter& i, const Value& v, CallArgs& a) { return SelectImpl(i, v, a, false, false); }
-Value SelectAttr(Interpreter& i, const Value& v, CallArgs& a) { return SelectImpl(i, v, a, true, true); }
-Value RejectAttr(Interpreter& i, const Value& v, CallArgs& a) { return SelectImpl(i, v, a, true, false); }
+Value Select(Interpreter& i, const Value& v, CallArgs& a) {
+  return SelectImpl(i, v, a, false, true);
+}
+Value Reject(Interpreter& i, const Value& v, CallArgs& a) {
+  return SelectImpl(i, v, a, false, false);
+}
+Value SelectAttr(Interpreter& i, const Value& v, CallArgs& a) {
+  return SelectImpl(i, v, a, true, true);
+}
+Value RejectAttr(Interpreter& i, const Value& v, CallArgs& a) {
+  return SelectImpl(i, v, a, true, false);
+}
 
 Value Map(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value* attribute = nullptr;
   const Value* fallback = nullptr;
   for (const auto& [k, val] : args.keyword) {
-    if (k == "attribute") attribute = &val;
-    else if (k == "default") fallback = &val;
+    if (k == "attribute")
+      attribute = &val;
+    else if (k == "default")
+      fallback = &val;
   }
   std::vector<Value> out;
   if (attribute != nullptr) {
@@ -241,7 +261,8 @@ Value String(Interpreter&, const Value& v, CallArgs& args) {
 bool ParseIntText(const std::string& text, int base, int64_t* out) {
   const std::string s = PyStrip(text, nullptr, true, true);
   std::string digits;
-  for (char c : s) if (c != '_') digits += c;
+  for (char c : s)
+    if (c != '_') digits += c;
   if (digits.empty()) return false;
   char* end = nullptr;
   errno = 0;
@@ -305,10 +326,14 @@ Value Round(Interpreter&, const Value& v, CallArgs& args) {
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.FloatValue() * scale;
   double r;
-  if (method == "common") r = std::nearbyint(x);  // Python's round: half to even
-  else if (method == "floor") r = std::floor(x);
-  else if (method == "ceil") r = std::ceil(x);
-  else ThrowEval(ErrorKind::kType, "method must be common, ceil or floor");
+  if (method == "common")
+    r = std::nearbyint(x);  // Python's round: half to even
+  else if (method == "floor")
+    r = std::floor(x);
+  else if (method == "ceil")
+    r = std::ceil(x);
+  else
+    ThrowEval(ErrorKind::kType, "method must be common, ceil or floor");
   return Value(r / scale);
 }
 
@@ -335,7 +360,8 @@ Value Sort(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value* attribute = b.Get(2);
   std::vector<Value> items = Iterate(v);
   std::vector<std::pair<Value, Value>> keyed;
-  for (Value& item : items) keyed.emplace_back(SortKey(interp, item, attribute, case_sensitive), item);
+  for (Value& item : items)
+    keyed.emplace_back(SortKey(interp, item, attribute, case_sensitive), item);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return reverse ? CompareOp("<", y.first, x.first) : CompareOp("<", x.first, y.first);
   });
@@ -367,7 +393,8 @@ Value DictSort(Interpreter&, const Value& v, CallArgs& args) {
   const bool reverse = b.GetOr(2, Value(false)).Truthy();
   if (!v.is_dict()) ThrowEval(ErrorKind::kType, "dictsort needs a mapping");
   std::vector<Value> pairs;
-  for (const auto& [k, val] : v.dict().entries()) pairs.push_back(Value::MakeList({Value(k), val}, true));
+  for (const auto& [k, val] : v.dict().entries())
+    pairs.push_back(Value::MakeList({Value(k), val}, true));
   auto key = [&](const Value& p) {
     const Value& k = p.list().items[by_value ? 1 : 0];
     return (!case_sensitive && k.is_string()) ? Value(AsciiLower(k.str())) : k;
@@ -381,7 +408,10 @@ Value DictSort(Interpreter&, const Value& v, CallArgs& args) {
 Value Indent(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("indent", args, {"width", "first", "blank"});
   const Value width = b.GetOr(0, Value(int64_t{4}));
-  const std::string indention = width.is_string() ? width.str() : std::string(static_cast<size_t>(std::max<int64_t>(0, width.IntValue())), ' ');
+  const std::string indention =
+      width.is_string()
+          ? width.str()
+          : std::string(static_cast<size_t>(std::max<int64_t>(0, width.IntValue())), ' ');
   const bool first = b.GetOr(1, Value(false)).Truthy();
   const bool blank = b.GetOr(2, Value(false)).Truthy();
   const std::string s = SoftStr(v) + "\n";
@@ -453,12 +483,23 @@ Value Escape(Interpreter&, const Value& v, CallArgs& args) {
   std::string out;
   for (char c : SoftStr(v)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return Value(out);
@@ -470,7 +511,8 @@ Value Safe(Interpreter&, const Value& v, CallArgs& args) {
 }
 
 Value FormatFilter(Interpreter&, const Value& v, CallArgs& args) {
-  if (!args.keyword.empty()) ThrowEval(ErrorKind::kType, "format with keyword arguments is not supported");
+  if (!args.keyword.empty())
+    ThrowEval(ErrorKind::kType, "format with keyword arguments is not supported");
   Value tuple = Value::MakeList(args.positional, true);
   return BinaryOp("%", Value(SoftStr(v)), tuple, size_t{1} << 30);
 }
@@ -525,27 +567,48 @@ Value Center(Interpreter&, const Value& v, CallArgs& args) {
 }
 
 constexpr FilterDef kFilters[] = {
-    {"abs", Abs},           {"attr", Attr},
-    {"batch", Batch},       {"capitalize", Capitalize},
-    {"center", Center},     {"count", Length},
-    {"d", Default},         {"default", Default},
-    {"dictsort", DictSort}, {"e", Escape},
-    {"escape", Escape},     {"first", First},
-    {"float", Float},       {"format", FormatFilter},
-    {"indent", Indent},     {"int", Int},
-    {"items", Items},       {"join", Join},
-    {"last", Last},         {"length", Length},
-    {"list", ListFilter},   {"lower", Lower},
-    {"map", Map},           {"max", Max},
-    {"min", Min},           {"reject", Reject},
-    {"rejectattr", RejectAttr}, {"replace", ReplaceFilter},
-    {"reverse", Reverse},   {"round", Round},
-    {"safe", Safe},         {"select", Select},
-    {"selectattr", SelectAttr}, {"sort", Sort},
-    {"string", String},     {"sum", Sum},
-    {"title", TitleFilter}, {"tojson", ToJson},
-    {"trim", Trim},         {"unique", Unique},
-    {"upper", Upper},       {"wordcount", WordCount},
+    {"abs", Abs},
+    {"attr", Attr},
+    {"batch", Batch},
+    {"capitalize", Capitalize},
+    {"center", Center},
+    {"count", Length},
+    {"d", Default},
+    {"default", Default},
+    {"dictsort", DictSort},
+    {"e", Escape},
+    {"escape", Escape},
+    {"first", First},
+    {"float", Float},
+    {"format", FormatFilter},
+    {"indent", Indent},
+    {"int", Int},
+    {"items", Items},
+    {"join", Join},
+    {"last", Last},
+    {"length", Length},
+    {"list", ListFilter},
+    {"lower", Lower},
+    {"map", Map},
+    {"max", Max},
+    {"min", Min},
+    {"reject", Reject},
+    {"rejectattr", RejectAttr},
+    {"replace", ReplaceFilter},
+    {"reverse", Reverse},
+    {"round", Round},
+    {"safe", Safe},
+    {"select", Select},
+    {"selectattr", SelectAttr},
+    {"sort", Sort},
+    {"string", String},
+    {"sum", Sum},
+    {"title", TitleFilter},
+    {"tojson", ToJson},
+    {"trim", Trim},
+    {"unique", Unique},
+    {"upper", Upper},
+    {"wordcount", WordCount},
 };
 
 }  // namespace

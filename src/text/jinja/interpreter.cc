@@ -33,15 +33,24 @@ class LoopObject : public Object {
 
   bool GetAttr(std::string_view name, Value* out) const override {
     const auto n = static_cast<int64_t>(items_.size());
-    if (name == "index") *out = Value(index0_ + 1);
-    else if (name == "index0") *out = Value(index0_);
-    else if (name == "revindex") *out = Value(n - index0_);
-    else if (name == "revindex0") *out = Value(n - index0_ - 1);
-    else if (name == "first") *out = Value(index0_ == 0);
-    else if (name == "last") *out = Value(index0_ == n - 1);
-    else if (name == "length") *out = Value(n);
-    else if (name == "depth") *out = Value(depth0_ + 1);
-    else if (name == "depth0") *out = Value(depth0_);
+    if (name == "index")
+      *out = Value(index0_ + 1);
+    else if (name == "index0")
+      *out = Value(index0_);
+    else if (name == "revindex")
+      *out = Value(n - index0_);
+    else if (name == "revindex0")
+      *out = Value(n - index0_ - 1);
+    else if (name == "first")
+      *out = Value(index0_ == 0);
+    else if (name == "last")
+      *out = Value(index0_ == n - 1);
+    else if (name == "length")
+      *out = Value(n);
+    else if (name == "depth")
+      *out = Value(depth0_ + 1);
+    else if (name == "depth0")
+      *out = Value(depth0_);
     else if (name == "previtem") {
       *out = index0_ > 0 ? items_[static_cast<size_t>(index0_ - 1)]
                          : Value::MakeUndefined("there is no previous item");
@@ -50,21 +59,22 @@ class LoopObject : public Object {
                              : Value::MakeUndefined("there is no next item");
     } else if (name == "cycle") {
       const int64_t index0 = index0_;
-      *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-          "loop.cycle", [index0](Interpreter&, CallArgs& args) -> Value {
-            if (args.positional.empty()) ThrowEval(ErrorKind::kType, "no items for cycling given");
-            return args.positional[static_cast<size_t>(index0) % args.positional.size()];
-          }})));
+      *out = Value(CallablePtr(std::make_shared<Callable>(
+          Callable{"loop.cycle", [index0](Interpreter&, CallArgs& args) -> Value {
+                     if (args.positional.empty())
+                       ThrowEval(ErrorKind::kType, "no items for cycling given");
+                     return args.positional[static_cast<size_t>(index0) % args.positional.size()];
+                   }})));
     } else if (name == "changed") {
       std::shared_ptr<ChangedState> state = changed_;
-      *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-          "loop.changed", [state](Interpreter&, CallArgs& args) -> Value {
-            Value current = Value::MakeList(args.positional);
-            if (state->seen && Equals(state->last, current)) return Value(false);
-            state->seen = true;
-            state->last = current;
-            return Value(true);
-          }})));
+      *out = Value(CallablePtr(std::make_shared<Callable>(
+          Callable{"loop.changed", [state](Interpreter&, CallArgs& args) -> Value {
+                     Value current = Value::MakeList(args.positional);
+                     if (state->seen && Equals(state->last, current)) return Value(false);
+                     state->seen = true;
+                     state->last = current;
+                     return Value(true);
+                   }})));
     } else {
       return false;
     }
@@ -125,21 +135,21 @@ struct Interpreter::DepthGuard {
 
 Interpreter::Interpreter(const std::string& template_name, const RenderOptions& options)
     : name_(template_name), options_(options) {
-  globals_["raise_exception"] = Value(CallablePtr(std::make_shared<Callable>(Callable{
-      "raise_exception", [](Interpreter&, CallArgs& args) -> Value {
-        ArgBinder b("raise_exception", args, {"message"});
-        const Value* m = b.Get(0);
-        ThrowEval(ErrorKind::kRaised, m == nullptr ? "" : m->Str());
-      }})));
-  globals_["strftime_now"] = Value(CallablePtr(std::make_shared<Callable>(Callable{
-      "strftime_now", [](Interpreter& interp, CallArgs& args) -> Value {
-        ArgBinder b("strftime_now", args, {"format"});
-        const Value* f = b.Get(0);
-        if (f == nullptr || !f->is_string()) {
-          ThrowEval(ErrorKind::kType, "strftime_now() argument must be str");
-        }
-        return Value(StrftimeNow(interp.options(), f->str()));
-      }})));
+  globals_["raise_exception"] = Value(CallablePtr(std::make_shared<Callable>(
+      Callable{"raise_exception", [](Interpreter&, CallArgs& args) -> Value {
+                 ArgBinder b("raise_exception", args, {"message"});
+                 const Value* m = b.Get(0);
+                 ThrowEval(ErrorKind::kRaised, m == nullptr ? "" : m->Str());
+               }})));
+  globals_["strftime_now"] = Value(CallablePtr(std::make_shared<Callable>(
+      Callable{"strftime_now", [](Interpreter& interp, CallArgs& args) -> Value {
+                 ArgBinder b("strftime_now", args, {"format"});
+                 const Value* f = b.Get(0);
+                 if (f == nullptr || !f->is_string()) {
+                   ThrowEval(ErrorKind::kType, "strftime_now() argument must be str");
+                 }
+                 return Value(StrftimeNow(interp.options(), f->str()));
+               }})));
   for (const auto& [k, v] : options.globals) globals_[k] = v;
 }
 
@@ -198,8 +208,7 @@ Interpreter::Flow Interpreter::Exec(const Body& body, const ScopePtr& scope, std
   return Flow::kNormal;
 }
 
-Interpreter::Flow Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr& scope,
-                                        std::string* out) {
+Interpreter::Flow Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr& scope, std::string* out) {
   try {
     switch (stmt.kind) {
       case StmtKind::kText:
@@ -250,16 +259,18 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr& scope,
         // caller() renders the block body with the call block's parameters.
         const Stmt* block = &stmt;
         ScopePtr block_scope = scope;
-        Value caller(CallablePtr(std::make_shared<Callable>(Callable{
-            "caller", [block, block_scope](Interpreter& interp, CallArgs& args) -> Value {
-              return interp.CallMacro(*block, block_scope, args);
-            }})));
+        Value caller(CallablePtr(std::make_shared<Callable>(
+            Callable{"caller", [block, block_scope](Interpreter& interp, CallArgs& args) -> Value {
+                       return interp.CallMacro(*block, block_scope, args);
+                     }})));
         const Value v = EvalCall(*stmt.expr, scope, &caller);
         Append(out, v.Str());
         return Flow::kNormal;
       }
-      case StmtKind::kBreak: return Flow::kBreak;
-      case StmtKind::kContinue: return Flow::kContinue;
+      case StmtKind::kBreak:
+        return Flow::kBreak;
+      case StmtKind::kContinue:
+        return Flow::kContinue;
     }
   } catch (const EvalFailure& f) {
     throw TemplateError(f.kind, name_, stmt.line, f.message);
@@ -336,10 +347,10 @@ Value Interpreter::MakeMacro(const Stmt& stmt, const ScopePtr& scope) {
   macro_scopes_.push_back(scope);
   const Stmt* macro = &stmt;
   ScopePtr defining = scope;
-  return Value(CallablePtr(std::make_shared<Callable>(Callable{
-      stmt.name, [macro, defining](Interpreter& interp, CallArgs& args) -> Value {
-        return interp.CallMacro(*macro, defining, args);
-      }})));
+  return Value(CallablePtr(std::make_shared<Callable>(
+      Callable{stmt.name, [macro, defining](Interpreter& interp, CallArgs& args) -> Value {
+                 return interp.CallMacro(*macro, defining, args);
+               }})));
 }
 
 Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, CallArgs& args) {
@@ -380,10 +391,10 @@ Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, C
   for (size_t i = 0; i < stmt.params.size(); ++i) {
     if (bound[i]) continue;
     const MacroParam& p = stmt.params[i];
-    scope->vars[p.name] = p.default_value
-                              ? Eval(*p.default_value, scope)
-                              : Value::MakeUndefined(
-                                    fmt::format("parameter '{}' was not provided", p.name));
+    scope->vars[p.name] =
+        p.default_value
+            ? Eval(*p.default_value, scope)
+            : Value::MakeUndefined(fmt::format("parameter '{}' was not provided", p.name));
   }
   scope->vars["varargs"] = Value::MakeList(std::move(varargs), /*is_tuple=*/true);
   scope->vars["kwargs"] = Value::MakeDict(std::move(kwargs));
@@ -418,8 +429,10 @@ Value Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
 
 Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return Lookup(e.name, scope);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return Lookup(e.name, scope);
     case ExprKind::kList:
     case ExprKind::kTuple: {
       std::vector<Value> items;
@@ -439,18 +452,22 @@ Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
       }
       return Value::MakeDict(std::move(dict));
     }
-    case ExprKind::kGetAttr: return GetAttr(Eval(*e.args[0], scope), e.name);
-    case ExprKind::kGetItem: return GetItem(Eval(*e.args[0], scope), Eval(*e.args[1], scope));
+    case ExprKind::kGetAttr:
+      return GetAttr(Eval(*e.args[0], scope), e.name);
+    case ExprKind::kGetItem:
+      return GetItem(Eval(*e.args[0], scope), Eval(*e.args[1], scope));
     case ExprKind::kSlice: {
       const Value subject = Eval(*e.args[0], scope);
       Value parts[3];
       for (int i = 0; i < 3; ++i) {
-        parts[i] = e.args[static_cast<size_t>(i) + 1] ? Eval(*e.args[static_cast<size_t>(i) + 1], scope)
-                                                      : Value(None{});
+        parts[i] = e.args[static_cast<size_t>(i) + 1]
+                       ? Eval(*e.args[static_cast<size_t>(i) + 1], scope)
+                       : Value(None{});
       }
       return Slice(subject, parts[0], parts[1], parts[2]);
     }
-    case ExprKind::kCall: return EvalCall(e, scope, nullptr);
+    case ExprKind::kCall:
+      return EvalCall(e, scope, nullptr);
     case ExprKind::kFilter:
     case ExprKind::kTest: {
       const Value subject = Eval(*e.args[0], scope);
@@ -461,8 +478,10 @@ Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
       return Value(e.test->fn(*this, subject, args) != e.negated);
     }
     case ExprKind::kNeg:
-    case ExprKind::kPos: return Negate(Eval(*e.args[0], scope), e.kind == ExprKind::kNeg);
-    case ExprKind::kNot: return Value(!Eval(*e.args[0], scope).Truthy());
+    case ExprKind::kPos:
+      return Negate(Eval(*e.args[0], scope), e.kind == ExprKind::kNeg);
+    case ExprKind::kNot:
+      return Value(!Eval(*e.args[0], scope).Truthy());
     case ExprKind::kBinary:
       return BinaryOp(e.name, Eval(*e.args[0], scope), Eval(*e.args[1], scope),
                       options_.limits.max_output_bytes);
@@ -488,9 +507,12 @@ Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
         Value right = Eval(*e.args[i + 1], scope);
         const std::string& op = e.ops[i];
         bool ok;
-        if (op == "in") ok = Contains(right, left);
-        else if (op == "notin") ok = !Contains(right, left);
-        else ok = CompareOp(op, left, right);
+        if (op == "in")
+          ok = Contains(right, left);
+        else if (op == "notin")
+          ok = !Contains(right, left);
+        else
+          ok = CompareOp(op, left, right);
         if (!ok) return Value(false);
         left = std::move(right);
       }
@@ -503,7 +525,8 @@ Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
           "the inline if-expression on line {} evaluated to false and no else section was defined.",
           e.line));
     }
-    case ExprKind::kBlockValue: return Value(block_value_ ? *block_value_ : std::string());
+    case ExprKind::kBlockValue:
+      return Value(block_value_ ? *block_value_ : std::string());
   }
   return Value();
 }
@@ -535,9 +558,9 @@ Value Interpreter::CallValue(const Value& callee, CallArgs& args) {
 Value Interpreter::GetAttr(const Value& object, std::string_view name) {
   if (object.is_undefined()) FailUndefined(object);
   if (!name.empty() && name[0] == '_') {
-    Undefined u{fmt::format("access to attribute '{}' of '{}' object is unsafe.", name,
-                            object.TypeName()),
-                true};
+    Undefined u{
+        fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, object.TypeName()),
+        true};
     return Value(std::move(u));
   }
   Value out;
@@ -547,8 +570,8 @@ Value Interpreter::GetAttr(const Value& object, std::string_view name) {
   } else if (object.is_object()) {
     if (object.object().GetAttr(name, &out)) return out;
   }
-  return Value::MakeUndefined(fmt::format("{} has no attribute {}", StringRepr(object.TypeRepr()),
-                                          StringRepr(name)));
+  return Value::MakeUndefined(
+      fmt::format("{} has no attribute {}", StringRepr(object.TypeRepr()), StringRepr(name)));
 }
 
 Value Interpreter::GetItem(const Value& object, const Value& key) {

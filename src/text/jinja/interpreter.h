@@ -52,8 +52,8 @@ class Interpreter {
 
   Flow Exec(const Body& body, const ScopePtr& scope, std::string* out);
   Flow ExecStmt(const Stmt& stmt, const ScopePtr& scope, std::string* out);
-  void ExecFor(const Stmt& stmt, const ScopePtr& scope, const Value* iterable_override,
-               int depth0, std::string* out);
+  void ExecFor(const Stmt& stmt, const ScopePtr& scope, const Value* iterable_override, int depth0,
+               std::string* out);
   void Assign(const Target& target, const Value& value, const ScopePtr& scope);
   Value Lookup(const std::string& name, const ScopePtr& scope) const;
   Value EvalInner(const Expr& expr, const ScopePtr& scope);
@@ -72,7 +72,7 @@ class Interpreter {
   int eval_depth_ = 0;
   std::vector<std::weak_ptr<Object>> tracked_objects_;
   std::vector<std::weak_ptr<Scope>> macro_scopes_;  // scopes captured by macros
-  const std::string* block_value_ = nullptr;  // kBlockValue while a filter block applies
+  const std::string* block_value_ = nullptr;        // kBlockValue while a filter block applies
 };
 
 }  // namespace proctor::jinja

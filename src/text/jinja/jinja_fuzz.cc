@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.limits.max_loop_iterations = 100000;
   options.limits.max_call_depth = 50;
   try {
-    const Template t = Template::Parse(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    const Template t =
+        Template::Parse(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
     t.Render(context, options);
   } catch (const proctor::Error&) {
   }

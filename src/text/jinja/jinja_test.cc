@@ -42,16 +42,19 @@ void ExpectAll(const std::vector<Case>& cases) {
 
 TEST(Jinja, OperatorsAndPrecedence) {
   ExpectAll({
-      {"{{ 2 ** 3 ** 2 }}|{{ -2 ** 2 }}|{{ 1 + 2 * 3 }}|{{ -7 // 2 }}|{{ -7 % 3 }}|{{ 7 / 2 }}|{{ 6 / 2 }}",
+      {"{{ 2 ** 3 ** 2 }}|{{ -2 ** 2 }}|{{ 1 + 2 * 3 }}|{{ -7 // 2 }}|{{ -7 % 3 }}|{{ 7 / 2 }}|{{ "
+       "6 / 2 }}",
        "64|4|7|-4|2|3.5|3.0"},
       {"{{ 'a' ~ (1 + 2) }}|{{ not 1 == 2 }}|{{ 1 < 2 < 3 }}|{{ 3 > 2 > 2 }}|{{ 0 or 'x' }}|"
        "{{ 1 and 0 }}|{{ 'b' in 'abc' }}|{{ 2 not in [1] }}",
        "a3|True|True|False|x|0|True|True"},
       {"{{ 'x' if false }}|{{ 'x' if false else 'y' }}|{{ 'yes' if items else 'no' }}|{{ (1, 2) }}|"
-       "{{ [1, 2] == [1, 2] }}|{{ (1, 2) == [1, 2] }}|{{ 1 == 1.0 }}|{{ true == 1 }}|{{ 'a' < 'b' }}|"
+       "{{ [1, 2] == [1, 2] }}|{{ (1, 2) == [1, 2] }}|{{ 1 == 1.0 }}|{{ true == 1 }}|{{ 'a' < 'b' "
+       "}}|"
        "{{ [1, 2] < [1, 3] }}",
        "|y|yes|(1, 2)|True|False|True|True|True|True"},
-      {"{{ 'a' ~ none ~ 1 ~ x }}|{{ 'ab' * 3 }}|{{ [1] * 2 }}|{{ [1] + [2] }}|{{ \"%s-%d\" % ('a', 3) }}|"
+      {"{{ 'a' ~ none ~ 1 ~ x }}|{{ 'ab' * 3 }}|{{ [1] * 2 }}|{{ [1] + [2] }}|{{ \"%s-%d\" % ('a', "
+       "3) }}|"
        "{{ 'x' + 'y' }}|{{ 1 + 2.5 }}|{{ 2 * 3.0 }}|{{ 10 - 3 }}|{{ 7 // 2.0 }}|{{ -7.5 % 2 }}",
        "aNone1|ababab|[1, 1]|[1, 2]|a-3|xy|3.5|6.0|7|3.0|0.5"},
   });
@@ -63,7 +66,8 @@ TEST(Jinja, PythonReprOfValues) {
        "{{ 2.5e-7 }}",
        "[1, 'a', None, True, 1.5, (1,), {'k': 'v'}]|1000.0|0.30000000000000004|0.3333333333333333|"
        "2.5e-07"},
-      {"{{ \"it's\" }}|{{ [\"it's\", 'a\"b', 'new\\nline'] }}", "it's|[\"it's\", 'a\"b', 'new\\nline']"},
+      {"{{ \"it's\" }}|{{ [\"it's\", 'a\"b', 'new\\nline'] }}",
+       "it's|[\"it's\", 'a\"b', 'new\\nline']"},
   });
 }
 
@@ -83,12 +87,16 @@ TEST(Jinja, Statements) {
        "{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}",
        "empty|3122|3"},
       {"{% if false %}a{% elif 0 %}b{% elif 'x' %}c{% else %}d{% endif %}", "c"},
-      {"{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}|{% for k in d %}{{ k }}{% endfor %}",
+      {"{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}|{% for k in d %}{{ k }}{% endfor "
+       "%}",
        "b=1,a=2,|ba"},
-      {"{% set ns = namespace(total=0, seen=[]) %}{% for x in items %}{% set ns.total = ns.total + x %}"
-       "{% endfor %}{{ ns.total }}|{% set n = 1 %}{% for x in items %}{% set n = x %}{% endfor %}{{ n }}",
+      {"{% set ns = namespace(total=0, seen=[]) %}{% for x in items %}{% set ns.total = ns.total + "
+       "x %}"
+       "{% endfor %}{{ ns.total }}|{% set n = 1 %}{% for x in items %}{% set n = x %}{% endfor "
+       "%}{{ n }}",
        "6|1"},
-      {"{% set x = 0 %}{% for i in [1,2] %}{{ x }}{% set x = i %}{{x}}{% endfor %}{{ x }}", "01020"},
+      {"{% set x = 0 %}{% for i in [1,2] %}{{ x }}{% set x = i %}{{x}}{% endfor %}{{ x }}",
+       "01020"},
       {"{% if true %}{% set z = 3 %}{% endif %}{{ z }}", "3"},
       {"{% set a, b = 1, 2 %}{{ b }}{{ a }}", "21"},
       {"{% filter upper %}abc{{ 'd' }}{% endfilter %}|{% set block %}  Hi {{ 1 }}  {% endset %}"
@@ -101,7 +109,8 @@ TEST(Jinja, Statements) {
 
 TEST(Jinja, LoopVariables) {
   ExpectAll({
-      {"{% for x in items %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}"
+      {"{% for x in items %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 "
+       "}}"
        "{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.previtem }}{{ loop.nextitem }}"
        "{{ loop.cycle('a','b') }};{% endfor %}",
        "1032TrueFalse31a;2121FalseFalse332b;3210FalseTrue31a;"},
@@ -116,12 +125,16 @@ TEST(Jinja, MacrosAndCallBlocks) {
       {"{% macro greet(name, greeting='Hello') %}{{ greeting }}, {{ name }}!{% endmacro %}"
        "{{ greet('Ann') }}|{{ greet('Bob', greeting='Hi') }}|{{ greet(greeting='Yo', name='Cy') }}",
        "Hello, Ann!|Hi, Bob!|Yo, Cy!"},
-      {"{% macro m() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}", "(1, 2){'k': 3}"},
-      {"{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}"
-       "bold{% endcall %}|{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}"
+      {"{% macro m() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}",
+       "(1, 2){'k': 3}"},
+      {"{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') "
+       "%}"
+       "bold{% endcall %}|{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% "
+       "endmacro %}"
        "{% call(v) each([1,2]) %}({{ v }}){% endcall %}",
        "<b>bold</b>|(1)(2)"},
-      {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1)|int }}{% endif %}{% endmacro %}"
+      {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1)|int }}{% endif %}{% "
+       "endmacro %}"
        "{{ fact(5) }}",
        "120"},
       {"{% macro m(a) %}{{a}}{{g}}{% endmacro %}{% set g = 5 %}{{ m(1) }}{% set g = 6 %}{{ m(2) }}",
@@ -133,11 +146,15 @@ TEST(Jinja, Tests) {
   ExpectAll({
       {"{{ 1 is odd }}{{ 2 is even }}{{ 9 is divisibleby 3 }}{{ x is defined }}{{ x is undefined }}"
        "{{ none is none }}{{ 'a' is string }}{{ d is mapping }}{{ items is iterable }}"
-       "{{ 1 is iterable }}{{ 'a' is sequence }}{{ 1 is number }}{{ 1.0 is float }}{{ 1 is integer }}"
-       "{{ true is boolean }}{{ false is false }}{{ true is true }}{{ 1 is true }}{{ 'ab' is lower }}"
-       "{{ 'AB' is upper }}{{ 2 is eq 2 }}{{ 2 is equalto 3 }}{{ 2 is in [2] }}{{ range is callable }}"
+       "{{ 1 is iterable }}{{ 'a' is sequence }}{{ 1 is number }}{{ 1.0 is float }}{{ 1 is integer "
+       "}}"
+       "{{ true is boolean }}{{ false is false }}{{ true is true }}{{ 1 is true }}{{ 'ab' is lower "
+       "}}"
+       "{{ 'AB' is upper }}{{ 2 is eq 2 }}{{ 2 is equalto 3 }}{{ 2 is in [2] }}{{ range is "
+       "callable }}"
        "{{ none is sameas none }}{{ 1 is not none }}{{ 3 is gt 2 }}{{ 3 is lessthan 2 }}",
-       "TrueTrueTrueFalseTrueTrueTrueTrueTrueFalseTrueTrueTrueTrueTrueTrueTrueFalseTrueTrueTrueFalse"
+       "TrueTrueTrueFalseTrueTrueTrueTrueTrueFalseTrueTrueTrueTrueTrueTrueTrueFalseTrueTrueTrueFals"
+       "e"
        "TrueTrueTrueTrueTrueFalse"},
   });
 }
@@ -145,10 +162,13 @@ TEST(Jinja, Tests) {
 TEST(Jinja, Filters) {
   ExpectAll({
       {"{{ d|tojson }}|{{ d|tojson(indent=2) }}|{{ {'x': [1, {'y': '\xc3\xa9\"\\n'}], 'e': [], "
-       "'o': {}}|tojson }}|{{ d|tojson(sort_keys=true) }}|{{ [1,2]|tojson(separators=(',', ':')) }}",
-       "{\"b\": 1, \"a\": 2}|{\n  \"b\": 1,\n  \"a\": 2\n}|{\"x\": [1, {\"y\": \"\xc3\xa9\\\"\\n\"}], "
+       "'o': {}}|tojson }}|{{ d|tojson(sort_keys=true) }}|{{ [1,2]|tojson(separators=(',', ':')) "
+       "}}",
+       "{\"b\": 1, \"a\": 2}|{\n  \"b\": 1,\n  \"a\": 2\n}|{\"x\": [1, {\"y\": "
+       "\"\xc3\xa9\\\"\\n\"}], "
        "\"e\": [], \"o\": {}}|{\"a\": 2, \"b\": 1}|[1,2]"},
-      {"{{ users|selectattr('admin')|map(attribute='name')|join(',') }}|{{ users|rejectattr('admin')"
+      {"{{ users|selectattr('admin')|map(attribute='name')|join(',') }}|{{ "
+       "users|rejectattr('admin')"
        "|map(attribute='name')|list }}|{{ users|selectattr('age', 'gt', 26)|map(attribute='name')"
        "|first }}|{{ users|map(attribute='age')|sum }}|{{ users|sort(attribute='age')"
        "|map(attribute='name')|join }}|{{ users|max(attribute='age') }}",
@@ -156,16 +176,20 @@ TEST(Jinja, Filters) {
       {"{{ items|sort }}|{{ items|sort(reverse=true) }}|{{ items|first }}|{{ items|last }}|"
        "{{ [3,1,3,2]|unique|list }}|{{ d|dictsort }}|{{ d|items|list }}|{{ items|reverse|list }}",
        "[1, 2, 3]|[3, 2, 1]|3|2|[3, 1, 2]|[('a', 2), ('b', 1)]|[('b', 1), ('a', 2)]|[2, 1, 3]"},
-      {"{{ '  hi  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'Hello World'|upper }}|{{ 'Hello World'|lower }}|"
-       "{{ 'hello wORLD'|capitalize }}|{{ 'hello wORLD-foo'|title }}|{{ 'a-b-a'|replace('a', 'X') }}|"
+      {"{{ '  hi  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'Hello World'|upper }}|{{ 'Hello "
+       "World'|lower }}|"
+       "{{ 'hello wORLD'|capitalize }}|{{ 'hello wORLD-foo'|title }}|{{ 'a-b-a'|replace('a', 'X') "
+       "}}|"
        "{{ 'a-b-a'|replace('a', 'X', 1) }}",
        "hi|hi|HELLO WORLD|hello world|Hello world|Hello World-Foo|X-b-X|X-b-a"},
-      {"{{ '12'|int + 1 }}|{{ '1.9'|int }}|{{ 'x'|int }}|{{ 'x'|int(7) }}|{{ 3.9|int }}|{{ '2.5'|float }}|"
+      {"{{ '12'|int + 1 }}|{{ '1.9'|int }}|{{ 'x'|int }}|{{ 'x'|int(7) }}|{{ 3.9|int }}|{{ "
+       "'2.5'|float }}|"
        "{{ 5|string ~ 'a' }}|{{ none|string }}|{{ -3|abs }}|{{ 2.5|round }}|{{ 3.5|round }}|"
        "{{ 2.345|round(2) }}|{{ 2.1|round(method='ceil') }}",
        "13|1|0|7|3|2.5|5a|None|3|2.0|4.0|2.35|3.0"},
       {"{{ x|default('dflt') }}|{{ ''|default('dflt') }}|{{ ''|default('dflt', true) }}|"
-       "{{ none|default('n') }}|{{ x|length }}|{{ 'a b  c'|wordcount }}|{{ [1,2,3,4,5]|batch(2)|list }}|"
+       "{{ none|default('n') }}|{{ x|length }}|{{ 'a b  c'|wordcount }}|{{ "
+       "[1,2,3,4,5]|batch(2)|list }}|"
        "{{ 'ab'|center(6) }}|{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ 'a\\nb'|indent(2, true) }}",
        "dflt||dflt|None|0|3|[[1, 2], [3, 4], [5]]|  ab  |a\n  b\n\n  c|  a\n  b"},
   });
@@ -173,14 +197,18 @@ TEST(Jinja, Filters) {
 
 TEST(Jinja, MethodsOfStrDictList) {
   ExpectAll({
-      {"{{ '  a b  '.strip() }}|{{ 'xxaxx'.lstrip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b c '.split() }}|"
-       "{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}|{{ 'abc'.startswith(('x', 'a')) }}|"
+      {"{{ '  a b  '.strip() }}|{{ 'xxaxx'.lstrip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b c "
+       "'.split() }}|"
+       "{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}|{{ 'abc'.startswith(('x', 'a')) "
+       "}}|"
        "{{ 'abc'.endswith('bc') }}|{{ 'abcb'.find('b') }}|{{ 'abcb'.rfind('b') }}|"
        "{{ '-'.join(['a', 'b']) }}|{{ '{} and {}'.format(1, 'x') }}|{{ 'aXbX'.replace('X', '') }}|"
        "{{ 'abc'.upper() }}|{{ 'aaa'.count('a') }}",
-       "a b|axx|['a', 'b', '', 'c']|['a', 'b', 'c']|['a', 'b c']|['a b', 'c']|True|True|1|3|a-b|1 and x|"
+       "a b|axx|['a', 'b', '', 'c']|['a', 'b', 'c']|['a', 'b c']|['a b', 'c']|True|True|1|3|a-b|1 "
+       "and x|"
        "ab|ABC|3"},
-      {"{{ d.get('a') }}|{{ d.get('z') }}|{{ d.get('z', 5) }}|{{ d.keys()|list }}|{{ d.values()|list }}|"
+      {"{{ d.get('a') }}|{{ d.get('z') }}|{{ d.get('z', 5) }}|{{ d.keys()|list }}|{{ "
+       "d.values()|list }}|"
        "{{ d.items()|list }}|{{ d['b'] }}|{{ d.b }}|{{ d.zz is defined }}",
        "2|None|5|['b', 'a']|[1, 2]|[('b', 1), ('a', 2)]|1|1|False"},
   });
@@ -188,8 +216,10 @@ TEST(Jinja, MethodsOfStrDictList) {
 
 TEST(Jinja, GlobalFunctions) {
   ExpectAll({
-      {"{{ range(3)|list }}{{ range(1, 7, 2)|list }}{{ dict(a=1, b=2) }}{% set c = cycler('x', 'y') %}"
-       "{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}{% set j = joiner('+') %}{{ j() }}a"
+      {"{{ range(3)|list }}{{ range(1, 7, 2)|list }}{{ dict(a=1, b=2) }}{% set c = cycler('x', "
+       "'y') %}"
+       "{{ c.next() }}{{ c.next() }}{{ c.next() }}{{ c.current }}{% set j = joiner('+') %}{{ j() "
+       "}}a"
        "{{ j() }}b",
        "[0, 1, 2][1, 3, 5]{'a': 1, 'b': 2}xyxya+b"},
   });
@@ -292,12 +322,13 @@ TEST(JinjaErrors, RuntimeErrorsAsJinja2RaisesThem) {
 TEST(JinjaErrors, BoundsOnLoopsRecursionAndOutput) {
   RenderOptions options;
   options.limits.max_loop_iterations = 1000;
-  TemplateError e = RenderError("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
-                                options);
+  TemplateError e = RenderError(
+      "{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", options);
   EXPECT_EQ(e.kind(), ErrorKind::kLimit);
   e = RenderError("{{ range(1000000)|length }}");
   EXPECT_EQ(e.kind(), ErrorKind::kLimit);
-  EXPECT_EQ(e.message(), "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+  EXPECT_EQ(e.message(),
+            "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
 
   options = {};
   options.limits.max_call_depth = 50;

@@ -213,12 +213,14 @@ class Lexer {
     while (true) {
       // Whitespace.
       const size_t ws = WhitespaceRun(src_, p);
-      line += static_cast<int>(std::count(src_.begin() + static_cast<std::ptrdiff_t>(p),
-                                          src_.begin() + static_cast<std::ptrdiff_t>(p + ws), '\n'));
+      line +=
+          static_cast<int>(std::count(src_.begin() + static_cast<std::ptrdiff_t>(p),
+                                      src_.begin() + static_cast<std::ptrdiff_t>(p + ws), '\n'));
       p += ws;
       if (p >= src_.size()) {
-        Fail(start_line, is_block ? "Unexpected end of template, expected 'end of statement block'."
-                                  : "unexpected end of template, expected 'end of print statement'.");
+        Fail(start_line, is_block
+                             ? "Unexpected end of template, expected 'end of statement block'."
+                             : "unexpected end of template, expected 'end of print statement'.");
       }
       if (balance.empty()) {
         const std::string_view close = is_block ? "%}" : "}}";
@@ -282,8 +284,8 @@ class Lexer {
     size_t e = p;
     std::string digits;
     auto take_digits = [&] {
-      while (e < src_.size() && (IsDigit(src_[e]) || (src_[e] == '_' && e + 1 < src_.size() &&
-                                                       IsDigit(src_[e + 1])))) {
+      while (e < src_.size() && (IsDigit(src_[e]) ||
+                                 (src_[e] == '_' && e + 1 < src_.size() && IsDigit(src_[e + 1])))) {
         if (src_[e] != '_') digits += src_[e];
         ++e;
       }
@@ -342,8 +344,10 @@ class Lexer {
         char32_t v = 0;
         for (int k = 0; k < n; ++k) {
           const char h = src_[i + static_cast<size_t>(k)];
-          int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                  : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+          int d = (h >= '0' && h <= '9')   ? h - '0'
+                  : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                  : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                           : -1;
           if (d < 0) Fail(*line, "truncated \\xXX escape");
           v = v * 16 + static_cast<char32_t>(d);
         }
@@ -351,20 +355,48 @@ class Lexer {
         return v;
       };
       switch (e) {
-        case '\n': ++*line; break;
-        case '\\': value += '\\'; break;
-        case '\'': value += '\''; break;
-        case '"': value += '"'; break;
-        case 'a': value += '\a'; break;
-        case 'b': value += '\b'; break;
-        case 'f': value += '\f'; break;
-        case 'n': value += '\n'; break;
-        case 'r': value += '\r'; break;
-        case 't': value += '\t'; break;
-        case 'v': value += '\v'; break;
-        case 'x': AppendUtf8(hex(2), &value); break;
-        case 'u': AppendUtf8(hex(4), &value); break;
-        case 'U': AppendUtf8(hex(8), &value); break;
+        case '\n':
+          ++*line;
+          break;
+        case '\\':
+          value += '\\';
+          break;
+        case '\'':
+          value += '\'';
+          break;
+        case '"':
+          value += '"';
+          break;
+        case 'a':
+          value += '\a';
+          break;
+        case 'b':
+          value += '\b';
+          break;
+        case 'f':
+          value += '\f';
+          break;
+        case 'n':
+          value += '\n';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        case 'v':
+          value += '\v';
+          break;
+        case 'x':
+          AppendUtf8(hex(2), &value);
+          break;
+        case 'u':
+          AppendUtf8(hex(4), &value);
+          break;
+        case 'U':
+          AppendUtf8(hex(8), &value);
+          break;
         default:
           if (e >= '0' && e <= '7') {
             char32_t v = static_cast<char32_t>(e - '0');
@@ -400,16 +432,26 @@ std::vector<Token> Tokenize(std::string_view source, const std::string& template
 
 std::string DescribeToken(const Token& token) {
   switch (token.type) {
-    case TokenType::kData: return "template data";
-    case TokenType::kVarBegin: return "begin of print statement";
-    case TokenType::kVarEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kEof: return "end of template";
-    case TokenType::kString: return "string";
-    case TokenType::kInteger: return "integer";
-    case TokenType::kFloat: return "float";
-    default: return token.text;
+    case TokenType::kData:
+      return "template data";
+    case TokenType::kVarBegin:
+      return "begin of print statement";
+    case TokenType::kVarEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kEof:
+      return "end of template";
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInteger:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    default:
+      return token.text;
   }
 }
 

@@ -20,10 +20,10 @@ enum class TokenType {
   kBlockBegin,  // {%
   kBlockEnd,    // %}
   kName,
-  kString,      // value already unescaped
+  kString,  // value already unescaped
   kInteger,
   kFloat,
-  kOperator,    // + - * / // % ** ~ == != < <= > >= = . : | , ( ) [ ] { }
+  kOperator,  // + - * / // % ** ~ == != < <= > >= = . : | , ( ) [ ] { }
   kEof,
 };
 

@@ -19,10 +19,10 @@ constexpr std::array<std::string_view, 8> kUnsafeListMethods = {
 constexpr std::array<std::string_view, 5> kUnsafeDictMethods = {"clear", "pop", "popitem",
                                                                 "setdefault", "update"};
 constexpr std::array<std::string_view, 28> kStrMethods = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
-    "upper", "lower", "title", "capitalize", "replace", "find", "rfind", "index", "rindex",
-    "count", "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "format",
-    "casefold", "swapcase"};
+    "strip",    "lstrip",  "rstrip",  "split",   "rsplit",     "splitlines", "startswith",
+    "endswith", "upper",   "lower",   "title",   "capitalize", "replace",    "find",
+    "rfind",    "index",   "rindex",  "count",   "join",       "isdigit",    "isalpha",
+    "isalnum",  "isspace", "isupper", "islower", "format",     "casefold",   "swapcase"};
 constexpr std::array<std::string_view, 5> kDictMethods = {"items", "keys", "values", "get", "copy"};
 constexpr std::array<std::string_view, 3> kListMethods = {"index", "count", "copy"};
 
@@ -41,7 +41,8 @@ const std::string& StrArg(const Value* v, std::string_view method, std::string_v
 }
 
 // Python str.split / str.rsplit.
-std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsplit, bool from_right) {
+std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsplit,
+                         bool from_right) {
   std::vector<std::string> parts;
   if (sep_v == nullptr || sep_v->is_none()) {
     // Runs of whitespace separate; leading and trailing whitespace is dropped.
@@ -64,8 +65,8 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
       for (size_t k = 0; k < static_cast<size_t>(maxsplit); ++k) {
         parts.push_back(s.substr(words[k].first, words[k].second - words[k].first));
       }
-      parts.push_back(PyStrip(s.substr(words[static_cast<size_t>(maxsplit)].first), nullptr,
-                              false, true));
+      parts.push_back(
+          PyStrip(s.substr(words[static_cast<size_t>(maxsplit)].first), nullptr, false, true));
     } else {
       const size_t keep = words.size() - static_cast<size_t>(maxsplit);
       parts.push_back(PyStrip(s.substr(0, words[keep - 1].second), nullptr, true, false));
@@ -175,16 +176,20 @@ std::string Format(const std::string& f, CallArgs& args) {
       ++i;
     } else if (c == '{') {
       const size_t close = f.find('}', i);
-      if (close == std::string::npos) ThrowEval(ErrorKind::kType, "Single '{' encountered in format string");
+      if (close == std::string::npos)
+        ThrowEval(ErrorKind::kType, "Single '{' encountered in format string");
       const std::string field = f.substr(i + 1, close - i - 1);
       if (field.find_first_of(":!.[") != std::string::npos) {
         ThrowEval(ErrorKind::kType, "format specs in str.format are not supported");
       }
       const Value* v = nullptr;
-      if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      if (field.empty() ||
+          std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
         const size_t index = field.empty() ? auto_index++ : std::stoul(field);
         if (index >= args.positional.size()) {
-          ThrowEval(ErrorKind::kType, fmt::format("Replacement index {} out of range for positional args tuple", index));
+          ThrowEval(
+              ErrorKind::kType,
+              fmt::format("Replacement index {} out of range for positional args tuple", index));
         }
         v = &args.positional[index];
       } else {
@@ -204,7 +209,8 @@ std::string Format(const std::string& f, CallArgs& args) {
   return out;
 }
 
-bool HasPrefixOrSuffix(const std::string& s, const Value* arg, bool prefix, std::string_view method) {
+bool HasPrefixOrSuffix(const std::string& s, const Value* arg, bool prefix,
+                       std::string_view method) {
   std::vector<Value> options;
   if (arg != nullptr && arg->is_list() && arg->list().is_tuple) {
     options = arg->list().items;
@@ -213,8 +219,8 @@ bool HasPrefixOrSuffix(const std::string& s, const Value* arg, bool prefix, std:
   }
   for (const Value& o : options) {
     const std::string& p = StrArg(&o, method, "argument");
-    if (p.size() <= s.size() &&
-        (prefix ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0)) {
+    if (p.size() <= s.size() && (prefix ? s.compare(0, p.size(), p) == 0
+                                        : s.compare(s.size() - p.size(), p.size(), p) == 0)) {
       return true;
     }
   }
@@ -225,7 +231,8 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     ArgBinder b(name, args, {"chars"});
     const Value* chars = b.Get(0);
-    const std::string* set = (chars && !chars->is_none()) ? &StrArg(chars, name, "argument") : nullptr;
+    const std::string* set =
+        (chars && !chars->is_none()) ? &StrArg(chars, name, "argument") : nullptr;
     return Value(PyStrip(s, set, name != "rstrip", name != "lstrip"));
   }
   if (name == "split" || name == "rsplit") {
@@ -262,8 +269,10 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
     if (name == "swapcase") {
       std::string out = s;
       for (char& c : out) {
-        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-        else if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        if (c >= 'a' && c <= 'z')
+          c = static_cast<char>(c - 'a' + 'A');
+        else if (c >= 'A' && c <= 'Z')
+          c = static_cast<char>(c - 'A' + 'a');
       }
       return Value(out);
     }
@@ -308,7 +317,8 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
   }
   if (name == "isdigit") return Value(AllChars(s, [](char c) { return c >= '0' && c <= '9'; }));
   if (name == "isalpha") {
-    return Value(AllChars(s, [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }));
+    return Value(
+        AllChars(s, [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }));
   }
   if (name == "isalnum") {
     return Value(AllChars(s, [](char c) {
@@ -341,9 +351,12 @@ Value CallDictMethod(const Value& self, std::string_view name, CallArgs& args) {
     std::vector<Value> out;
     out.reserve(d.size());
     for (const auto& [k, v] : d.entries()) {
-      if (name == "items") out.push_back(Value::MakeList({Value(k), v}, true));
-      else if (name == "keys") out.emplace_back(k);
-      else out.push_back(v);
+      if (name == "items")
+        out.push_back(Value::MakeList({Value(k), v}, true));
+      else if (name == "keys")
+        out.emplace_back(k);
+      else
+        out.push_back(v);
     }
     return Value::MakeList(std::move(out));
   }
@@ -369,8 +382,8 @@ Value CallListMethod(const Value& self, std::string_view name, CallArgs& args) {
   ArgBinder b(name, args, {"value"});
   const Value target = b.GetOr(0, Value());
   if (name == "count") {
-    return Value(static_cast<int64_t>(
-        std::count_if(items.begin(), items.end(), [&](const Value& v) { return Equals(v, target); })));
+    return Value(static_cast<int64_t>(std::count_if(
+        items.begin(), items.end(), [&](const Value& v) { return Equals(v, target); })));
   }
   for (size_t i = 0; i < items.size(); ++i) {
     if (Equals(items[i], target)) return Value(static_cast<int64_t>(i));
@@ -397,28 +410,31 @@ bool CallMethod(Interpreter& interp, const Value& object, std::string_view name,
                 Value* out) {
   (void)interp;
   if (!HasMethod(object, name)) return false;
-  if (object.is_string()) *out = CallStrMethod(object.str(), name, args);
-  else if (object.is_dict()) *out = CallDictMethod(object, name, args);
-  else *out = CallListMethod(object, name, args);
+  if (object.is_string())
+    *out = CallStrMethod(object.str(), name, args);
+  else if (object.is_dict())
+    *out = CallDictMethod(object, name, args);
+  else
+    *out = CallListMethod(object, name, args);
   return true;
 }
 
 bool GetMethod(const Value& object, std::string_view name, Value* out) {
   if (IsUnsafe(object, name)) {
-    *out = Value(Undefined{fmt::format("access to attribute '{}' of '{}' object is unsafe.", name,
-                                       object.TypeName()),
-                           true});
+    *out = Value(Undefined{
+        fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, object.TypeName()),
+        true});
     return true;
   }
   if (!HasMethod(object, name)) return false;
   std::string method(name);
-  *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-      fmt::format("{}.{}", object.TypeName(), name),
-      [object, method](Interpreter& interp, CallArgs& args) -> Value {
-        Value result;
-        CallMethod(interp, object, method, args, &result);
-        return result;
-      }})));
+  *out = Value(CallablePtr(std::make_shared<Callable>(
+      Callable{fmt::format("{}.{}", object.TypeName(), name),
+               [object, method](Interpreter& interp, CallArgs& args) -> Value {
+                 Value result;
+                 CallMethod(interp, object, method, args, &result);
+                 return result;
+               }})));
   return true;
 }
 

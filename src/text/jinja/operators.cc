@@ -56,7 +56,8 @@ std::vector<Value> Iterate(const Value& value) {
     case Value::Kind::kUndefined:
       if (value.undefined().unsafe) FailUndefined(value);
       return {};
-    case Value::Kind::kList: return value.list().items;
+    case Value::Kind::kList:
+      return value.list().items;
     case Value::Kind::kDict: {
       std::vector<Value> keys;
       keys.reserve(value.dict().size());
@@ -112,8 +113,8 @@ std::vector<int64_t> SliceIndices(int64_t length, const Value& start_v, const Va
   const auto as_index = [](const Value& v, const char* what) -> int64_t {
     if (v.is_int() || v.is_bool()) return v.IntValue();
     if (v.is_undefined()) FailUndefined(v);
-    ThrowEval(ErrorKind::kType,
-              fmt::format("slice indices must be integers or None, not {} ({})", v.TypeName(), what));
+    ThrowEval(ErrorKind::kType, fmt::format("slice indices must be integers or None, not {} ({})",
+                                            v.TypeName(), what));
   };
   const int64_t step = step_v.is_none() ? 1 : as_index(step_v, "step");
   if (step == 0) ThrowEval(ErrorKind::kType, "slice step cannot be zero");
@@ -176,7 +177,9 @@ bool IsIntLike(const Value& v) { return v.is_int() || v.is_bool(); }
                                           a.TypeName(), b.TypeName()));
 }
 
-[[noreturn]] void Overflow() { ThrowEval(ErrorKind::kType, "integer overflow (proctor keeps 64 bits)"); }
+[[noreturn]] void Overflow() {
+  ThrowEval(ErrorKind::kType, "integer overflow (proctor keeps 64 bits)");
+}
 
 Value Repeat(const Value& seq, int64_t times, size_t max_bytes) {
   if (times < 0) times = 0;
@@ -215,12 +218,17 @@ Value PercentFormat(const std::string& format, const Value& args) {
       out += '%';
       continue;
     }
-    if (next >= values.size()) ThrowEval(ErrorKind::kType, "not enough arguments for format string");
+    if (next >= values.size())
+      ThrowEval(ErrorKind::kType, "not enough arguments for format string");
     const Value& v = values[next++];
-    if (c == 's') out += v.Str();
-    else if (c == 'r') out += v.Repr();
-    else if ((c == 'd' || c == 'i') && v.is_number()) out += std::to_string(static_cast<int64_t>(v.FloatValue()));
-    else ThrowEval(ErrorKind::kType, fmt::format("unsupported format character '{}'", c));
+    if (c == 's')
+      out += v.Str();
+    else if (c == 'r')
+      out += v.Repr();
+    else if ((c == 'd' || c == 'i') && v.is_number())
+      out += std::to_string(static_cast<int64_t>(v.FloatValue()));
+    else
+      ThrowEval(ErrorKind::kType, fmt::format("unsupported format character '{}'", c));
   }
   if (next < values.size()) {
     ThrowEval(ErrorKind::kType, "not all arguments converted during string formatting");
@@ -275,11 +283,14 @@ Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_r
       return Value(r);
     }
     if (nums) return Value(a.FloatValue() * b.FloatValue());
-    if ((a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, b.IntValue(), max_result_bytes);
-    if ((b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, a.IntValue(), max_result_bytes);
+    if ((a.is_string() || a.is_list()) && IsIntLike(b))
+      return Repeat(a, b.IntValue(), max_result_bytes);
+    if ((b.is_string() || b.is_list()) && IsIntLike(a))
+      return Repeat(b, a.IntValue(), max_result_bytes);
     if (a.is_string() || a.is_list() || b.is_string() || b.is_list()) {
-      ThrowEval(ErrorKind::kType, fmt::format("can't multiply sequence by non-int of type '{}'",
-                                              (a.is_string() || a.is_list()) ? b.TypeName() : a.TypeName()));
+      ThrowEval(ErrorKind::kType,
+                fmt::format("can't multiply sequence by non-int of type '{}'",
+                            (a.is_string() || a.is_list()) ? b.TypeName() : a.TypeName()));
     }
     Unsupported(op, a, b);
   }
@@ -306,7 +317,8 @@ Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_r
     }
     const double x = a.FloatValue();
     const double y = b.FloatValue();
-    if (y == 0) ThrowEval(ErrorKind::kType, op == "//" ? "float floor division by zero" : "float modulo");
+    if (y == 0)
+      ThrowEval(ErrorKind::kType, op == "//" ? "float floor division by zero" : "float modulo");
     double r = std::fmod(x, y);
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     if (op == "%") return Value(r == 0 ? std::copysign(0.0, y) : r);
@@ -352,7 +364,8 @@ int Order(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined()) FailUndefined(a);
   if (b.is_undefined()) FailUndefined(b);
   if (a.is_number() && b.is_number()) {
-    if (IsIntLike(a) && IsIntLike(b)) return a.IntValue() < b.IntValue() ? -1 : a.IntValue() > b.IntValue();
+    if (IsIntLike(a) && IsIntLike(b))
+      return a.IntValue() < b.IntValue() ? -1 : a.IntValue() > b.IntValue();
     const double x = a.FloatValue();
     const double y = b.FloatValue();
     if (std::isnan(x) || std::isnan(y)) return 2;  // every ordering is false
@@ -393,8 +406,9 @@ bool Contains(const Value& container, const Value& item) {
     case Value::Kind::kString:
       if (item.is_undefined()) FailUndefined(item);
       if (!item.is_string()) {
-        ThrowEval(ErrorKind::kType, fmt::format("'in <string>' requires string as left operand, not {}",
-                                                item.TypeName()));
+        ThrowEval(
+            ErrorKind::kType,
+            fmt::format("'in <string>' requires string as left operand, not {}", item.TypeName()));
       }
       return container.str().find(item.str()) != std::string::npos;
     case Value::Kind::kList:

@@ -33,9 +33,10 @@ Body Parser::ParseBody(std::initializer_list<std::string_view> end_tags, std::st
           if (!wanted.empty()) wanted += " or ";
           wanted += fmt::format("'{}'", t);
         }
-        Fail(fmt::format("Unexpected end of template. Jinja was looking for the following tags: "
-                         "{}. The innermost block that needs to be closed is '{}'.",
-                         wanted, innermost));
+        Fail(
+            fmt::format("Unexpected end of template. Jinja was looking for the following tags: "
+                        "{}. The innermost block that needs to be closed is '{}'.",
+                        wanted, innermost));
       }
       case TokenType::kData: {
         auto s = std::make_unique<Stmt>();

@@ -26,7 +26,7 @@ namespace proctor::jinja {
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // rendered text, and any captured block
   int64_t max_loop_iterations = 10'000'000;    // total over the render (range() sizes too)
-  int max_call_depth = 200;                     // nested macro / recursive-loop calls
+  int max_call_depth = 200;                    // nested macro / recursive-loop calls
 };
 
 struct RenderOptions {

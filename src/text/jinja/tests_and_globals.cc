@@ -51,7 +51,8 @@ PROCTOR_SIMPLE_TEST(Escaped, "escaped", false)
 int64_t IntOperand(const Value& v, std::string_view test) {
   if (v.is_undefined()) FailUndefined(v);
   if (!v.is_int() && !v.is_bool()) {
-    ThrowEval(ErrorKind::kType, fmt::format("test '{}' needs an integer, got {}", test, v.TypeName()));
+    ThrowEval(ErrorKind::kType,
+              fmt::format("test '{}' needs an integer, got {}", test, v.TypeName()));
   }
   return v.IntValue();
 }
@@ -97,20 +98,26 @@ bool SameAs(Interpreter&, const Value& v, CallArgs& args) {
   const Value& other = OneArg(args, "sameas");
   if (v.kind() != other.kind()) return false;
   switch (v.kind()) {
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kBool: return v.as_bool() == other.as_bool();
-    case Value::Kind::kList: return v.list_ptr() == other.list_ptr();
-    case Value::Kind::kDict: return v.dict_ptr() == other.dict_ptr();
-    case Value::Kind::kObject: return v.object_ptr() == other.object_ptr();
-    default: return Equals(v, other);
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kBool:
+      return v.as_bool() == other.as_bool();
+    case Value::Kind::kList:
+      return v.list_ptr() == other.list_ptr();
+    case Value::Kind::kDict:
+      return v.dict_ptr() == other.dict_ptr();
+    case Value::Kind::kObject:
+      return v.object_ptr() == other.object_ptr();
+    default:
+      return Equals(v, other);
   }
 }
 
 bool In(Interpreter&, const Value& v, CallArgs& args) { return Contains(OneArg(args, "in"), v); }
 
-#define PROCTOR_COMPARE_TEST(fn_name, op)                                    \
-  bool fn_name(Interpreter&, const Value& v, CallArgs& args) {               \
-    return CompareOp(op, v, OneArg(args, op));                              \
+#define PROCTOR_COMPARE_TEST(fn_name, op)                      \
+  bool fn_name(Interpreter&, const Value& v, CallArgs& args) { \
+    return CompareOp(op, v, OneArg(args, op));                 \
   }
 PROCTOR_COMPARE_TEST(Eq, "==")
 PROCTOR_COMPARE_TEST(Ne, "!=")
@@ -130,19 +137,45 @@ bool IsTest(Interpreter&, const Value& v, CallArgs& args) {
 }
 
 constexpr TestDef kTests[] = {
-    {"defined", Defined},   {"undefined", IsUndefined}, {"none", IsNone},
-    {"boolean", Boolean},   {"false", IsFalse},         {"true", IsTrue},
-    {"integer", Integer},   {"float", IsFloat},         {"number", Number},
-    {"string", IsString},   {"mapping", Mapping},       {"iterable", Iterable},
-    {"sequence", Sequence}, {"callable", IsCallable},   {"escaped", Escaped},
-    {"odd", Odd},           {"even", Even},             {"divisibleby", DivisibleBy},
-    {"lower", Lower},       {"upper", Upper},           {"sameas", SameAs},
-    {"in", In},             {"==", Eq},                 {"eq", Eq},
-    {"equalto", Eq},        {"!=", Ne},                 {"ne", Ne},
-    {"<", Lt},              {"lt", Lt},                 {"lessthan", Lt},
-    {"<=", Le},             {"le", Le},                 {">", Gt},
-    {"gt", Gt},             {"greaterthan", Gt},        {">=", Ge},
-    {"ge", Ge},             {"filter", IsFilter},       {"test", IsTest},
+    {"defined", Defined},
+    {"undefined", IsUndefined},
+    {"none", IsNone},
+    {"boolean", Boolean},
+    {"false", IsFalse},
+    {"true", IsTrue},
+    {"integer", Integer},
+    {"float", IsFloat},
+    {"number", Number},
+    {"string", IsString},
+    {"mapping", Mapping},
+    {"iterable", Iterable},
+    {"sequence", Sequence},
+    {"callable", IsCallable},
+    {"escaped", Escaped},
+    {"odd", Odd},
+    {"even", Even},
+    {"divisibleby", DivisibleBy},
+    {"lower", Lower},
+    {"upper", Upper},
+    {"sameas", SameAs},
+    {"in", In},
+    {"==", Eq},
+    {"eq", Eq},
+    {"equalto", Eq},
+    {"!=", Ne},
+    {"ne", Ne},
+    {"<", Lt},
+    {"lt", Lt},
+    {"lessthan", Lt},
+    {"<=", Le},
+    {"le", Le},
+    {">", Gt},
+    {"gt", Gt},
+    {"greaterthan", Gt},
+    {">=", Ge},
+    {"ge", Ge},
+    {"filter", IsFilter},
+    {"test", IsTest},
 };
 
 // ---- global functions -----------------------------------------------------------------------
@@ -187,16 +220,16 @@ class Cycler : public Object {
     } else if (name == "next" || name == "reset") {
       const bool next = name == "next";
       std::shared_ptr<State> state = state_;
-      *out = Value(CallablePtr(std::make_shared<Callable>(Callable{
-          std::string(name), [state, next](Interpreter&, CallArgs&) -> Value {
-            if (!next) {
-              state->pos = 0;
-              return Value(None{});
-            }
-            Value v = state->items[state->pos];
-            state->pos = (state->pos + 1) % state->items.size();
-            return v;
-          }})));
+      *out = Value(CallablePtr(std::make_shared<Callable>(
+          Callable{std::string(name), [state, next](Interpreter&, CallArgs&) -> Value {
+                     if (!next) {
+                       state->pos = 0;
+                       return Value(None{});
+                     }
+                     Value v = state->items[state->pos];
+                     state->pos = (state->pos + 1) % state->items.size();
+                     return v;
+                   }})));
     } else {
       return false;
     }
@@ -274,14 +307,14 @@ Value MakeJoiner(Interpreter&, CallArgs& args) {
   ArgBinder b("joiner", args, {"sep"});
   const Value sep = b.GetOr(0, Value(", "));
   auto used = std::make_shared<bool>(false);
-  return Value(CallablePtr(std::make_shared<Callable>(Callable{
-      "joiner", [sep, used](Interpreter&, CallArgs&) -> Value {
-        if (!*used) {
-          *used = true;
-          return Value("");
-        }
-        return sep;
-      }})));
+  return Value(CallablePtr(
+      std::make_shared<Callable>(Callable{"joiner", [sep, used](Interpreter&, CallArgs&) -> Value {
+                                            if (!*used) {
+                                              *used = true;
+                                              return Value("");
+                                            }
+                                            return sep;
+                                          }})));
 }
 
 }  // namespace
@@ -296,11 +329,8 @@ const TestDef* FindTest(std::string_view name) {
 bool FindGlobalFunction(std::string_view name, Value* out) {
   using Fn = Value (*)(Interpreter&, CallArgs&);
   static constexpr std::pair<std::string_view, Fn> kGlobals[] = {
-      {"range", Range},
-      {"dict", MakeDictFn},
-      {"namespace", MakeNamespace},
-      {"cycler", MakeCycler},
-      {"joiner", MakeJoiner},
+      {"range", Range},       {"dict", MakeDictFn},   {"namespace", MakeNamespace},
+      {"cycler", MakeCycler}, {"joiner", MakeJoiner},
   };
   for (const auto& [n, fn] : kGlobals) {
     if (n == name) {

@@ -79,15 +79,23 @@ bool Value::is_callable() const {
 bool Value::Truthy() const {
   switch (kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return as_bool();
-    case Kind::kInt: return as_int() != 0;
-    case Kind::kFloat: return as_float() != 0.0;
-    case Kind::kString: return !str().empty();
-    case Kind::kList: return !list().items.empty();
-    case Kind::kDict: return dict().size() != 0;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return as_bool();
+    case Kind::kInt:
+      return as_int() != 0;
+    case Kind::kFloat:
+      return as_float() != 0.0;
+    case Kind::kString:
+      return !str().empty();
+    case Kind::kList:
+      return !list().items.empty();
+    case Kind::kDict:
+      return dict().size() != 0;
     case Kind::kCallable:
-    case Kind::kObject: return true;
+    case Kind::kObject:
+      return true;
   }
   return false;
 }
@@ -168,20 +176,29 @@ std::string JoinRepr(const std::vector<Value>& items) {
 
 std::string Value::Str() const {
   switch (kind()) {
-    case Kind::kUndefined: return "";
-    case Kind::kString: return str();
-    default: return Repr();
+    case Kind::kUndefined:
+      return "";
+    case Kind::kString:
+      return str();
+    default:
+      return Repr();
   }
 }
 
 std::string Value::Repr() const {
   switch (kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return as_bool() ? "True" : "False";
-    case Kind::kInt: return std::to_string(as_int());
-    case Kind::kFloat: return FloatRepr(as_float());
-    case Kind::kString: return StringRepr(str());
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return as_bool() ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(as_int());
+    case Kind::kFloat:
+      return FloatRepr(as_float());
+    case Kind::kString:
+      return StringRepr(str());
     case Kind::kList: {
       const List& l = list();
       if (l.is_tuple) {
@@ -200,24 +217,36 @@ std::string Value::Repr() const {
       }
       return out + "}";
     }
-    case Kind::kCallable: return fmt::format("<function {}>", callable().name);
-    case Kind::kObject: return object().Str();
+    case Kind::kCallable:
+      return fmt::format("<function {}>", callable().name);
+    case Kind::kObject:
+      return object().Str();
   }
   return "";
 }
 
 std::string Value::TypeName() const {
   switch (kind()) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return list().is_tuple ? "tuple" : "list";
-    case Kind::kDict: return "dict";
-    case Kind::kCallable: return "function";
-    case Kind::kObject: return object().TypeName();
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return list().is_tuple ? "tuple" : "list";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kCallable:
+      return "function";
+    case Kind::kObject:
+      return object().TypeName();
   }
   return "";
 }
@@ -236,8 +265,10 @@ bool Equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case K::kUndefined:
-    case K::kNone: return true;
-    case K::kString: return a.str() == b.str();
+    case K::kNone:
+      return true;
+    case K::kString:
+      return a.str() == b.str();
     case K::kList: {
       const List& x = a.list();
       const List& y = b.list();
@@ -257,9 +288,12 @@ bool Equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case K::kCallable: return &a.callable() == &b.callable();
-    case K::kObject: return a.object_ptr() == b.object_ptr();
-    default: return false;
+    case K::kCallable:
+      return &a.callable() == &b.callable();
+    case K::kObject:
+      return a.object_ptr() == b.object_ptr();
+    default:
+      return false;
   }
 }
 
@@ -268,18 +302,24 @@ bool Equals(const Value& a, const Value& b) {
 Value FromJson(const nlohmann::ordered_json& json) {
   using T = nlohmann::ordered_json::value_t;
   switch (json.type()) {
-    case T::null: return Value(None{});
-    case T::boolean: return Value(json.get<bool>());
-    case T::number_integer: return Value(json.get<int64_t>());
+    case T::null:
+      return Value(None{});
+    case T::boolean:
+      return Value(json.get<bool>());
+    case T::number_integer:
+      return Value(json.get<int64_t>());
     case T::number_unsigned: {
       const uint64_t u = json.get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) {
-        ThrowEval(ErrorKind::kType, fmt::format("integer {} is too large (proctor keeps 64 bits)", u));
+        ThrowEval(ErrorKind::kType,
+                  fmt::format("integer {} is too large (proctor keeps 64 bits)", u));
       }
       return Value(static_cast<int64_t>(u));
     }
-    case T::number_float: return Value(json.get<double>());
-    case T::string: return Value(json.get<std::string>());
+    case T::number_float:
+      return Value(json.get<double>());
+    case T::string:
+      return Value(json.get<std::string>());
     case T::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -291,7 +331,8 @@ Value FromJson(const nlohmann::ordered_json& json) {
       for (const auto& [k, v] : json.items()) dict.Set(k, FromJson(v));
       return Value::MakeDict(std::move(dict));
     }
-    default: ThrowEval(ErrorKind::kType, "unsupported JSON value (binary)");
+    default:
+      ThrowEval(ErrorKind::kType, "unsupported JSON value (binary)");
   }
 }
 
@@ -303,13 +344,27 @@ void DumpJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
     const size_t start = i;
     const char32_t cp = DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
     switch (cp) {
-      case U'"': *out += "\\\""; break;
-      case U'\\': *out += "\\\\"; break;
-      case U'\n': *out += "\\n"; break;
-      case U'\r': *out += "\\r"; break;
-      case U'\t': *out += "\\t"; break;
-      case U'\b': *out += "\\b"; break;
-      case U'\f': *out += "\\f"; break;
+      case U'"':
+        *out += "\\\"";
+        break;
+      case U'\\':
+        *out += "\\\\";
+        break;
+      case U'\n':
+        *out += "\\n";
+        break;
+      case U'\r':
+        *out += "\\r";
+        break;
+      case U'\t':
+        *out += "\\t";
+        break;
+      case U'\b':
+        *out += "\\b";
+        break;
+      case U'\f':
+        *out += "\\f";
+        break;
       default:
         if (cp < 0x20) {
           *out += fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
@@ -337,17 +392,28 @@ void DumpJsonValue(const Value& v, const JsonDumpOptions& o, int depth, std::str
     for (int i = 0; i < level; ++i) *out += o.indent;
   };
   switch (v.kind()) {
-    case Value::Kind::kNone: *out += "null"; return;
-    case Value::Kind::kBool: *out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::kInt: *out += std::to_string(v.as_int()); return;
+    case Value::Kind::kNone:
+      *out += "null";
+      return;
+    case Value::Kind::kBool:
+      *out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.as_int());
+      return;
     case Value::Kind::kFloat: {
       const double d = v.as_float();
-      if (std::isnan(d)) *out += "NaN";
-      else if (std::isinf(d)) *out += d > 0 ? "Infinity" : "-Infinity";
-      else *out += FloatRepr(d);
+      if (std::isnan(d))
+        *out += "NaN";
+      else if (std::isinf(d))
+        *out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        *out += FloatRepr(d);
       return;
     }
-    case Value::Kind::kString: DumpJsonString(v.str(), o.ensure_ascii, out); return;
+    case Value::Kind::kString:
+      DumpJsonString(v.str(), o.ensure_ascii, out);
+      return;
     case Value::Kind::kList: {
       const auto& items = v.list().items;
       if (items.empty()) {

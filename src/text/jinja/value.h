@@ -42,22 +42,32 @@ using ObjectPtr = std::shared_ptr<Object>;
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable,
-                    kObject };
+  enum class Kind {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kCallable,
+    kObject
+  };
 
   Value() : v_(Undefined{}) {}
-  Value(Undefined u) : v_(std::move(u)) {}  // NOLINT: implicit like Python values
-  Value(None) : v_(None{}) {}                // NOLINT
-  Value(bool b) : v_(b) {}                   // NOLINT
-  Value(int64_t i) : v_(i) {}                // NOLINT
-  Value(int i) : v_(int64_t{i}) {}           // NOLINT
-  Value(double d) : v_(d) {}                 // NOLINT
-  Value(std::string s) : v_(std::move(s)) {} // NOLINT
+  Value(Undefined u) : v_(std::move(u)) {}      // NOLINT: implicit like Python values
+  Value(None) : v_(None{}) {}                   // NOLINT
+  Value(bool b) : v_(b) {}                      // NOLINT
+  Value(int64_t i) : v_(i) {}                   // NOLINT
+  Value(int i) : v_(int64_t{i}) {}              // NOLINT
+  Value(double d) : v_(d) {}                    // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}    // NOLINT
   Value(const char* s) : v_(std::string(s)) {}  // NOLINT
-  Value(ListPtr l) : v_(std::move(l)) {}     // NOLINT
-  Value(DictPtr d) : v_(std::move(d)) {}     // NOLINT
-  Value(CallablePtr c) : v_(std::move(c)) {} // NOLINT
-  Value(ObjectPtr o) : v_(std::move(o)) {}   // NOLINT
+  Value(ListPtr l) : v_(std::move(l)) {}        // NOLINT
+  Value(DictPtr d) : v_(std::move(d)) {}        // NOLINT
+  Value(CallablePtr c) : v_(std::move(c)) {}    // NOLINT
+  Value(ObjectPtr o) : v_(std::move(o)) {}      // NOLINT
 
   static Value MakeList(std::vector<Value> items, bool is_tuple = false);
   static Value MakeDict(Dict dict);

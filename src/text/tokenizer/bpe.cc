@@ -49,7 +49,10 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
     if (a_id < 0 || b_id < 0 || merged_id < 0) {
       if (options_.skip_bad_merges) continue;
       Fail("tokenizer", "{}: merge {} '{} {}' uses a token that is not in the vocabulary ('{}')",
-           source, rank, a, b, a_id < 0 ? a : b_id < 0 ? b : merged);
+           source, rank, a, b,
+           a_id < 0   ? a
+           : b_id < 0 ? b
+                      : merged);
     }
     uint64_t key = (static_cast<uint64_t>(a_id) << 32) | static_cast<uint32_t>(b_id);
     // A later duplicate wins, as in HF.

@@ -23,10 +23,10 @@ struct StringHash {
 using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 struct BpeOptions {
-  bool byte_fallback = false;   // unknown chars become <0xXX> tokens when all exist
-  bool ignore_merges = false;   // a word that is itself a token is emitted whole
-  bool fuse_unk = false;        // consecutive unknown chars give one unk token
-  std::string unk_token;        // empty: none (unknown chars are dropped)
+  bool byte_fallback = false;  // unknown chars become <0xXX> tokens when all exist
+  bool ignore_merges = false;  // a word that is itself a token is emitted whole
+  bool fuse_unk = false;       // consecutive unknown chars give one unk token
+  std::string unk_token;       // empty: none (unknown chars are dropped)
   std::string continuing_subword_prefix;
   std::string end_of_word_suffix;
   // Merges whose parts or result are not tokens: true skips them (llama.cpp), false is an
@@ -67,8 +67,7 @@ class BpeModel {
   static constexpr size_t kMaxCachedWordBytes = 256;
   static constexpr size_t kMaxCacheEntries = 1 << 20;
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>
-      cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace proctor::text

@@ -99,7 +99,8 @@ TEST(BpeTrainer, HuggingFaceTokenizersAgree) {
   inputs.push_back("<s>hello</s> world \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80 123");
   WriteFileAtomic(dir / "inputs.json", json(inputs).dump());
   std::string cmd;
-  ASSERT_EQ(RunHfTokenize(dir / "tokenizer.json", dir / "inputs.json", dir / "oracle.json", &cmd), 0)
+  ASSERT_EQ(RunHfTokenize(dir / "tokenizer.json", dir / "inputs.json", dir / "oracle.json", &cmd),
+            0)
       << cmd;
   const json out = json::parse(ReadFileToString(dir / "oracle.json"));
   const auto tokenizer = Load(bpe);

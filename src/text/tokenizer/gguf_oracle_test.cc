@@ -71,7 +71,8 @@ json LlamaCppTokenize(const fs::path& gguf, const std::vector<std::string>& inpu
   std::string records;
   for (const auto& text : inputs) records += std::to_string(text.size()) + "\n" + text;
   WriteFileAtomic(in, records);
-  const std::string cmd = fmt::format("{} {} {} {}", tool, gguf.string(), in.string(), out.string());
+  const std::string cmd =
+      fmt::format("{} {} {} {}", tool, gguf.string(), in.string(), out.string());
   if (std::system(cmd.c_str()) != 0) {
     ADD_FAILURE() << "oracle failed: " << cmd;
     return json();

@@ -11,10 +11,10 @@
 namespace proctor::text {
 
 struct GgufBpePreset {
-  std::string name;                 // the canonical preset
+  std::string name;  // the canonical preset
   std::vector<std::string> regexes;
-  bool ignore_merges = false;       // a word that is itself a token is emitted whole
-  bool add_bos = false;             // default before tokenizer.ggml.add_bos_token
+  bool ignore_merges = false;  // a word that is itself a token is emitted whole
+  bool add_bos = false;        // default before tokenizer.ggml.add_bos_token
 };
 
 // nullopt when llama.cpp's preset is unknown to proctor. An empty name means "default".

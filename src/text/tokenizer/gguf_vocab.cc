@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <map>
 #include <queue>
@@ -32,7 +32,13 @@ namespace {
 
 // llama.cpp token types (tokenizer.ggml.token_type).
 enum TokenType : int {
-  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6
 };
 
 const char kSpace[] = "\xE2\x96\x81";  // U+2581
@@ -137,22 +143,23 @@ class GgufTokenizer : public Tokenizer {
     read_flag("tokenizer.ggml.add_bos_token", add_bos_);
     read_flag("tokenizer.ggml.add_eos_token", add_eos_);
     if (kind_ == Kind::kSpm) read_flag("tokenizer.ggml.add_space_prefix", add_space_prefix_);
-    if (add_bos_ && bos_ < 0) Fail("tokenizer", "{}: add_bos is set but there is no BOS id", source);
-    if (add_eos_ && eos_ < 0) Fail("tokenizer", "{}: add_eos is set but there is no EOS id", source);
+    if (add_bos_ && bos_ < 0)
+      Fail("tokenizer", "{}: add_bos is set but there is no BOS id", source);
+    if (add_eos_ && eos_ < 0)
+      Fail("tokenizer", "{}: add_eos is set but there is no EOS id", source);
 
     // Special tokens, longest text first (stable: equal lengths keep id order).
     for (size_t i = 0; i < n; ++i) {
       int t = types_[i];
-      if (t == kControl || t == kUserDefined || t == kUnknown) special_.push_back(static_cast<int32_t>(i));
+      if (t == kControl || t == kUserDefined || t == kUnknown)
+        special_.push_back(static_cast<int32_t>(i));
     }
-    std::stable_sort(special_.begin(), special_.end(), [this](int32_t a, int32_t b) {
-      return texts_[a].size() > texts_[b].size();
-    });
+    std::stable_sort(special_.begin(), special_.end(),
+                     [this](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
     rstrip_.assign(n, false);
     std::string name(gguf.FindString("general.name").value_or(""));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
-      return static_cast<char>(std::tolower(c));
-    });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
       // llama.cpp's Phi-3 rule: special tokens eat the whitespace after them, except these.
       for (int32_t id : special_) rstrip_[id] = true;
@@ -174,7 +181,8 @@ class GgufTokenizer : public Tokenizer {
 
   // parse_special = false leaves control and unknown tokens written in the text as text (only
   // user-defined tokens are split out), as llama.cpp's test vectors were made.
-  std::vector<int32_t> EncodeImpl(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<int32_t> EncodeImpl(std::string_view text, bool add_special,
+                                  bool parse_special) const {
     if (!IsValidUtf8(text)) Fail("tokenizer", "input text is not valid UTF-8");
     struct Fragment {
       int32_t token;  // -1: text
@@ -365,7 +373,8 @@ class GgufTokenizer : public Tokenizer {
     size_t offs = 0;
     int index = 0;
     while (offs < text.size()) {
-      size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(text[offs])), text.size() - offs);
+      size_t len =
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(text[offs])), text.size() - offs);
       symbols.push_back({index - 1, offs + len == text.size() ? -1 : index + 1, offs, len});
       offs += len;
       ++index;

@@ -45,7 +45,8 @@ std::string GetString(const json& j, const char* key, const std::string& where) 
   return it->get<std::string>();
 }
 
-[[noreturn]] void Unsupported(const char* stage, const std::string& type, const std::string& where) {
+[[noreturn]] void Unsupported(const char* stage, const std::string& type,
+                              const std::string& where) {
   Fail("tokenizer", "{}: {} type \"{}\" is not supported", where, stage, type);
 }
 
@@ -201,8 +202,10 @@ SplitBehavior ParseBehavior(const json& j, const std::string& where, SplitBehavi
   if (b == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
   if (b == "MergedWithNext") return SplitBehavior::kMergedWithNext;
   if (b == "Contiguous") return SplitBehavior::kContiguous;
-  Fail("tokenizer", "{}: split behavior \"{}\" is not one of Removed, Isolated, "
-       "MergedWithPrevious, MergedWithNext, Contiguous", where, b);
+  Fail("tokenizer",
+       "{}: split behavior \"{}\" is not one of Removed, Isolated, "
+       "MergedWithPrevious, MergedWithNext, Contiguous",
+       where, b);
 }
 
 // Applies `split(piece) -> matches` to every piece.
@@ -289,8 +292,8 @@ class MetaspacePreTokenizer : public PreTokenizer {
         }
       }
       bool starts = replaced.compare(0, replacement_utf8_.size(), replacement_utf8_) == 0;
-      if (!starts && (scheme_ == PrependScheme::kAlways ||
-                      (scheme_ == PrependScheme::kFirst && p.at_start))) {
+      if (!starts &&
+          (scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && p.at_start))) {
         replaced.insert(0, replacement_utf8_);
       }
       p.text.swap(replaced);
@@ -299,7 +302,8 @@ class MetaspacePreTokenizer : public PreTokenizer {
       char32_t r = replacement_;
       SplitAll(pieces, scratch, SplitBehavior::kMergedWithNext, false,
                [r](std::string_view s, Ranges& m) {
-                 CharMatches(s, [r](char32_t c) { return c == r; }, m);
+                 CharMatches(
+                     s, [r](char32_t c) { return c == r; }, m);
                });
     }
   }
@@ -367,8 +371,8 @@ Pattern::Pattern(const json& j, const std::string& where) {
   } else if (j.contains("Regex") && j["Regex"].is_string()) {
     regex_ = std::make_unique<Regex>(j["Regex"].get<std::string>());
   } else {
-    Fail("tokenizer", "{}: pattern {} is neither {{\"String\": ...}} nor {{\"Regex\": ...}}",
-         where, j.dump());
+    Fail("tokenizer", "{}: pattern {} is neither {{\"String\": ...}} nor {{\"Regex\": ...}}", where,
+         j.dump());
   }
 }
 

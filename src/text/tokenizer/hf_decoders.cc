@@ -28,8 +28,10 @@ class TemplatePostProcessor : public PostProcessor {
       if (item.contains("SpecialToken")) {
         std::string id = item["SpecialToken"].at("id").get<std::string>();
         if (!specials.contains(id)) {
-          Fail("tokenizer", "{}: TemplateProcessing uses special token '{}' that its "
-               "special_tokens map does not define", where, id);
+          Fail("tokenizer",
+               "{}: TemplateProcessing uses special token '{}' that its "
+               "special_tokens map does not define",
+               where, id);
         }
         auto ids = specials[id].at("ids").get<std::vector<int32_t>>();
         auto& side = seen_sequence ? suffix_ : prefix_;

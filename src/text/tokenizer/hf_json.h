@@ -16,9 +16,9 @@ namespace proctor::text {
 struct TokenizerJson {
   nlohmann::json root;  // the document without model.vocab / model.merges (when streamed)
   bool has_vocab_object = false;
-  std::vector<std::pair<std::string, int64_t>> vocab;          // model.vocab in file order
+  std::vector<std::pair<std::string, int64_t>> vocab;  // model.vocab in file order
   bool has_merges = false;
-  std::vector<std::pair<std::string, std::string>> merges;     // both spellings, rank order
+  std::vector<std::pair<std::string, std::string>> merges;  // both spellings, rank order
 };
 
 // Parses tokenizer.json text; `source` names the file in errors.

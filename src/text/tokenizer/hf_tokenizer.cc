@@ -21,9 +21,9 @@ namespace {
 using json = nlohmann::json;
 
 const std::set<std::string>& KnownTopLevelKeys() {
-  static const std::set<std::string> keys = {"version",        "truncation", "padding",
-                                              "added_tokens",   "normalizer", "pre_tokenizer",
-                                              "model",          "post_processor", "decoder"};
+  static const std::set<std::string> keys = {"version",      "truncation",     "padding",
+                                             "added_tokens", "normalizer",     "pre_tokenizer",
+                                             "model",        "post_processor", "decoder"};
   return keys;
 }
 
@@ -104,8 +104,8 @@ class HfTokenizer : public Tokenizer {
         }
         if (sub.end == sub.begin) continue;
         pieces.clear();
-        pieces.push_back(Piece{normalized.substr(sub.begin, sub.end - sub.begin),
-                               at_origin && sub.begin == 0});
+        pieces.push_back(
+            Piece{normalized.substr(sub.begin, sub.end - sub.begin), at_origin && sub.begin == 0});
         if (pre_tokenizer_) pre_tokenizer_->Apply(pieces, scratch);
         for (const Piece& p : pieces) model_->Tokenize(p.text, ids);
       }
@@ -178,11 +178,19 @@ class HfTokenizer : public Tokenizer {
     if (type != "BPE") {
       Fail("tokenizer", "{}: model type \"{}\" is not supported (only BPE)", source, type);
     }
-    static const std::set<std::string> known = {
-        "type",     "dropout",  "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
-        "fuse_unk", "byte_fallback", "ignore_merges", "vocab", "merges"};
+    static const std::set<std::string> known = {"type",
+                                                "dropout",
+                                                "unk_token",
+                                                "continuing_subword_prefix",
+                                                "end_of_word_suffix",
+                                                "fuse_unk",
+                                                "byte_fallback",
+                                                "ignore_merges",
+                                                "vocab",
+                                                "merges"};
     for (const auto& [key, value] : m.items()) {
-      if (!known.count(key)) Fail("tokenizer", "{}: model field \"{}\" is not supported", source, key);
+      if (!known.count(key))
+        Fail("tokenizer", "{}: model field \"{}\" is not supported", source, key);
     }
     if (m.contains("dropout") && !m["dropout"].is_null() && m["dropout"].get<double>() != 0.0) {
       Fail("tokenizer", "{}: BPE dropout {} is random; proctor needs a deterministic tokenizer",
@@ -222,7 +230,8 @@ class HfTokenizer : public Tokenizer {
       token.single_word = t.value("single_word", false);
       // A normalized token is stored (and decoded) as its normalized text, as the Rust library.
       if (token.normalized && normalizer_) normalizer_->Apply(token.content, nullptr);
-      if (token.id < 0) Fail("tokenizer", "{}: added token '{}' has id {}", source, token.content, token.id);
+      if (token.id < 0)
+        Fail("tokenizer", "{}: added token '{}' has id {}", source, token.content, token.id);
       added_by_id_[token.id] = static_cast<int32_t>(added_.size());
       added_by_content_.emplace(token.content, token.id);
       if (token.special) special_contents_.insert(token.content);

@@ -47,8 +47,7 @@ Regex::~Regex() {
   if (code_) pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
-void Regex::FindAll(std::string_view subject,
-                    std::vector<std::pair<size_t, size_t>>& out) const {
+void Regex::FindAll(std::string_view subject, std::vector<std::pair<size_t, size_t>>& out) const {
   out.clear();
   auto* code = static_cast<pcre2_code*>(code_);
   pcre2_match_data* md = GetMatchData();

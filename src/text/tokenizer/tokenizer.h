@@ -48,7 +48,6 @@ std::unique_ptr<Tokenizer> LoadTokenizer(const std::filesystem::path& path);
 
 // tokenizer.json text (config_json may be empty). `source` names the file in errors.
 std::unique_ptr<Tokenizer> LoadHfTokenizer(std::string_view tokenizer_json,
-                                           std::string_view config_json,
-                                           const std::string& source);
+                                           std::string_view config_json, const std::string& source);
 
 }  // namespace proctor::text

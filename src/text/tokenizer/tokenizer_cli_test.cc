@@ -43,16 +43,16 @@ TEST(TokenizeCli, IdsOnlyMatchesTheLibraryAndDecodeRoundTrips) {
     auto ids = tokenizer->Encode(text, special);
     int status = -1;
     std::string out = RunCommand(fmt::format("{} tokenize {} --text '{}' --ids-only{}", PROCTOR_BIN,
-                                      file.string(), text, special ? "" : " --no-special"),
-                          &status);
+                                             file.string(), text, special ? "" : " --no-special"),
+                                 &status);
     EXPECT_EQ(status, 0);
     EXPECT_EQ(out, fmt::format("{}\n", fmt::join(ids, " ")));
   }
   auto ids = tokenizer->Encode(text, false);
   int status = -1;
-  std::string out = RunCommand(fmt::format("{} tokenize {} --decode {}", PROCTOR_BIN, file.string(),
-                                    fmt::join(ids, ",")),
-                        &status);
+  std::string out = RunCommand(
+      fmt::format("{} tokenize {} --decode {}", PROCTOR_BIN, file.string(), fmt::join(ids, ",")),
+      &status);
   EXPECT_EQ(status, 0);
   EXPECT_EQ(out, " hello world, the token 123\n");  // the file lowercases and adds a space
 }
@@ -61,17 +61,18 @@ TEST(TokenizeCli, PrintsPiecesAndRefusesBadIds) {
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << "no " << PROCTOR_BIN;
   fs::path file = Synthetic("metaspace_nfkc");
   int status = -1;
-  std::string out =
-      RunCommand(fmt::format("{} tokenize {} --text 'the end'", PROCTOR_BIN, file.string()), &status);
+  std::string out = RunCommand(
+      fmt::format("{} tokenize {} --text 'the end'", PROCTOR_BIN, file.string()), &status);
   EXPECT_EQ(status, 0);
   EXPECT_NE(out.find("\"<s>\""), std::string::npos) << out;
   EXPECT_NE(out.find("\n356\t\"the\"\n"), std::string::npos) << out;
   EXPECT_NE(out.find(" tokens ("), std::string::npos) << out;
-  out = RunCommand(fmt::format("{} tokenize {} --decode 1,x 2>&1", PROCTOR_BIN, file.string()), &status);
+  out = RunCommand(fmt::format("{} tokenize {} --decode 1,x 2>&1", PROCTOR_BIN, file.string()),
+                   &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("'x' is not a token id"), std::string::npos) << out;
   out = RunCommand(fmt::format("{} tokenize {} --decode 99999999 2>&1", PROCTOR_BIN, file.string()),
-            &status);
+                   &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("outside the vocabulary"), std::string::npos) << out;
 }
@@ -121,7 +122,8 @@ TEST(LoadTokenizer, ErrorsNameTheProblem) {
                "normalizer type \"BertNormalizer\" is not supported");
   expect_error("{" + model + R"(, "pre_tokenizer": {"type": "UnicodeScripts"}})",
                "pre_tokenizer type \"UnicodeScripts\"");
-  expect_error("{" + model + R"(, "decoder": {"type": "WordPiece"}})", "decoder type \"WordPiece\"");
+  expect_error("{" + model + R"(, "decoder": {"type": "WordPiece"}})",
+               "decoder type \"WordPiece\"");
   expect_error("{" + model + R"(, "post_processor": {"type": "BertProcessing"}})",
                "post_processor type \"BertProcessing\"");
   expect_error("{" + model + R"(, "extra": 1})", "top-level field \"extra\"");

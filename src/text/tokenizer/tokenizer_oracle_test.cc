@@ -156,11 +156,11 @@ TEST_P(HfOracle, Wikitext2) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json oracle = RunOracle(GetParam(), lines, "wikitext", ModelJson(GetParam()));
   Compare(lines, oracle, false);
-  std::printf("[ perf ] %s wikitext-2 (%zu lines, %.2f MB, %zu tokens), one thread: proctor "
-              "%.3f s (%.2f MB/s), tokenizers (Python) %.3f s (%.2f MB/s)\n",
-              GetParam().c_str(), lines.size(), bytes / 1e6, count, seconds, bytes / 1e6 / seconds,
-              oracle.value("encode_seconds", 0.0),
-              bytes / 1e6 / oracle.value("encode_seconds", 1.0));
+  std::printf(
+      "[ perf ] %s wikitext-2 (%zu lines, %.2f MB, %zu tokens), one thread: proctor "
+      "%.3f s (%.2f MB/s), tokenizers (Python) %.3f s (%.2f MB/s)\n",
+      GetParam().c_str(), lines.size(), bytes / 1e6, count, seconds, bytes / 1e6 / seconds,
+      oracle.value("encode_seconds", 0.0), bytes / 1e6 / oracle.value("encode_seconds", 1.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HfOracle,
@@ -182,8 +182,7 @@ TEST_P(SyntheticOracle, HardInputs) {
 
 INSTANTIATE_TEST_SUITE_P(Files, SyntheticOracle,
                          ::testing::Values("metaspace_nfkc", "metaspace_always", "subword_prefix",
-                                           "word_suffix", "split_behaviors",
-                                           "byte_level_added"));
+                                           "word_suffix", "split_behaviors", "byte_level_added"));
 
 // llama.cpp's test-tokenizer-0 vectors: cases separated by "\n__ggml_vocab_test__\n", one line
 // of expected ids (no BOS/EOS) per case.
@@ -218,8 +217,7 @@ VocabVectors ReadVocabVectors(const fs::path& inp, const fs::path& out) {
   return v;
 }
 
-class LlamaCppVectorsJson
-    : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+class LlamaCppVectorsJson : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
 
 TEST_P(LlamaCppVectorsJson, MatchTokenizerJson) {
   auto [vocab, model] = GetParam();

@@ -26,8 +26,8 @@ bool IsAlphanumeric(char32_t cp) { return IsLetter(cp) || IsNumeric(cp); }
 
 bool IsPunctuation(char32_t cp) {
   if (cp < 0x80) {
-    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) ||
-           (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E);
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+           (cp >= 0x7B && cp <= 0x7E);
   }
   auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
   return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
@@ -35,8 +35,20 @@ bool IsPunctuation(char32_t cp) {
 
 bool IsWhitespace(char32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -47,16 +59,23 @@ std::string Normalize(std::string_view s, NormalForm form) {
   if (s.empty()) return std::string();
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::kNFC: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::kNFD: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::kNFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::kNFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::kNFC:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::kNFD:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::kNFKC:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::kNFKD:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* result = nullptr;
-  utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &result,
-                   static_cast<utf8proc_option_t>(options));
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                    static_cast<utf8proc_ssize_t>(s.size()), &result,
+                                    static_cast<utf8proc_option_t>(options));
   if (n < 0) Fail("tokenizer", "unicode normalization failed: {}", utf8proc_errmsg(n));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> guard(result, &std::free);
   return std::string(reinterpret_cast<const char*>(result), static_cast<size_t>(n));
