@@ -232,8 +232,8 @@ TEST(MalformedGguf, ArrayErrors) {
 }
 
 TEST(MalformedGguf, TensorErrors) {
-  auto one_tensor = [](uint32_t n_dims, std::vector<uint64_t> dims, uint32_t type, uint64_t offset,
-                       size_t data) {
+  auto one_tensor = [](uint32_t n_dims, const std::vector<uint64_t>& dims, uint32_t type,
+                       uint64_t offset, size_t data) {
     GgufBuilder b(3, 1, 0);
     b.Str("w").U32(n_dims);
     for (uint64_t d : dims) b.U64(d);

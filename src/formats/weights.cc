@@ -55,7 +55,8 @@ MatView WeightStore::Matrix(std::string_view name) const {
   return MatView{info.type, rows, cols, row_bytes, info.data};
 }
 
-const TensorInfo& WeightStore::Expect(std::string_view name, std::vector<int64_t> shape) const {
+const TensorInfo& WeightStore::Expect(std::string_view name,
+                                      const std::vector<int64_t>& shape) const {
   const TensorInfo& info = Get(name);
   if (info.shape != shape) {
     Fail("model", "{}: tensor \"{}\" has shape {}, expected {}", origin_, name,

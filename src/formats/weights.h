@@ -51,7 +51,7 @@ class WeightStore {
   // the row length is not whole blocks of a block type.
   MatView Matrix(std::string_view name) const;
   // Checks the tensor has exactly this shape (Error naming model, tensor, seen and expected).
-  const TensorInfo& Expect(std::string_view name, std::vector<int64_t> shape) const;
+  const TensorInfo& Expect(std::string_view name, const std::vector<int64_t>& shape) const;
 
   // Adds (or replaces) an entry viewing memory kept alive elsewhere (the mapped files below).
   void AddView(TensorInfo info);

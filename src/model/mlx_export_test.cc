@@ -255,6 +255,7 @@ TEST(MlxQuantize, MicroscalingModes) {
   SKIP_WITHOUT_ORACLE(Golden("llama-f32"));
   const std::vector<MlxMode> modes = {MlxMode::kMxfp4, MlxMode::kMxfp8, MlxMode::kNvfp4};
   std::vector<Job> jobs;
+  jobs.reserve(modes.size());
   for (MlxMode mode : modes) jobs.push_back({Golden("llama-f32"), {.mode = mode}});
   const std::vector<Checked> results = QuantizeAndCheckAll(jobs);
   for (size_t i = 0; i < modes.size(); ++i) {

@@ -85,6 +85,7 @@ class SyntheticTiny : public ::testing::TestWithParam<DType> {};
 TEST_P(SyntheticTiny, ChunkingDecodeAndModesAgree) {
   const SyntheticModel m = BuildSyntheticModel(SyntheticConfig("tiny"), GetParam());
   std::vector<int32_t> tokens;
+  tokens.reserve(70);
   for (int i = 0; i < 70; ++i) tokens.push_back((i * 37 + 11) % 512);
   const RuntimeModel model(m.config, m.weights);
   const Tensor whole = AllLogits(model, tokens, 512);

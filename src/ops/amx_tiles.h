@@ -10,12 +10,23 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #define PROCTOR_AMX_TILE_INLINE inline __attribute__((always_inline, target("amx-tile,amx-bf16")))
 
 namespace proctor::ops::internal {
 
 inline constexpr int64_t kAmxTileFloats = 16 * 16;  // f32 elements of one C tile
+
+// `store` resized to hold `floats` from a 64-byte boundary; returns that boundary (tile loads
+// and stores of whole cache lines).
+inline float* AlignedAmxScratch(std::vector<float>& store, size_t floats) {
+  store.resize(floats + 16);
+  void* p = store.data();
+  size_t space = store.size() * sizeof(float);
+  return static_cast<float*>(std::align(64, floats * sizeof(float), p, space));
+}
 
 // C tiles 0-3 = 0.
 PROCTOR_AMX_TILE_INLINE void ZeroAmxCTiles() {

@@ -134,9 +134,8 @@ PROCTOR_AMX_TARGET void AmxKernel(const uint32_t* x_packed, int64_t T, int64_t k
   thread_local std::vector<uint16_t> w_block;  // [32][k_padded] zero-padded copy when needed
   // C tiles of every token-tile pair of a super block, kept between k chunks: [pair][4][16x16].
   thread_local std::vector<float> c_store;
-  c_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
   float* c_base =
-      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
+      AlignedAmxScratch(c_store, static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile));
   ConfigureAmxTiles();
   for (int64_t tsb = 0; tsb < t_tiles; tsb += super_tiles) {
     const int64_t tsb_end = std::min(t_tiles, tsb + super_tiles);

@@ -176,9 +176,8 @@ PROCTOR_AMX_TARGET void AmxMlxKernel(const uint32_t* x_packed, int parts, int64_
   alignas(64) float c_tmp[4 * kTile * kTile];  // one group's C tiles
   a_buf.resize(static_cast<size_t>(2 * kTile * kKChunk));
   params.resize(static_cast<size_t>(2 * 2 * kTile * groups));
-  acc_store.resize(static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile) + 16);
-  float* acc_base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(acc_store.data()) + 63) &
-                                             ~uintptr_t{63});
+  float* acc_base =
+      AlignedAmxScratch(acc_store, static_cast<size_t>(super_tiles / 2 * 4 * kTile * kTile));
   float* scales = params.data();
   float* biases = params.data() + 2 * kTile * groups;
   ConfigureAmxTiles();

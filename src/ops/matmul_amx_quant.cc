@@ -396,9 +396,8 @@ PROCTOR_AMXQ_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end) {
   // Accumulators between k chunks: [kPanelTiles][t_tiles][16 weights][16 tokens], plus a scratch
   // tile for the missing partner of an odd tile count.
   thread_local std::vector<float> c_store;
-  c_store.resize(static_cast<size_t>((kPanelTiles * t_tiles + 1) * kTile * kTile) + 16);
   float* const store =
-      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(c_store.data()) + 63) & ~uintptr_t{63});
+      AlignedAmxScratch(c_store, static_cast<size_t>((kPanelTiles * t_tiles + 1) * kTile * kTile));
   float* const scratch = store + kPanelTiles * t_tiles * kTile * kTile;
   alignas(64) float c_buf[4 * kTile * kTile];
   const int64_t total_blocks = a.K / 32;

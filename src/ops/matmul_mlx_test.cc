@@ -187,6 +187,8 @@ TEST(MatMulMlx, GatherRowsDecodesQuantizedTables) {
     std::vector<float> expected(256);
     for (size_t t = 0; t < ids.size(); ++t) {
       quant::DecodeMlxRowSegmentRef(q.View(), ids[t], 0, 256, expected.data());
+      // Bit patterns on purpose: the same bits, not equal values.
+      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
       EXPECT_EQ(std::memcmp(out.RowF32(static_cast<int64_t>(t)), expected.data(), 256 * 4), 0)
           << Describe(f) << " id " << ids[t];
     }

@@ -108,8 +108,8 @@ PROCTOR_GGUF_TARGET inline __m512 Iota(float first) {
 
 // ---- 32-wide block types -------------------------------------------------------------------
 
-// One block's sum of code * x as lanes, for each 32-wide type; `min` receives the block minimum
-// (0 for the types without one).
+// One block's sum of code * x as lanes, for each 32-wide type; the types with a block minimum
+// (kHasMin) keep it as f16 at byte kMinAt.
 struct Q8_0Block {
   static constexpr int kBytes = 34;
   PROCTOR_GGUF_TARGET static __m512 Dot(const uint8_t* b, __m512 x0, __m512 x1, __m512, __m512) {
@@ -119,8 +119,7 @@ struct Q8_0Block {
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18))));
     return _mm512_fmadd_ps(q1, x1, _mm512_mul_ps(q0, x0));
   }
-  static constexpr bool kHasMin = false;
-  static constexpr int kMinAt = 0;
+  static constexpr bool kHasMin = false;  // no kMinAt
 };
 
 // Q4_0 / Q4_1: nibbles through a table of code values (Q4_0: q - 8, Q4_1: q).

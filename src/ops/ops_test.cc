@@ -247,6 +247,8 @@ TEST(Elementwise, GatherRowsDecodesEveryTypeAndRejectsBadIds) {
     std::vector<float> row(64);
     for (size_t t = 0; t < ids.size(); ++t) {
       DecodeRowSegmentRef(table.View(), ids[t], 0, 64, row.data());
+      // Bit patterns on purpose: the same bits, not equal values.
+      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
       EXPECT_EQ(std::memcmp(out.RowF32(static_cast<int64_t>(t)), row.data(), 64 * 4), 0);
     }
     const std::vector<int32_t> bad = {10};

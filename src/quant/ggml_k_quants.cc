@@ -125,7 +125,8 @@ void DequantizeQ6_KRef(const uint8_t* blocks, int64_t n_blocks, float* out) {
         for (int i = 0; i < 4; ++i) {
           const int low = (ql[l + 32 * (i & 1)] >> (4 * (i >> 1))) & 0x0F;
           const int code = (low | (((qh[l] >> (2 * i)) & 3) << 4)) - 32;
-          o[l + 32 * i] = d * static_cast<float>(sc[l / 16 + 2 * i]) * static_cast<float>(code);
+          const int8_t scale = sc[l / 16 + 2 * i];  // one scale per 16 weights
+          o[l + 32 * i] = d * static_cast<float>(scale) * static_cast<float>(code);
         }
       }
     }

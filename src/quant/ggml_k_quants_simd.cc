@@ -142,7 +142,8 @@ void DequantizeQ6_KImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
               hn::And(hn::ShiftRightSame(LoadBytes(ql + l + 32 * (i & 1)), 4 * (i >> 1)), mask);
           const auto high = hn::And(hn::ShiftRightSame(high_bytes, 2 * i), three);
           const auto code = hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), bias);
-          const auto scale = hn::Set(df, d * static_cast<float>(sc[l / 16 + 2 * i]));
+          const int8_t sub_scale = sc[l / 16 + 2 * i];  // one scale per 16 weights
+          const auto scale = hn::Set(df, d * static_cast<float>(sub_scale));
           hn::StoreU(hn::Mul(scale, ToFloat(code)), df, o + l + 32 * i);
         }
       }

@@ -170,6 +170,8 @@ void MinMaxCodes(const float* xb, int max_code, int* q, float* d_out, float* min
   const float d = (max - min) / static_cast<float>(max_code);
   const float inv_d = d != 0.0f ? 1.0f / d : 0.0f;
   for (int j = 0; j < kQK; ++j) {
+    // ggml's rounding (truncation of x + 0.5, x >= 0): the bytes must match its quantizer.
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     q[j] = std::min(max_code, static_cast<int>(static_cast<int8_t>((xb[j] - min) * inv_d + 0.5f)));
   }
   *d_out = d;

@@ -2,6 +2,7 @@
 // (vcvtph2ps / vcvtps2ph, round to nearest even), which share no code with util/half.h.
 #include "util/half.h"
 
+#include <cpuid.h>
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -12,7 +13,10 @@
 namespace proctor {
 namespace {
 
-bool CpuHasF16c() { return __builtin_cpu_supports("f16c"); }
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
 
 __attribute__((target("f16c"))) float HardwareDecode(uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) uint16_t HardwareEncode(float f) {

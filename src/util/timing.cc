@@ -22,6 +22,8 @@ ScopedSeconds::~ScopedSeconds() {
 
 double MonotonicSeconds() { return static_cast<double>(NowNanoseconds()) * 1e-9; }
 
+double SecondsSince(double start) { return MonotonicSeconds() - start; }
+
 std::string UtcNow() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

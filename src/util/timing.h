@@ -21,6 +21,8 @@ class ScopedSeconds {
 
 // Seconds on a monotonic clock (for hand-rolled splits).
 double MonotonicSeconds();
+// MonotonicSeconds() - start.
+double SecondsSince(double start);
 
 // The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" (the "created" field of manifests and results).
 std::string UtcNow();

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
 
@@ -17,6 +16,7 @@
 #include "ops/logits_stats.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/timing.h"
 
 namespace proctor {
 namespace {
@@ -35,10 +35,6 @@ double BitsPerWeight(const WeightStore& weights) {
   const int64_t params = CountParameters(weights);
   return params > 0 ? 8.0 * static_cast<double>(weights.TotalBytes()) / static_cast<double>(params)
                     : 0.0;
-}
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // -log softmax(row)[target], as the demo has always computed it.
@@ -80,7 +76,8 @@ class NllRecordingStepper final : public LogitsStepper {
   std::vector<float> pending_;  // the last row of the previous chunk
 };
 
-TeacherForcedLogits WithNll(TeacherForcedLogits inner, std::shared_ptr<std::vector<double>> nll) {
+TeacherForcedLogits WithNll(TeacherForcedLogits inner,
+                            const std::shared_ptr<std::vector<double>>& nll) {
   return [inner = std::move(inner), nll](int64_t max_positions) -> std::unique_ptr<LogitsStepper> {
     return std::make_unique<NllRecordingStepper>(inner(max_positions), nll.get());
   };
@@ -105,7 +102,7 @@ DemoPerplexity SummarizeNll(std::vector<double> nll) {
 // Scores one model against the dump, with its perplexity from the same pass.
 DemoRow ScoreRow(const DemoOptions& options, const std::filesystem::path& dump_dir,
                  const std::string& name, TeacherForcedLogits forward) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = MonotonicSeconds();
   auto nll = std::make_shared<std::vector<double>>();
   DemoRow row;
   row.candidate = name;
@@ -131,7 +128,7 @@ std::string ShortDType(const std::string& stored) {
 }  // namespace
 
 DemoResult RunDemo(const DemoOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = MonotonicSeconds();
   if (options.work_dir.empty()) Fail(kComponent, "no work directory given");
   if (options.ctx_len < 2 || options.n_seqs < 1 || options.top_k < 1 || options.chunk_size < 1) {
     Fail(kComponent, "need ctx_len >= 2, n_seqs >= 1, top_k >= 1, chunk >= 1 (got {}, {}, {}, {})",
@@ -149,9 +146,10 @@ DemoResult RunDemo(const DemoOptions& options) {
   if (texts.empty()) Fail(kComponent, "no embedded texts (the build found no docs/*.md)");
 
   // 1. The teacher.
-  auto phase = std::chrono::steady_clock::now();
+  auto phase = MonotonicSeconds();
   if (options.model.empty()) {
     std::vector<std::string_view> training;
+    training.reserve(texts.size());
     for (const auto& t : texts) training.push_back(t.text);
     const DemoTeacherInfo info = WriteDemoTeacher(options.work_dir / "teacher", training);
     result.teacher = info.dir.string();
@@ -185,7 +183,7 @@ DemoResult RunDemo(const DemoOptions& options) {
   log(fmt::format("1. teacher: {}\n   {}", result.teacher, result.teacher_summary));
 
   // 2. The corpus, recording the teacher's vocabulary (dump and kl check it).
-  phase = std::chrono::steady_clock::now();
+  phase = MonotonicSeconds();
   std::vector<int32_t> tokens;
   for (const auto& t : texts) {
     const std::vector<int32_t> ids = tokenizer->Encode(t.text, true);
@@ -243,7 +241,7 @@ DemoResult RunDemo(const DemoOptions& options) {
   log(fmt::format("4. scored the teacher against its own dump (the floor) in {:.2f} s",
                   result.rows.back().seconds));
   for (const int bits : options.bits) {
-    const auto q_start = std::chrono::steady_clock::now();
+    const auto q_start = MonotonicSeconds();
     const std::filesystem::path dir =
         options.work_dir / "candidates" / fmt::format("mlx-{}bit-g{}", bits, options.group_size);
     std::filesystem::remove_all(dir);

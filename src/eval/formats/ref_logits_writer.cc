@@ -1,10 +1,8 @@
 #include "eval/formats/ref_logits_writer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
@@ -12,21 +10,13 @@
 #include "util/error.h"
 #include "util/half.h"
 #include "util/sha256.h"
+#include "util/timing.h"
 
 namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "ref-logits";
 constexpr const char* kInProgressName = ".in-progress.json";
-
-std::string UtcNow() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 std::string InProgressJson(const ReferenceLogitsWriterOptions& o, const std::string& tokens_sha) {
   nlohmann::ordered_json j;
@@ -247,9 +237,10 @@ void ReferenceLogitsWriter::WriteRecords(std::span<const uint8_t> records, int64
             current_seq_, current_records_, count);
   CHECK(records.size() == static_cast<size_t>(count) * record_.size());
   WaitForPendingCommit();  // the previous sequence is on disk before this one has records
-  const auto io_start = std::chrono::steady_clock::now();
-  current_file_->Write(records);
-  io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
+  {
+    ScopedSeconds io(&io_seconds_);
+    current_file_->Write(records);
+  }
   current_records_ += count;
 }
 
@@ -269,12 +260,11 @@ void ReferenceLogitsWriter::EndSequence() {
 
 void ReferenceLogitsWriter::WaitForPendingCommit() {
   if (!pending_commit_.valid()) return;
-  const auto io_start = std::chrono::steady_clock::now();
+  ScopedSeconds io(&io_seconds_);
   const int64_t seq = pending_seq_;
   pending_seq_ = -1;
   std::future<void> commit = std::move(pending_commit_);
   commit.get();  // rethrows the commit's Error
-  io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - io_start).count();
   done_[seq] = true;
 }
 

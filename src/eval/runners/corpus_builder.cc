@@ -1,6 +1,5 @@
 #include "eval/runners/corpus_builder.h"
 
-#include <chrono>
 #include <span>
 
 #include <fmt/format.h>
@@ -11,15 +10,12 @@
 #include "model/load.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/timing.h"
 
 namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "corpus";
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // A path as given, else a cached Hugging Face id (model/load.h).
 std::filesystem::path ResolveTokenizerPath(const std::string& spec) {
@@ -30,17 +26,17 @@ std::filesystem::path ResolveTokenizerPath(const std::string& spec) {
 }  // namespace
 
 CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = MonotonicSeconds();
   if (options.ctx_len < 1) Fail(kComponent, "--ctx-len must be >= 1, got {}", options.ctx_len);
   if (options.n_seqs < 1) Fail(kComponent, "--n-seqs must be >= 1, got {}", options.n_seqs);
   if (options.out_dir.empty()) Fail(kComponent, "no output directory given");
   const int64_t needed = options.ctx_len * options.n_seqs;
 
   CorpusBuildResult result;
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = MonotonicSeconds();
   const TextRows rows = ReadTextRows(options.inputs);
   result.io_seconds += SecondsSince(t0);
-  t0 = std::chrono::steady_clock::now();
+  t0 = MonotonicSeconds();
   const std::filesystem::path tokenizer_path = ResolveTokenizerPath(options.tokenizer);
   const auto tokenizer = text::LoadTokenizer(tokenizer_path);
   result.load_seconds = SecondsSince(t0);
@@ -96,7 +92,7 @@ CorpusBuildResult BuildCorpus(const CorpusBuildOptions& options) {
       "tokens tokenized, the first {} kept; tokenizer {}",
       stream.rows_used, rows.rows.size(), options.seed, stream.chat_rows_used, have, needed,
       tokenizer->Describe());
-  t0 = std::chrono::steady_clock::now();
+  t0 = MonotonicSeconds();
   result.manifest = WriteCorpus(options.out_dir, tokens, options.ctx_len, descriptive);
   result.out_dir = options.out_dir;
   result.tokenizer = tokenizer->Describe();

@@ -108,4 +108,9 @@ nlohmann::ordered_json EvalModel::Describe(const std::string& role) const {
   return DescribeModelFiles(role, spec_, path_);
 }
 
+nlohmann::ordered_json EvalModel::Describe(const EvalModel* model, const std::string& role,
+                                           const std::string& spec) {
+  return model != nullptr ? model->Describe(role) : DescribeModelInput(role, spec);
+}
+
 }  // namespace proctor

@@ -57,6 +57,10 @@ class EvalModel : public std::enable_shared_from_this<EvalModel> {
   // The results-file input entry: the model's files with their sizes and sha256
   // (eval/runners/results_json.h DescribeModelFiles); a synthetic model is {"kind": "unresolved"}.
   nlohmann::ordered_json Describe(const std::string& role) const;
+  // model->Describe(role) when the run opened `model`; else (a forward injected by a test or a
+  // caller) DescribeModelInput(role, spec).
+  static nlohmann::ordered_json Describe(const EvalModel* model, const std::string& role,
+                                         const std::string& spec);
 
  private:
   EvalModel() = default;

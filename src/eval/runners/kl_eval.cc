@@ -98,13 +98,10 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
                .top_k = static_cast<uint64_t>(dump.top_k()),
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
               scores, start, &result);
-  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
-    ScopedSeconds hashing(&timings.hash_seconds);
+  DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
     result.inputs.push_back(DescribeReferenceLogitsInput("reference_logits", dump));
-    result.inputs.push_back(model ? model->Describe("candidate")
-                                  : DescribeModelInput("candidate", options.candidate));
-  }
-  timings.total_seconds += timings.hash_seconds;
+    result.inputs.push_back(EvalModel::Describe(model.get(), "candidate", options.candidate));
+  });
   return result;
 }
 

@@ -117,15 +117,11 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
                .top_k = 0,
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
               scores, start, &result);
-  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
-    ScopedSeconds hashing(&timings.hash_seconds);
-    result.inputs.push_back(reference ? reference->Describe("reference")
-                                      : DescribeModelInput("reference", options.reference));
+  DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
+    result.inputs.push_back(EvalModel::Describe(reference.get(), "reference", options.reference));
     result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
-    result.inputs.push_back(candidate ? candidate->Describe("candidate")
-                                      : DescribeModelInput("candidate", options.candidate));
-  }
-  timings.total_seconds += timings.hash_seconds;
+    result.inputs.push_back(EvalModel::Describe(candidate.get(), "candidate", options.candidate));
+  });
   return result;
 }
 

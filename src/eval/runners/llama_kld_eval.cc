@@ -151,13 +151,10 @@ LlamaKldEvalResult EvaluateKlVsLlamaKld(const LlamaKldEvalOptions& options) {
   }
   result.elapsed_seconds = MonotonicSeconds() - start;
   timings.total_seconds = result.elapsed_seconds;
-  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
-    ScopedSeconds hashing(&timings.hash_seconds);
+  DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
     result.inputs.push_back(DescribeFileInput("reference_llama_kld", options.base_file));
-    result.inputs.push_back(model ? model->Describe("candidate")
-                                  : DescribeModelInput("candidate", options.candidate));
-  }
-  timings.total_seconds += timings.hash_seconds;
+    result.inputs.push_back(EvalModel::Describe(model.get(), "candidate", options.candidate));
+  });
   return result;
 }
 

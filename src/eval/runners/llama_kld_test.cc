@@ -171,6 +171,8 @@ TEST(LlamaKld, ScorerMatchesNumpyStatisticsAtAnyChunkAndThreadCount) {
     if (!first_sums) {
       first_sums = r.sums;
     } else {
+      // Bit patterns on purpose: the same bits, not equal values.
+      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
       EXPECT_EQ(std::memcmp(&*first_sums, &r.sums, sizeof(LlamaKlSums)), 0);
     }
     // Stored tokens were passed through unchanged.
@@ -261,7 +263,7 @@ TEST(LlamaKld, MalformedFilesAreErrorsNamingTheFileAndValues) {
   ASSERT_EQ(good.size(), 20u + 4 * 12 + 4 * 16);  // 4 records of 8 words
   EXPECT_EQ(OpenError(path, good), "no error");
   const std::string name = path.string();
-  const auto expect = [&](const std::string& bytes, std::vector<std::string> parts) {
+  const auto expect = [&](const std::string& bytes, const std::vector<std::string>& parts) {
     const std::string message = OpenError(path, bytes);
     EXPECT_NE(message.find("[llama-kld]"), std::string::npos) << message;
     EXPECT_NE(message.find(name), std::string::npos) << message;

@@ -297,10 +297,8 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   result.tokens_per_second =
       scored_seconds > 0 ? static_cast<double>(result.stats.positions) / scored_seconds : 0;
   result.timings.total_seconds = MonotonicSeconds() - start;
-  if (options.describe_inputs) {  // after the run's clock: hashing is not scoring
-    ScopedSeconds hashing(&result.timings.hash_seconds);
-    result.inputs.push_back(model ? model->Describe("model")
-                                  : DescribeModelInput("model", options.model));
+  DescribeInputsAfterRun(options.describe_inputs, result.timings, [&] {
+    result.inputs.push_back(EvalModel::Describe(model.get(), "model", options.model));
     if (corpus) {
       result.inputs.push_back(DescribeCorpusInput("data", *corpus));
     } else {
@@ -309,8 +307,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     if (!options.tokenizer.empty() && std::filesystem::is_regular_file(options.tokenizer)) {
       result.inputs.push_back(DescribeFileInput("tokenizer", options.tokenizer));
     }
-  }
-  result.timings.total_seconds += result.timings.hash_seconds;
+  });
   return result;
 }
 

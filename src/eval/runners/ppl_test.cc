@@ -36,7 +36,7 @@ fs::path TinyStories() { return Fixtures() / "tinystories" / "tinystories_sample
 // A forward whose logits at position p depend only on (tokens[p], p) through `fill`, handed
 // over in chunks like the engine's. `calls` (optional) records the token spans it ran.
 using FillFn = std::function<void(int32_t token, int64_t position, float* logits)>;
-TeacherForcedLogits FakeForward(int64_t vocab, FillFn fill,
+TeacherForcedLogits FakeForward(int64_t vocab, const FillFn& fill,
                                 std::vector<std::vector<int32_t>>* calls = nullptr) {
   auto buffers = std::make_shared<std::vector<Tensor>>();  // one per chunk, alive with the fake
   return testing::FakeForward(
@@ -164,7 +164,7 @@ TEST(Ppl, StatisticsMatchNumpyOnAFakeForwardsLogits) {
   if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
   const int64_t vocab = 50, L = 17, n_rows = 5;
   const auto rows = RandomTokens(n_rows * L, vocab, 3);
-  const FillFn fill = [vocab](int32_t token, int64_t p, float* out) {
+  const FillFn fill = [](int32_t token, int64_t p, float* out) {
     for (int64_t v = 0; v < vocab; ++v) out[v] = HashLogit(token, p, v);
   };
   std::vector<float> logits;
@@ -301,7 +301,8 @@ TEST(Ppl, Stories260KOnTinyStoriesIsPlausibleAndIndependentOfBatchSize) {
 // Through the serving forward, every Hugging Face golden the engine runs: the NLL of the prompt's
 // next tokens against numpy on transformers' own logits for the same tokens (one row, the whole
 // prompt; the engine's logits match transformers' to 1e-4). Gemma and the hybrids join this
-// list when the engine runs them (ppl goes through MakeCandidateForward like kl and dump).
+// list when the engine runs them (ppl goes through the engine forward, EvalModel, like kl and
+// dump).
 TEST(Ppl, MatchesTransformersLogitsOnEveryHfGoldenTheEngineRuns) {
   if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
   for (const char* name : {"llama-f32", "llama-bf16-tied-rope-llama3", "qwen2-f32-bias",

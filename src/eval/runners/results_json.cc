@@ -13,11 +13,6 @@
 #include "util/thread_pool.h"
 
 namespace proctor {
-namespace {
-
-constexpr const char* kComponent = "results";
-
-}  // namespace
 
 double ResultsTimings::other_seconds() const {
   return std::max(0.0, total_seconds - forward_seconds - scoring_seconds - io_seconds);

@@ -38,9 +38,8 @@ struct ResultsTimings {
   double forward_seconds = 0;
   double scoring_seconds = 0;
   double io_seconds = 0;
-  double load_seconds = 0;  // model loading (part of "other")
-  double hash_seconds =
-      0;  // sha256 of the inputs (part of "other"); filled by the describers' callers
+  double load_seconds = 0;       // model loading (part of "other")
+  double hash_seconds = 0;       // sha256 of the inputs (part of "other"): DescribeInputsAfterRun
   double other_seconds() const;  // total - forward - scoring - io (never below 0)
 };
 
@@ -91,6 +90,18 @@ nlohmann::ordered_json DescribeModelFiles(const std::string& role, const std::st
 // DescribeModelFiles of a spec resolved with LocateModel (model/load.h); a spec that is not a
 // model on disk (a synthetic name) gives {"role", "kind": "unresolved", "spec"}.
 nlohmann::ordered_json DescribeModelInput(const std::string& role, const std::string& spec);
+
+// A run's inputs are hashed after its own clock stopped (hashing is not scoring): when `wanted`,
+// runs `describe` (which appends Describe*Input entries) timed as timings.hash_seconds; that
+// time is then added to timings.total_seconds.
+template <class Describe>
+void DescribeInputsAfterRun(bool wanted, ResultsTimings& timings, Describe&& describe) {
+  if (wanted) {
+    ScopedSeconds hashing(&timings.hash_seconds);
+    describe();
+  }
+  timings.total_seconds += timings.hash_seconds;
+}
 
 // The whole document: {"schema", "schema_version", "command", "proctor_version", "threads",
 // "command_line", "created" (UTC), "inputs", "settings", "results", "timings", "warnings",

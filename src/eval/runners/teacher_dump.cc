@@ -126,13 +126,10 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   timings.io_seconds += writer.io_seconds();
   timings.total_seconds = MonotonicSeconds() - start_time;
   result.elapsed_seconds = timings.total_seconds;
-  if (options.describe_inputs) {  // after the rate's clock: hashing is not dumping
-    ScopedSeconds hashing(&timings.hash_seconds);
-    result.inputs.push_back(model ? model->Describe("teacher")
-                                  : DescribeModelInput("teacher", options.teacher));
+  DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
+    result.inputs.push_back(EvalModel::Describe(model.get(), "teacher", options.teacher));
     result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
-  }
-  timings.total_seconds += timings.hash_seconds;
+  });
   return result;
 }
 

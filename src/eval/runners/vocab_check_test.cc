@@ -88,6 +88,7 @@ class Stories : public ::testing::Test {
   void SetUp() override {
     if (!fs::exists(Stories260K())) GTEST_SKIP() << "fixture absent: " << Stories260K();
     std::vector<int32_t> tokens;
+    tokens.reserve(2 * 24);
     for (int i = 0; i < 2 * 24; ++i) tokens.push_back(3 + (i * 37) % 500);
     WriteCorpus(temp_.path() / "corpus", tokens, 24, {{"vocab_size", 512}});
     DumpTeacher({.teacher = Stories260K().string(),

@@ -282,7 +282,7 @@ bool ParseFloatText(const std::string& text, double* out) {
 
 Value Int(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("int", args, {"default", "base"});
-  const Value fallback = b.GetOr(0, Value(int64_t{0}));
+  Value fallback = b.GetOr(0, Value(int64_t{0}));
   const int base = static_cast<int>(b.GetOr(1, Value(int64_t{10})).IntValue());
   if (v.is_int() || v.is_bool()) return Value(v.IntValue());
   if (v.is_float()) {
@@ -360,12 +360,14 @@ Value Sort(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value* attribute = b.Get(2);
   std::vector<Value> items = Iterate(v);
   std::vector<std::pair<Value, Value>> keyed;
+  keyed.reserve(items.size());
   for (Value& item : items)
     keyed.emplace_back(SortKey(interp, item, attribute, case_sensitive), item);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return reverse ? CompareOp("<", y.first, x.first) : CompareOp("<", x.first, y.first);
   });
   std::vector<Value> out;
+  out.reserve(keyed.size());
   for (auto& kv : keyed) out.push_back(std::move(kv.second));
   return Value::MakeList(std::move(out));
 }

@@ -258,11 +258,10 @@ Interpreter::Flow Interpreter::ExecStmt(const Stmt& stmt, const ScopePtr& scope,
       case StmtKind::kCallBlock: {
         // caller() renders the block body with the call block's parameters.
         const Stmt* block = &stmt;
-        ScopePtr block_scope = scope;
-        Value caller(CallablePtr(std::make_shared<Callable>(
-            Callable{"caller", [block, block_scope](Interpreter& interp, CallArgs& args) -> Value {
-                       return interp.CallMacro(*block, block_scope, args);
-                     }})));
+        Value caller(CallablePtr(std::make_shared<Callable>(Callable{
+            "caller", [block, block_scope = scope](Interpreter& interp, CallArgs& args) -> Value {
+              return interp.CallMacro(*block, block_scope, args);
+            }})));
         const Value v = EvalCall(*stmt.expr, scope, &caller);
         Append(out, v.Str());
         return Flow::kNormal;
@@ -346,9 +345,8 @@ std::string Interpreter::RenderLoop(const Stmt& stmt, const ScopePtr& scope, con
 Value Interpreter::MakeMacro(const Stmt& stmt, const ScopePtr& scope) {
   macro_scopes_.push_back(scope);
   const Stmt* macro = &stmt;
-  ScopePtr defining = scope;
   return Value(CallablePtr(std::make_shared<Callable>(
-      Callable{stmt.name, [macro, defining](Interpreter& interp, CallArgs& args) -> Value {
+      Callable{stmt.name, [macro, defining = scope](Interpreter& interp, CallArgs& args) -> Value {
                  return interp.CallMacro(*macro, defining, args);
                }})));
 }

@@ -46,7 +46,8 @@ ArgBinder::ArgBinder(std::string_view function, CallArgs& args,
 const Value* ArgBinder::Get(size_t index) const { return bound_[index]; }
 
 Value ArgBinder::GetOr(size_t index, Value fallback) const {
-  return bound_[index] ? *bound_[index] : std::move(fallback);
+  if (bound_[index] != nullptr) return *bound_[index];
+  return fallback;
 }
 
 // ---- iteration, indexing, slicing -----------------------------------------------------------

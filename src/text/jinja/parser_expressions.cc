@@ -363,9 +363,7 @@ ExprPtr Parser::ParseSubscribed() {
     Next();
     parts.push_back(std::move(node));
   }
-  if (IsOp(":")) {
-    parts.push_back(nullptr);
-  } else if (!IsOp("]") && !IsOp(",")) {
+  if (!IsOp(":") && !IsOp("]") && !IsOp(",")) {
     parts.push_back(ParseExpression(true));
   } else {
     parts.push_back(nullptr);

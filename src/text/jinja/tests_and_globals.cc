@@ -305,7 +305,7 @@ Value MakeCycler(Interpreter& interp, CallArgs& args) {
 
 Value MakeJoiner(Interpreter&, CallArgs& args) {
   ArgBinder b("joiner", args, {"sep"});
-  const Value sep = b.GetOr(0, Value(", "));
+  Value sep = b.GetOr(0, Value(", "));
   auto used = std::make_shared<bool>(false);
   return Value(CallablePtr(
       std::make_shared<Callable>(Callable{"joiner", [sep, used](Interpreter&, CallArgs&) -> Value {
