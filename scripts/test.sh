@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Debian packages, then the test oracles of
-# tools/oracle/setup.sh, beside the build), builds, runs the whole suite with ctest, then runs each libFuzzer target
-# briefly (clang build in ./build-fuzz). Prints the time of each phase, the skipped tests by
-# reason, and last the closing line "tests: N passed, N failed, N skipped".
+# tools/oracle/setup.sh, beside the build), checks the house format (scripts/check_format.sh),
+# builds, runs the whole suite with ctest, runs clang-tidy on the changed sources
+# (scripts/tidy.sh), then runs each libFuzzer target briefly (clang build in ./build-fuzz).
+# Prints the time of each phase, the skipped tests by reason, and last the closing line
+# "tests: N passed, N failed, N skipped".
 # With CI=true a missing oracle fails: the oracle setup must succeed, and a test that skips for
 # any reason but the CPU counts as failed (scripts/test_report.py).
 set -euo pipefail
@@ -23,6 +25,10 @@ phase_done() {
 
 bash scripts/install-deps.sh
 phase_done "deps"
+
+format_status=0
+bash scripts/check_format.sh || format_status=$?
+phase_done "format"
 
 mkdir -p "$build_dir"
 # The oracle environment installs (mostly downloads) while the project builds; both are waited for
@@ -81,6 +87,10 @@ fi
 echo "$report" | sed '$d'
 closing=$(echo "$report" | tail -1)
 
+tidy_status=0
+bash scripts/tidy.sh || tidy_status=$?
+phase_done "tidy"
+
 fuzz_status=0
 bash scripts/fuzz.sh || fuzz_status=$?
 phase_done "fuzz"
@@ -90,6 +100,9 @@ phase_done "total"
 echo "time per phase:"
 printf '  %s\n' "${timings[@]}"
 ((fuzz_status == 0)) || echo "test: a fuzz target failed (above)"
+((format_status == 0)) || echo "test: files differ from .clang-format (above)"
+((tidy_status == 0)) || echo "test: clang-tidy found problems (above)"
 ((ctest_status == 0 || report_status != 0)) || echo "test: ctest exited with $ctest_status"
 echo "$closing"
-((ctest_status == 0 && report_status == 0 && fuzz_status == 0))
+((ctest_status == 0 && report_status == 0 && fuzz_status == 0 && format_status == 0 &&
+  tidy_status == 0))
