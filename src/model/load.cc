@@ -139,8 +139,8 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
   auto linear = [&](const std::string& path, int64_t out, int64_t in) {
     ResolveLinear(w, c.mlx_quantization, path, out, in);
   };
-  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
-    w.Expect(name, std::move(shape));
+  auto expect = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    w.Expect(name, shape);
   };
   linear("model.embed_tokens", vocab, hidden);
   expect("model.norm.weight", {hidden});
