@@ -1,6 +1,5 @@
 // Flags shared by the verbs that run the engine (generate, logits, bench, kl, dump, ppl):
-// --compute,
-// --kv, --chunk. Declared once here so every verb spells them the same.
+// --compute, --kv, --kv-start, --chunk. Declared once here so every verb spells them the same.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,6 +14,7 @@ namespace proctor::cli {
 struct EngineFlags {
   std::string compute = "f32";
   std::string kv = "f32";
+  int64_t kv_start = kDefaultKvStart;
   int64_t chunk = 512;
 
   void Add(CLI::App& verb);

@@ -87,6 +87,48 @@ TEST(BenchVerb, SyntheticModelPrintsJson) {
   EXPECT_GT(json["peak_rss_bytes"].get<double>(), 0.0);
 }
 
+// The quantized cache's bytes are the storage formula: positions x layers x (codes + f32 scale
+// and bias per group) for keys and values, computed here by hand for tiny (4 layers, 2 KV heads
+// of 32: kv_dim 64) at 4 bits, group 32: 64 * 4 / 8 = 32 bytes of codes, 2 groups x 8 bytes.
+TEST(BenchVerb, QuantizedCacheBytesEqualTheStorageFormula) {
+  const Result r = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --prompt-tokens 20 --decode-tokens 4 "
+      "--kv affine:4:g32 --kv-start 0 --chunk 8");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["kv"], "affine:4:g32");
+  EXPECT_EQ(json["kv_converted"], true);
+  EXPECT_EQ(json["kv_bytes_per_token_per_layer"], 2 * (32 + 2 * 8));
+  EXPECT_EQ(json["kv_cache_bytes"], 24 * 4 * 2 * (32 + 2 * 8));
+  EXPECT_DOUBLE_EQ(json["kv_effective_bits"].get<double>(), 4 + 64.0 / 32);
+  const Result dense = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --prompt-tokens 20 --decode-tokens 4 --kv f16");
+  ASSERT_EQ(dense.status, 0) << dense.out;
+  EXPECT_EQ(nlohmann::json::parse(dense.out)["kv_cache_bytes"], 24 * 4 * 2 * 64 * 2);
+  // Not reached: the default kv-start (5000) keeps the cache in f32.
+  const Result early = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --prompt-tokens 20 --decode-tokens 4 "
+      "--kv affine:4:g32");
+  ASSERT_EQ(early.status, 0) << early.out;
+  EXPECT_EQ(nlohmann::json::parse(early.out)["kv_converted"], false);
+  EXPECT_EQ(nlohmann::json::parse(early.out)["kv_cache_bytes"], 24 * 4 * 2 * 64 * 4);
+}
+
+TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
+  Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:7");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("affine:7"), std::string::npos) << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:4:g64");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("head_dim 32"), std::string::npos) << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv q4");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("'q4'"), std::string::npos) << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv-start -3");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--kv-start"), std::string::npos) << r.out;
+}
+
 TEST(EngineVerbs, BadInputIsAClearError) {
   Result r = Proctor("generate /nonexistent/model --prompt-ids 1");
   EXPECT_EQ(r.status, 1) << r.out;

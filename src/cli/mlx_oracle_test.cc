@@ -223,6 +223,76 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
   }
 }
 
+// mlx-lm's quantized KV cache (QuantizedKVCache, maybe_quantize_kv_cache after every model call,
+// quantized_scaled_dot_product_attention) against the engine's --kv affine:BITS:gGROUP
+// --kv-start N on the same chunks: the qwen3 golden (f32, head_dim 32) over 40 tokens.
+TEST(MlxLmQuantizedKv, EngineLogitsEqualMlxLmsQuantizedCache) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3-f32";
+  if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
+  struct Case {
+    int bits, group, start, chunk;
+  };
+  // start 0: converted after the first chunk; 16: after the step that reaches 16 positions;
+  // chunk 1: token by token (the decode path).
+  const std::vector<Case> cases = {
+      {4, 32, 0, 8}, {8, 32, 16, 8}, {2, 32, 5, 1}, {3, 32, 0, 13}, {6, 32, 12, 5}};
+  TempDir tmp;
+  const fs::path model = WithOlderRopeSpelling(golden, tmp.path() / "model");
+  const int vocab = json::parse(std::ifstream(golden / "config.json"))["vocab_size"].get<int>();
+  std::vector<int> tokens;
+  std::string ids;
+  for (int i = 0; i < 40; ++i) {
+    tokens.push_back((i * 37 + 11) % vocab);
+    if (i > 0) ids += ',';
+    ids += std::to_string(tokens.back());
+  }
+  json jobs = json::array();
+  std::vector<fs::path> proctor_out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    proctor_out.push_back(tmp.path() / fmt::format("proctor{}.f32", i));
+    const Result l = Proctor(fmt::format(
+        "logits {} --prompt-ids {} --out {} --kv affine:{}:g{} --kv-start {} --chunk {}",
+        model.string(), ids, proctor_out.back().string(), c.bits, c.group, c.start, c.chunk));
+    ASSERT_EQ(l.status, 0) << l.out;
+    jobs.push_back({{"model", model.string()},
+                    {"tokens", tokens},
+                    {"kv_bits", c.bits},
+                    {"kv_group_size", c.group},
+                    {"kv_start", c.start},
+                    {"chunk", c.chunk},
+                    {"out", (tmp.path() / fmt::format("mlx{}.f32", i)).string()}});
+  }
+  // The f32 cache as a yardstick: how far each quantized cache moved the logits.
+  const fs::path dense_out = tmp.path() / "dense.f32";
+  const Result d = Proctor(
+      fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids, dense_out.string()));
+  ASSERT_EQ(d.status, 0) << d.out;
+  const std::vector<float> dense = ReadF32(dense_out);
+  std::ofstream(tmp.path() / "jobs.json") << jobs.dump();
+  const Result r = MlxModel(python, "logits " + (tmp.path() / "jobs.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string label =
+        fmt::format("affine:{}:g{} --kv-start {} --chunk {}", c.bits, c.group, c.start, c.chunk);
+    const std::vector<float> mine = ReadF32(proctor_out[i]);
+    const std::vector<float> theirs = ReadF32(jobs[i]["out"].get<std::string>());
+    double scale = 0;
+    for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+    const double diff = MaxAbsDiff(mine, theirs);
+    const double moved = MaxAbsDiff(dense, theirs);
+    std::printf(
+        "[ distance ] qwen3-f32 %s: max |logit difference| %.3g vs mlx-lm; the quantized cache "
+        "moved the logits by %.3g (max |logit| %.3g)\n",
+        label.c_str(), diff, moved, scale);
+    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << label;
+    EXPECT_GT(moved, 100 * diff) << label << ": the comparison must see the quantization";
+  }
+}
+
 // mlx_lm.perplexity's eval_ppl against `proctor ppl` on one corpus (stories260K's tokenizer over
 // wikitext-2), for stories260K quantized to 8 and 4 bits.
 TEST(MlxLmPerplexity, ProctorPplEqualsMlxLmEvalPpl) {

@@ -1,7 +1,10 @@
 // Layer caches: storage and growth (see kv_cache.h).
 #include "model/kv_cache.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "util/error.h"
@@ -9,66 +12,195 @@
 
 namespace proctor {
 
-std::string KvScheme::Name() const { return std::string(proctor::Name(storage)); }
+std::string KvScheme::Name() const {
+  if (quantized()) return fmt::format("affine:{}:g{}", bits, group_size);
+  return std::string(proctor::Name(storage));
+}
+
+double KvScheme::EffectiveBits() const {
+  if (quantized()) return bits + 64.0 / group_size;
+  return 8.0 * static_cast<double>(BytesFor(storage, 1));
+}
+
+int64_t KvScheme::BytesPerToken(int64_t kv_dim) const {
+  if (quantized()) return 2 * (kv_dim * bits / 8 + 2 * 4 * (kv_dim / group_size));
+  return 2 * static_cast<int64_t>(BytesFor(storage, static_cast<uint64_t>(kv_dim)));
+}
 
 KvScheme ParseKvScheme(std::string_view name) {
-  const auto type = ParseDType(name);
-  if (!type || (*type != DType::kF32 && *type != DType::kBF16)) {
-    Fail("model", "unknown KV cache storage '{}' (expected f32 or bf16)", name);
+  constexpr const char* kAllowed =
+      "f32, bf16, f16, affine:BITS or affine:BITS:gGROUP (bits 2, 3, 4, 5, 6, 8; group 32, 64, "
+      "128)";
+  if (name.starts_with("affine:")) {
+    const std::string_view rest = name.substr(7);
+    const size_t colon = rest.find(':');
+    const std::string_view bits_text = rest.substr(0, colon);
+    std::string_view group_text = "g64";
+    if (colon != std::string_view::npos) group_text = rest.substr(colon + 1);
+    const auto number = [&](std::string_view text) {
+      int value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+        Fail("model", "--kv {}: '{}' is not a number (expected {})", name, text, kAllowed);
+      }
+      return value;
+    };
+    if (!group_text.starts_with("g")) {
+      Fail("model", "--kv {}: the group is written g32, g64 or g128 (seen '{}')", name, group_text);
+    }
+    KvScheme scheme{.bits = number(bits_text), .group_size = number(group_text.substr(1))};
+    quant::CheckMlxParams(quant::MlxMode::kAffine, scheme.bits, scheme.group_size,
+                          fmt::format("--kv {}", name));
+    return scheme;
   }
-  return KvScheme{*type};
+  const auto type = ParseDType(name);
+  if (!type || (*type != DType::kF32 && *type != DType::kBF16 && *type != DType::kF16)) {
+    Fail("model", "unknown KV cache scheme '{}' (expected {})", name, kAllowed);
+  }
+  return KvScheme{.storage = *type};
+}
+
+void CheckKvSchemeFits(const KvScheme& scheme, int head_dim) {
+  if (scheme.quantized() && head_dim % scheme.group_size != 0) {
+    Fail("model",
+         "--kv {}: the group size {} does not divide the model's head_dim {} (mlx-lm quantizes "
+         "each head's keys and values in groups along head_dim; choose a group that divides it)",
+         scheme.Name(), scheme.group_size, head_dim);
+  }
 }
 
 FullAttentionKvCache::FullAttentionKvCache(int64_t kv_dim, KvScheme scheme,
                                            int64_t reserve_positions)
     : kv_dim_(kv_dim), scheme_(scheme) {
   CHECK(kv_dim > 0);
-  CHECK(scheme.storage == DType::kF32 || scheme.storage == DType::kBF16);
+  CHECK(scheme.storage == DType::kF32 || scheme.storage == DType::kBF16 ||
+        scheme.storage == DType::kF16);
+  CHECK(!scheme.quantized() || (scheme.storage == DType::kF32 && kv_dim % scheme.group_size == 0));
   Reserve(std::max<int64_t>(reserve_positions, 16));
 }
 
+FullAttentionKvCache::QuantizedRows FullAttentionKvCache::NewQuantizedRows(int64_t capacity) const {
+  const int64_t groups = kv_dim_ / scheme_.group_size;
+  return {Tensor(DType::kU32, capacity, kv_dim_ * scheme_.bits / 32), Tensor::F32(capacity, groups),
+          Tensor::F32(capacity, groups)};
+}
+
+quant::MlxQuantizedMatrix FullAttentionKvCache::QuantizedRows::View(const KvScheme& scheme,
+                                                                    int64_t rows) const {
+  return {.mode = quant::MlxMode::kAffine,
+          .bits = scheme.bits,
+          .group_size = scheme.group_size,
+          .packed = packed.View().RowRange(0, rows),
+          .scales = scales.View().RowRange(0, rows),
+          .biases = biases.View().RowRange(0, rows)};
+}
+
 void FullAttentionKvCache::Reserve(int64_t positions) {
-  if (keys_.rows() >= positions) return;
-  Tensor keys(scheme_.storage, positions, kv_dim_);
-  Tensor values(scheme_.storage, positions, kv_dim_);
-  if (length_ > 0) {
-    const size_t used = static_cast<size_t>(length_) * BytesFor(scheme_.storage, kv_dim_);
-    std::memcpy(keys.bytes(), keys_.bytes(), used);
-    std::memcpy(values.bytes(), values_.bytes(), used);
+  const auto grown = [&](const Tensor& old, Tensor fresh) {
+    if (length_ > 0)
+      std::memcpy(fresh.bytes(), old.bytes(), static_cast<size_t>(length_) * old.View().row_stride);
+    return fresh;
+  };
+  if (converted()) {
+    if (quantized_keys_.packed.rows() >= positions) return;
+    for (QuantizedRows* store : {&quantized_keys_, &quantized_values_}) {
+      QuantizedRows fresh = NewQuantizedRows(positions);
+      fresh.packed = grown(store->packed, std::move(fresh.packed));
+      fresh.scales = grown(store->scales, std::move(fresh.scales));
+      fresh.biases = grown(store->biases, std::move(fresh.biases));
+      *store = std::move(fresh);
+    }
+    return;
   }
-  keys_ = std::move(keys);
-  values_ = std::move(values);
+  if (keys_.rows() >= positions) return;
+  keys_ = grown(keys_, Tensor(scheme_.storage, positions, kv_dim_));
+  values_ = grown(values_, Tensor(scheme_.storage, positions, kv_dim_));
+}
+
+void FullAttentionKvCache::AppendDense(const MatView& rows, Tensor& store) const {
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    const float* x = rows.RowAs<float>(r);
+    const int64_t row = length_ + r;
+    if (scheme_.storage == DType::kF32) {
+      std::memcpy(store.RowF32(row), x, sizeof(float) * kv_dim_);
+      continue;
+    }
+    auto* out = reinterpret_cast<uint16_t*>(store.bytes()) + row * kv_dim_;
+    if (scheme_.storage == DType::kBF16) {
+      for (int64_t i = 0; i < kv_dim_; ++i) out[i] = F32ToBF16(x[i]);
+    } else {
+      for (int64_t i = 0; i < kv_dim_; ++i) out[i] = F32ToF16(x[i]);
+    }
+  }
+}
+
+void FullAttentionKvCache::AppendQuantized(const MatView& rows, QuantizedRows& store) const {
+  // mx.quantize of the new rows (each row's groups are independent of the others).
+  std::vector<float> dense(static_cast<size_t>(rows.rows * kv_dim_));
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    std::memcpy(dense.data() + r * kv_dim_, rows.RowAs<float>(r), sizeof(float) * kv_dim_);
+  }
+  const quant::MlxQuantizedTensor q =
+      quant::QuantizeMlx(dense.data(), rows.rows, kv_dim_, quant::MlxMode::kAffine, scheme_.bits,
+                         scheme_.group_size, DType::kF32);
+  const auto place = [&](const Tensor& from, Tensor& to) {
+    const size_t row_bytes = from.View().row_stride;
+    std::memcpy(to.bytes() + static_cast<size_t>(length_) * to.View().row_stride, from.bytes(),
+                row_bytes * static_cast<size_t>(rows.rows));
+  };
+  place(q.packed, store.packed);
+  place(q.scales, store.scales);
+  place(q.biases, store.biases);
 }
 
 void FullAttentionKvCache::Append(const MatView& keys, const MatView& values) {
   CHECK(keys.type == DType::kF32 && values.type == DType::kF32);
   CHECK(keys.cols == kv_dim_ && values.cols == kv_dim_ && keys.rows == values.rows);
   const int64_t t = keys.rows;
-  if (length_ + t > keys_.rows()) Reserve(std::max(length_ + t, 2 * keys_.rows()));
-  for (int64_t r = 0; r < t; ++r) {
-    const float* k = keys.RowAs<float>(r);
-    const float* v = values.RowAs<float>(r);
-    const int64_t row = length_ + r;
-    if (scheme_.storage == DType::kF32) {
-      std::memcpy(keys_.RowF32(row), k, sizeof(float) * kv_dim_);
-      std::memcpy(values_.RowF32(row), v, sizeof(float) * kv_dim_);
-    } else {
-      auto* kout = reinterpret_cast<uint16_t*>(keys_.bytes()) + row * kv_dim_;
-      auto* vout = reinterpret_cast<uint16_t*>(values_.bytes()) + row * kv_dim_;
-      for (int64_t i = 0; i < kv_dim_; ++i) {
-        kout[i] = F32ToBF16(k[i]);
-        vout[i] = F32ToBF16(v[i]);
-      }
-    }
+  const int64_t capacity = converted() ? quantized_keys_.packed.rows() : keys_.rows();
+  if (length_ + t > capacity) Reserve(std::max(length_ + t, 2 * capacity));
+  if (converted()) {
+    AppendQuantized(keys, quantized_keys_);
+    AppendQuantized(values, quantized_values_);
+  } else {
+    AppendDense(keys, keys_);
+    AppendDense(values, values_);
   }
   length_ += t;
 }
 
-MatView FullAttentionKvCache::Keys() const { return keys_.View().RowRange(0, length_); }
-MatView FullAttentionKvCache::Values() const { return values_.View().RowRange(0, length_); }
+bool FullAttentionKvCache::EndStep() {
+  if (!scheme_.quantized() || converted() || length_ == 0 || length_ < scheme_.start) return false;
+  const int64_t capacity = keys_.rows();
+  QuantizedRows keys = NewQuantizedRows(capacity), values = NewQuantizedRows(capacity);
+  const int64_t filled = length_;
+  length_ = 0;  // AppendQuantized writes at length_
+  AppendQuantized(keys_.View().RowRange(0, filled), keys);
+  AppendQuantized(values_.View().RowRange(0, filled), values);
+  length_ = filled;
+  quantized_keys_ = std::move(keys);
+  quantized_values_ = std::move(values);
+  keys_ = Tensor();
+  values_ = Tensor();
+  return true;
+}
+
+ops::KvRows FullAttentionKvCache::Keys() const {
+  if (converted()) return ops::KvRows(quantized_keys_.View(scheme_, length_));
+  return ops::KvRows(keys_.View().RowRange(0, length_));
+}
+
+ops::KvRows FullAttentionKvCache::Values() const {
+  if (converted()) return ops::KvRows(quantized_values_.View(scheme_, length_));
+  return ops::KvRows(values_.View().RowRange(0, length_));
+}
 
 size_t FullAttentionKvCache::MemoryBytes() const {
-  return keys_.size_bytes() + values_.size_bytes();
+  size_t total = keys_.size_bytes() + values_.size_bytes();
+  for (const QuantizedRows* q : {&quantized_keys_, &quantized_values_}) {
+    total += q->packed.size_bytes() + q->scales.size_bytes() + q->biases.size_bytes();
+  }
+  return total;
 }
 
 RecurrentState::RecurrentState(int64_t conv_channels, int64_t conv_kernel, int64_t heads,
@@ -84,6 +216,15 @@ FullAttentionKvCache& ModelCache::Attention(int i) {
   LayerCache& l = layer(i);
   CHECK(l.kind() == LayerCacheKind::kFullAttention);
   return static_cast<FullAttentionKvCache&>(l);
+}
+
+void ModelCache::EndStep(int64_t tokens) {
+  position_ += tokens;
+  for (auto& l : layers_) {
+    if (l->kind() == LayerCacheKind::kFullAttention) {
+      static_cast<FullAttentionKvCache&>(*l).EndStep();
+    }
+  }
 }
 
 size_t ModelCache::MemoryBytes() const {

@@ -1,8 +1,10 @@
 // Per-layer state the forward pass carries from one ForwardHidden call to the next.
 //
 // A model's cache is one LayerCache per layer, and layers may differ (ARCHITECTURE.md):
-//  - FullAttentionKvCache: keys and values of every past position, stored as the KvScheme says
-//    (f32 by default, bf16 as an option; quantized schemes slot in here later).
+//  - FullAttentionKvCache: keys and values of every past position, stored as the KvScheme says:
+//    dense (f32 by default, bf16 or f16), or quantized with MLX's affine format as mlx-lm's
+//    QuantizedKVCache does (full precision until the cache holds `start` positions, then
+//    converted in place; docs/kv-cache.md).
 //  - sliding-window layers: today a FullAttentionKvCache read through the attention window (the
 //    kernel masks keys older than the window); a ring buffer that keeps only `window` rows is the
 //    planned memory saving, behind the same kind tag.
@@ -15,20 +17,51 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ops/attention.h"
+#include "quant/mlx_quant.h"
 #include "tensor/tensor.h"
 
 namespace proctor {
 
+// mlx-lm's default quantized_kv_start: its cache stays full precision below this many positions.
+inline constexpr int64_t kDefaultKvStart = 5000;
+
 // How a KV cache stores keys and values.
+//   dense:  `storage` f32, bf16 or f16 (rounded to nearest even on append);
+//   affine: MLX affine codes of `bits` (2, 3, 4, 6, 8) per element with an f32 scale and bias per
+//           `group_size` (32, 64, 128) elements of a head, quantized exactly as mx.quantize does
+//           (quant/mlx_quant.h). Full precision (f32) until a forward step ends with the cache
+//           holding at least `start` positions (mlx-lm's maybe_quantize_kv_cache: offset >=
+//           quantized_kv_start after each model call), then converted in place, every layer at
+//           once; from then on new keys and values are quantized as they arrive (before attention
+//           reads them, as mlx-lm's QuantizedKVCache.update_and_fetch does).
 struct KvScheme {
-  DType storage = DType::kF32;  // kF32 or kBF16 (rounded to nearest even on append)
-  std::string Name() const;     // "f32", "bf16"
+  DType storage = DType::kF32;  // dense storage; affine: the storage before the conversion (f32)
+  int bits = 0;                 // > 0: affine
+  int group_size = 0;
+  int64_t start = kDefaultKvStart;
+
+  bool quantized() const { return bits > 0; }
+  // "f32", "bf16", "f16", "affine:4:g64" (without `start`, a separate setting).
+  std::string Name() const;
+  // Stored bits per key or value element once converted: 32 or 16 dense; affine bits + 64 /
+  // group_size (f32 scale and bias per group). mlx-lm on a bf16 or f16 model keeps 16-bit scales
+  // and biases (bits + 32 / group_size): proctor's activations, and so its scales, are f32.
+  double EffectiveBits() const;
+  // Bytes of one position's keys and values in one layer once converted (kv_dim elements each).
+  int64_t BytesPerToken(int64_t kv_dim) const;
 };
 
-// Parses "f32" / "bf16"; Error naming the flag value otherwise.
+// Parses --kv: "f32", "bf16", "f16", "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
+// default); `start` keeps its default. Error naming the value and what is allowed otherwise.
 KvScheme ParseKvScheme(std::string_view name);
+
+// Error unless `scheme` fits a model whose heads are head_dim wide (affine groups must not
+// straddle heads: group_size divides head_dim, as mlx-lm quantizes each head's vector).
+void CheckKvSchemeFits(const KvScheme& scheme, int head_dim);
 
 enum class LayerCacheKind { kFullAttention, kSlidingWindow, kRecurrent };
 
@@ -40,7 +73,8 @@ class LayerCache {
 };
 
 // Keys and values for positions 0..length()-1, rows = positions: K [length, kv_dim] and
-// V [length, kv_dim] in the scheme's dtype. Grows by doubling; Reserve avoids regrowth.
+// V [length, kv_dim] as the scheme stores them (see KvScheme). Grows by doubling; Reserve avoids
+// regrowth.
 class FullAttentionKvCache final : public LayerCache {
  public:
   FullAttentionKvCache(int64_t kv_dim, KvScheme scheme, int64_t reserve_positions = 0);
@@ -51,19 +85,34 @@ class FullAttentionKvCache final : public LayerCache {
   // Appends T rows of keys and values (f32 [T, kv_dim] each) at positions length()..+T-1.
   void Append(const MatView& keys, const MatView& values);
   void Reserve(int64_t positions);
+  // The end of a forward step: an affine cache not yet converted that holds at least
+  // scheme().start positions (and at least one) is quantized now. Returns whether it converted.
+  bool EndStep();
 
   int64_t length() const { return length_; }
   int64_t kv_dim() const { return kv_dim_; }
   const KvScheme& scheme() const { return scheme_; }
-  MatView Keys() const;    // [length, kv_dim]
-  MatView Values() const;  // [length, kv_dim]
+  bool converted() const { return quantized_keys_.packed.rows() > 0; }
+  ops::KvRows Keys() const;    // [length, kv_dim]
+  ops::KvRows Values() const;  // [length, kv_dim]
 
  private:
+  // MLX affine storage of [capacity, kv_dim]: codes U32 [capacity, kv_dim * bits / 32], scales
+  // and biases F32 [capacity, kv_dim / group_size].
+  struct QuantizedRows {
+    Tensor packed, scales, biases;
+    quant::MlxQuantizedMatrix View(const KvScheme& scheme, int64_t rows) const;
+  };
+  void AppendDense(const MatView& rows, Tensor& store) const;
+  void AppendQuantized(const MatView& rows, QuantizedRows& store) const;
+  QuantizedRows NewQuantizedRows(int64_t capacity) const;
+
   int64_t kv_dim_;
   KvScheme scheme_;
   int64_t length_ = 0;
-  Tensor keys_;    // [capacity, kv_dim]
-  Tensor values_;  // [capacity, kv_dim]
+  Tensor keys_;    // dense: [capacity, kv_dim] (empty once converted)
+  Tensor values_;  // dense: [capacity, kv_dim]
+  QuantizedRows quantized_keys_, quantized_values_;  // affine, once converted
 };
 
 // The recurrent state of one linear-attention layer (gated DeltaNet). Shapes are fixed at
@@ -97,7 +146,9 @@ class ModelCache {
   FullAttentionKvCache& Attention(int i);
 
   int64_t position() const { return position_; }  // positions consumed so far
-  void Advance(int64_t tokens) { position_ += tokens; }
+  // The end of a forward step of `tokens` positions: advances position() and lets every
+  // attention layer apply its scheme's conversion rule (FullAttentionKvCache::EndStep).
+  void EndStep(int64_t tokens);
   size_t MemoryBytes() const;
 
  private:

@@ -64,6 +64,7 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
          "implemented",
          weights.origin(), config.rotary_dim, d);
   }
+  CheckKvSchemeFits(options.kv, d);
   rope_ = ComputeRopeFrequencies(
       config.rope, d, config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096);
   rope_style_ =
@@ -208,7 +209,7 @@ Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cac
     AttentionBlock(layer, Rows(x), positions, cache);
     MlpBlock(layer, Rows(x));
   }
-  cache.Advance(t);
+  cache.EndStep(t);  // may convert a quantized-KV cache (model/kv_cache.h)
   ops::RmsNorm(x.View(), final_norm_, config_.rms_norm_eps, false, Rows(x));
   return x;
 }

@@ -35,14 +35,14 @@ TEST(KvCache, AppendsGrowsAndRoundsToBf16) {
     bf16.Append(rows.View().RowRange(begin, end), rows.View().RowRange(begin, end));
   }
   ASSERT_EQ(f32.length(), 40);
-  ASSERT_EQ(f32.Keys().rows, 40);
-  EXPECT_EQ(bf16.Values().type, DType::kBF16);
+  ASSERT_EQ(f32.Keys().rows(), 40);
+  EXPECT_EQ(bf16.Values().dense.type, DType::kBF16);
   for (int64_t r = 0; r < 40; ++r) {
     for (int64_t c = 0; c < 3; ++c) {
       const float v = rows.RowF32(r)[c];
-      EXPECT_EQ(f32.Keys().RowAs<float>(r)[c], v);
-      EXPECT_EQ(bf16.Keys().RowAs<uint16_t>(r)[c], F32ToBF16(v));
-      EXPECT_EQ(BF16ToF32(bf16.Values().RowAs<uint16_t>(r)[c]), RoundToBF16(v));
+      EXPECT_EQ(f32.Keys().dense.RowAs<float>(r)[c], v);
+      EXPECT_EQ(bf16.Keys().dense.RowAs<uint16_t>(r)[c], F32ToBF16(v));
+      EXPECT_EQ(BF16ToF32(bf16.Values().dense.RowAs<uint16_t>(r)[c]), RoundToBF16(v));
     }
   }
   EXPECT_GE(f32.MemoryBytes(), size_t{40} * 3 * 4 * 2);
@@ -51,7 +51,7 @@ TEST(KvCache, AppendsGrowsAndRoundsToBf16) {
 TEST(KvCache, SchemeParsing) {
   EXPECT_EQ(ParseKvScheme("bf16").storage, DType::kBF16);
   EXPECT_EQ(ParseKvScheme("f32").Name(), "f32");
-  EXPECT_ERROR_CONTAINS(ParseKvScheme("q4_0"), "q4_0", "f32 or bf16");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("q4_0"), "q4_0", "f32, bf16, f16");
   EXPECT_ERROR_CONTAINS(ParseComputeMode("f16"), "f16");
 }
 

@@ -13,34 +13,63 @@
 namespace proctor::ops {
 namespace {
 
-void CheckAttentionArgs(const MatView& q, const MatView& k, const MatView& v, int64_t pos0,
+void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
                         int n_heads, int n_kv_heads, int head_dim, MutMatF32 out) {
   CHECK(q.type == DType::kF32);
-  CHECK_MSG(k.type == v.type && (k.type == DType::kF32 || k.type == DType::kBF16), "k {} v {}",
-            Name(k.type), Name(v.type));
+  CHECK_MSG(k.quantized.has_value() == v.quantized.has_value(), "keys and values stored alike");
+  if (k.quantized) {
+    CHECK_MSG(k.quantized->mode == quant::MlxMode::kAffine &&
+                  head_dim % k.quantized->group_size == 0 &&
+                  head_dim % v.quantized->group_size == 0,
+              "affine groups {} / {} for head_dim {}", k.quantized->group_size,
+              v.quantized->group_size, head_dim);
+  } else {
+    const auto dense = [](DType t) {
+      return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16;
+    };
+    CHECK_MSG(k.dense.type == v.dense.type && dense(k.dense.type), "k {} v {}", Name(k.dense.type),
+              Name(v.dense.type));
+  }
   CHECK_MSG(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "{} heads, {} kv heads", n_heads,
             n_kv_heads);
   CHECK_MSG(q.cols >= static_cast<int64_t>(n_heads) * head_dim &&
-                k.cols >= static_cast<int64_t>(n_kv_heads) * head_dim &&
-                v.cols >= static_cast<int64_t>(n_kv_heads) * head_dim,
-            "q cols {} k cols {} v cols {} for {}/{} heads of {}", q.cols, k.cols, v.cols, n_heads,
-            n_kv_heads, head_dim);
-  CHECK_MSG(pos0 >= 0 && k.rows >= pos0 + q.rows && v.rows >= pos0 + q.rows,
-            "pos0 {} + {} queries over k rows {} v rows {}", pos0, q.rows, k.rows, v.rows);
+                k.cols() >= static_cast<int64_t>(n_kv_heads) * head_dim &&
+                v.cols() >= static_cast<int64_t>(n_kv_heads) * head_dim,
+            "q cols {} k cols {} v cols {} for {}/{} heads of {}", q.cols, k.cols(), v.cols(),
+            n_heads, n_kv_heads, head_dim);
+  CHECK_MSG(pos0 >= 0 && k.rows() >= pos0 + q.rows && v.rows() >= pos0 + q.rows,
+            "pos0 {} + {} queries over k rows {} v rows {}", pos0, q.rows, k.rows(), v.rows());
   CHECK(out.rows == q.rows && out.cols >= static_cast<int64_t>(n_heads) * head_dim);
 }
 
-// KV row s, head kv as f32 (decoded into `buf` when stored as bf16).
-const float* KVHead(const MatView& m, int64_t s, int kv, int head_dim, float* buf) {
-  if (m.type == DType::kF32) return m.RowAs<float>(s) + static_cast<int64_t>(kv) * head_dim;
-  const uint16_t* src = m.RowAs<uint16_t>(s) + static_cast<int64_t>(kv) * head_dim;
-  for (int d = 0; d < head_dim; ++d) buf[d] = BF16ToF32(src[d]);
+// Elements [k0, k0 + len) of cache row s as f32: SIMD decoders (exact, as the references).
+void DecodeKvSegment(const KvRows& m, int64_t s, int64_t k0, int64_t len, float* out) {
+  if (m.quantized) {
+    quant::DecodeMlxRowSegment(*m.quantized, s, k0, len, out);
+  } else {
+    DecodeRowSegment(m.dense, s, k0, len, out);
+  }
+}
+
+// KV row s, head kv as f32 (scalar references; decoded into `buf` unless stored as f32).
+const float* KVHeadRef(const KvRows& m, int64_t s, int kv, int head_dim, float* buf) {
+  const int64_t k0 = static_cast<int64_t>(kv) * head_dim;
+  if (m.quantized) {
+    quant::DecodeMlxRowSegmentRef(*m.quantized, s, k0, head_dim, buf);
+    return buf;
+  }
+  if (m.dense.type == DType::kF32) return m.dense.RowAs<float>(s) + k0;
+  DecodeRowSegmentRef(m.dense, s, k0, head_dim, buf);
   return buf;
 }
 
+// Positions of quantized keys and values decoded at a time (a tile of D-wide f32 rows that stays
+// in the core's cache while it is used).
+constexpr int64_t kQuantizedTile = 128;
+
 }  // namespace
 
-void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
                int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out,
                ThreadPool& pool) {
   CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
@@ -53,9 +82,9 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
   const int64_t keys_max = pos0 + T;
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / (group * keys_max), 1, 32);
   const int64_t n_blocks = (T + block - 1) / block;
-  const size_t elem = k.type == DType::kF32 ? 4 : 2;
+  const bool quantized = k.quantized.has_value();
   pool.ParallelFor(static_cast<size_t>(n_kv_heads * n_blocks), [&](size_t begin, size_t end, int) {
-    thread_local std::vector<float> q_rows, scores, v_rows, out_rows;
+    thread_local std::vector<float> q_rows, scores, v_rows, out_rows, kv_tile, tile_out;
     for (size_t item = begin; item < end; ++item) {
       const int kv = static_cast<int>(static_cast<int64_t>(item) / n_blocks);
       const int64_t t0 = static_cast<int64_t>(item) % n_blocks * block;
@@ -68,7 +97,6 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
       const int64_t S = s_hi - s_lo + 1;
       q_rows.resize(static_cast<size_t>(rows * D));           // [rows, D]
       scores.resize(static_cast<size_t>(rows * S));           // [rows, S]
-      v_rows.resize(static_cast<size_t>(S * d_padded));       // [S, D padded]
       out_rows.resize(static_cast<size_t>(rows * d_padded));  // [rows, D padded]
       for (int64_t t = t0; t < t1; ++t) {
         for (int g = 0; g < group; ++g) {
@@ -76,23 +104,55 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
           std::copy(src, src + D, q_rows.data() + ((t - t0) * group + g) * D);
         }
       }
-      // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel, K in its stored type).
-      const MatView k_head{k.type, S, D, k.row_stride, k.Row(s_lo) + kv * D * elem};
       const MatView q_view{DType::kF32, rows, D, static_cast<size_t>(D) * 4,
                            reinterpret_cast<const uint8_t*>(q_rows.data())};
-      internal::MatMulBlockedF32(q_view, k_head, MutMatF32{rows, S, S, scores.data()}, 0, S);
+      if (!quantized) {
+        // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel, K in its stored type).
+        const MatView k_head{k.dense.type, S, D, k.dense.row_stride,
+                             k.dense.Row(s_lo) + BytesFor(k.dense.type, kv * D)};
+        internal::MatMulBlockedF32(q_view, k_head, MutMatF32{rows, S, S, scores.data()}, 0, S);
+      } else {
+        // The same, a tile of keys decoded at a time.
+        kv_tile.resize(static_cast<size_t>(kQuantizedTile * D));
+        for (int64_t j0 = 0; j0 < S; j0 += kQuantizedTile) {
+          const int64_t n = std::min(kQuantizedTile, S - j0);
+          for (int64_t j = 0; j < n; ++j) {
+            DecodeKvSegment(k, s_lo + j0 + j, static_cast<int64_t>(kv) * D, D,
+                            kv_tile.data() + j * D);
+          }
+          const MatView k_tile{DType::kF32, n, D, static_cast<size_t>(D) * 4,
+                               reinterpret_cast<const uint8_t*>(kv_tile.data())};
+          internal::MatMulBlockedF32(q_view, k_tile, MutMatF32{rows, n, S, scores.data() + j0}, 0,
+                                     n);
+        }
+      }
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t p = pos0 + t0 + r / group;
         const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
         internal::MaskedSoftmaxRow(scores.data() + r * S, S, first - s_lo, p - s_lo + 1, scale);
       }
-      for (int64_t s = 0; s < S; ++s) {  // V rows as f32, zero-padded to d_padded
-        float* dst = v_rows.data() + s * d_padded;
-        DecodeRowSegment(v, s_lo + s, static_cast<int64_t>(kv) * D, D, dst);
-        std::fill(dst + D, dst + d_padded, 0.0f);
+      // out_rows = softmax(scores) · V[s_lo..s_hi, kv]: V rows as f32, zero-padded to d_padded;
+      // all S rows at once when dense, a tile at a time (summed) when quantized.
+      const int64_t v_tile = quantized ? kQuantizedTile : S;
+      v_rows.resize(static_cast<size_t>(v_tile * d_padded));
+      for (int64_t j0 = 0; j0 < S; j0 += v_tile) {
+        const int64_t n = std::min(v_tile, S - j0);
+        for (int64_t j = 0; j < n; ++j) {
+          float* dst = v_rows.data() + j * d_padded;
+          DecodeKvSegment(v, s_lo + j0 + j, static_cast<int64_t>(kv) * D, D, dst);
+          std::fill(dst + D, dst + d_padded, 0.0f);
+        }
+        if (j0 > 0) tile_out.resize(static_cast<size_t>(rows * d_padded));
+        float* target = j0 == 0 ? out_rows.data() : tile_out.data();
+        internal::GemmF32(scores.data() + j0, S, rows, n, v_rows.data(), d_padded, D, target,
+                          d_padded);
+        if (j0 > 0) {
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t d = 0; d < D; ++d)
+              out_rows[r * d_padded + d] += tile_out[r * d_padded + d];
+          }
+        }
       }
-      internal::GemmF32(scores.data(), S, rows, S, v_rows.data(), d_padded, D, out_rows.data(),
-                        d_padded);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = t0 + r / group;
         const int h = kv * group + static_cast<int>(r % group);
@@ -103,7 +163,7 @@ void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos
   });
 }
 
-void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
                   int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out) {
   CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
   const int group = n_heads / n_kv_heads;
@@ -116,7 +176,7 @@ void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t 
       std::vector<double> scores;
       double max_score = -INFINITY;
       for (int64_t s = first; s <= p; ++s) {
-        const float* kh = KVHead(k, s, h / group, head_dim, kbuf.data());
+        const float* kh = KVHeadRef(k, s, h / group, head_dim, kbuf.data());
         double dot = 0.0;
         for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * kh[d];
         scores.push_back(dot * scale);
@@ -126,7 +186,7 @@ void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t 
       for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
       std::vector<double> acc(static_cast<size_t>(head_dim), 0.0);
       for (int64_t s = first; s <= p; ++s) {
-        const float* vh = KVHead(v, s, h / group, head_dim, vbuf.data());
+        const float* vh = KVHeadRef(v, s, h / group, head_dim, vbuf.data());
         for (int d = 0; d < head_dim; ++d) acc[d] += scores[s - first] / sum * vh[d];
       }
       float* o = out.Row(t) + static_cast<int64_t>(h) * head_dim;

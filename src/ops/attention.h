@@ -2,23 +2,41 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "quant/mlx_quant.h"
 #include "tensor/tensor.h"
 #include "util/thread_pool.h"
 
 namespace proctor::ops {
 
+// Keys or values of a KV cache as attention reads them, rows = positions: a dense matrix (f32,
+// bf16, f16) or MLX affine codes quantized along the row in groups that never straddle a head
+// (model/kv_cache.h). Attention decodes quantized rows a tile of positions at a time into a
+// thread-local buffer, never the whole cache.
+struct KvRows {
+  KvRows(const MatView& rows) : dense(rows) {}  // a dense cache (implicit: plain views pass)
+  explicit KvRows(const quant::MlxQuantizedMatrix& codes) : quantized(codes) {}
+
+  MatView dense{};
+  std::optional<quant::MlxQuantizedMatrix> quantized;
+
+  int64_t rows() const { return quantized ? quantized->rows() : dense.rows; }
+  int64_t cols() const { return quantized ? quantized->cols() : dense.cols; }
+};
+
 // T new queries at absolute positions pos0..pos0+T-1 over a KV cache holding keys/values for
 // positions 0..pos0+T-1 (rows = positions, at least pos0+T rows). q: [T, Hq*D] f32; k, v:
-// [S, Hkv*D] in kF32 or kBF16; out: [T, Hq*D]. Query head h uses KV head h / (Hq/Hkv).
-// sliding_window > 0: the query at position p sees keys p-window+1..p only. scale = 1/sqrt(D)
-// normally. Softmax in f32 with max subtraction. Threaded over (query row, head).
-void Attention(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+// [S, Hkv*D] dense (f32, bf16, f16) or affine codes whose groups divide D; out: [T, Hq*D]. Query
+// head h uses KV head h / (Hq/Hkv). sliding_window > 0: the query at position p sees keys
+// p-window+1..p only. scale = 1/sqrt(D) normally. Softmax in f32 with max subtraction. Threaded
+// over (query row, head).
+void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
                int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out,
                ThreadPool& pool);
 
 // Scalar reference (double accumulation), single-threaded.
-void AttentionRef(const MatView& q, const MatView& k, const MatView& v, int64_t pos0, int n_heads,
+void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
                   int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out);
 
 }  // namespace proctor::ops

@@ -22,7 +22,9 @@ usage:
       and "quantization_config" objects.
   mlx_model.py logits JOBS_JSON
       JOBS_JSON: [{"model": DIR, "tokens": [ids], "out": F32_FILE}, ...]. mlx-lm's own forward
-      (utils.load_model, then model(tokens)) per job; f32 logits [T, vocab].
+      (utils.load_model, then model(tokens)) per job; f32 logits [T, vocab]. With "kv_bits",
+      "kv_group_size", "kv_start" and "chunk": the tokens run in chunks through one prompt cache
+      that mlx-lm quantizes as its generation path does (maybe_quantize_kv_cache after every call).
   mlx_model.py ppl MODEL TOKENS_BIN --ctx-len N [--batch-size 8]
       mlx_lm.perplexity.eval_ppl over int32 rows [n, ctx_len]; prints {"ppl", "se", "tokens"}.
 """
@@ -180,8 +182,26 @@ def cmd_logits(args) -> None:
         jobs = json.load(f)
     for job in jobs:
         model, _ = utils.load_model(Path(job["model"]))
-        logits = model(mx.array([job["tokens"]])).astype(mx.float32)
-        np.array(logits[0]).astype("<f4").tofile(job["out"])
+        if "kv_bits" not in job:
+            logits = model(mx.array([job["tokens"]])).astype(mx.float32)
+            np.array(logits[0]).astype("<f4").tofile(job["out"])
+            continue
+        # mlx-lm's generation path with a quantized KV cache, teacher-forced: the model is called
+        # on consecutive chunks of the tokens with one prompt cache, and after every call
+        # generate.maybe_quantize_kv_cache converts each KVCache whose offset reached
+        # quantized_kv_start into a QuantizedKVCache (as generate_step does after each prefill
+        # chunk and each decode step); attention then goes through
+        # models.base.quantized_scaled_dot_product_attention.
+        from mlx_lm.generate import maybe_quantize_kv_cache
+        from mlx_lm.models.cache import make_prompt_cache
+
+        cache = make_prompt_cache(model)
+        tokens, chunk, rows = job["tokens"], job["chunk"], []
+        for begin in range(0, len(tokens), chunk):
+            logits = model(mx.array([tokens[begin:begin + chunk]]), cache=cache)
+            rows.append(np.array(logits[0].astype(mx.float32)))
+            maybe_quantize_kv_cache(cache, job["kv_start"], job["kv_group_size"], job["kv_bits"])
+        np.concatenate(rows).astype("<f4").tofile(job["out"])
 
 
 def cmd_ppl(args) -> None:

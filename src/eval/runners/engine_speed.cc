@@ -78,9 +78,19 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   report["decode_seconds"] = decode_seconds;
   report["decode_tokens_per_second"] =
       options.decode_tokens > 0 ? options.decode_tokens / decode_seconds : 0.0;
-  report["kv_cache_bytes"] = cache.MemoryBytes();
+  const KvScheme& kv = options.runtime.kv;
+  const ModelConfig& config = opened->config();
+  const int64_t kv_dim = int64_t{config.num_kv_heads} * config.head_dim;
+  const auto& first = static_cast<const FullAttentionKvCache&>(cache.layer(0));
+  report["kv_cache_bytes"] = cache.MemoryBytes();  // allocated: reserved positions x layers
   report["compute"] = std::string(ComputeModeName(options.runtime.compute));
-  report["kv"] = options.runtime.kv.Name();
+  report["kv"] = kv.Name();
+  if (kv.quantized()) {
+    report["kv_start"] = kv.start;
+    report["kv_converted"] = first.converted();  // false: the run never reached kv_start
+  }
+  report["kv_effective_bits"] = kv.EffectiveBits();
+  report["kv_bytes_per_token_per_layer"] = kv.BytesPerToken(kv_dim);
   report["threads"] = ThreadPool::Global().num_threads();
   report["bf16_kernel"] = ops::BF16KernelName();
   report["peak_rss_bytes"] = PeakRssBytes();

@@ -1,0 +1,233 @@
+// KV cache schemes (model/kv_cache.h): parsing and sizes, the affine conversion rule of mlx-lm's
+// maybe_quantize_kv_cache, and attention over a quantized cache (ops/attention.h). The codes
+// themselves are MLX's (quant::QuantizeMlx, tested byte for byte against MLX); mlx-lm's own
+// quantized cache is the live oracle of src/cli/mlx_oracle_test.cc.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/runtime_model.h"
+#include "model/synthetic_model.h"
+#include "ops/attention.h"
+#include "quant/mlx_quant.h"
+#include "util/half.h"
+#include "util/testing_files.h"
+#include "util/thread_pool.h"
+
+namespace proctor {
+namespace {
+
+Tensor RandomRows(int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  Tensor t = Tensor::F32(rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) t.RowF32(r)[c] = normal(rng);
+  }
+  return t;
+}
+
+// Row r of `cache` decoded to f32 with the scalar reference decoders.
+std::vector<float> DecodedRow(const ops::KvRows& rows, int64_t r) {
+  std::vector<float> out(static_cast<size_t>(rows.cols()));
+  if (rows.quantized) {
+    quant::DecodeMlxRowSegmentRef(*rows.quantized, r, 0, rows.cols(), out.data());
+  } else {
+    const float* src = rows.dense.RowAs<float>(r);
+    out.assign(src, src + rows.cols());
+  }
+  return out;
+}
+
+// What mx.quantize then dequantize does to rows [begin, end) of `t` (QuantizeMlx is MLX's
+// quantizer byte for byte; DecodeMlxRowSegmentRef its affine decode).
+std::vector<std::vector<float>> MlxRoundTrip(const Tensor& t, int64_t begin, int64_t end, int bits,
+                                             int group) {
+  const quant::MlxQuantizedTensor q = quant::QuantizeMlx(
+      t.RowF32(begin), end - begin, t.cols(), quant::MlxMode::kAffine, bits, group, DType::kF32);
+  std::vector<std::vector<float>> out;
+  for (int64_t r = 0; r < end - begin; ++r) {
+    out.emplace_back(static_cast<size_t>(t.cols()));
+    quant::DecodeMlxRowSegmentRef(q.View(), r, 0, t.cols(), out.back().data());
+  }
+  return out;
+}
+
+TEST(KvScheme, ParsesEveryFormAndRefusesNonsenseNamingTheValue) {
+  EXPECT_EQ(ParseKvScheme("f16").storage, DType::kF16);
+  EXPECT_EQ(ParseKvScheme("f16").Name(), "f16");
+  const KvScheme a4 = ParseKvScheme("affine:4");
+  EXPECT_EQ(a4.bits, 4);
+  EXPECT_EQ(a4.group_size, 64);  // mlx-lm's kv_group_size default
+  EXPECT_EQ(a4.start, 5000);     // mlx-lm's quantized_kv_start default
+  EXPECT_EQ(a4.Name(), "affine:4:g64");
+  EXPECT_EQ(ParseKvScheme("affine:8:g32").Name(), "affine:8:g32");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("affine:7"), "affine:7", "7");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("affine:4:g48"), "affine:4:g48", "48");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("affine:4:64"), "affine:4:64", "g64");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("affine:four"), "four");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("affine:"), "affine:");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("q4_0"), "q4_0", "affine:BITS");
+  EXPECT_ERROR_CONTAINS(CheckKvSchemeFits(ParseKvScheme("affine:4:g32"), 8), "32", "head_dim 8");
+  CheckKvSchemeFits(ParseKvScheme("affine:4:g32"), 64);
+  CheckKvSchemeFits(ParseKvScheme("bf16"), 8);
+}
+
+TEST(KvScheme, SizesFollowTheStorageFormat) {
+  // By hand from the format: affine 4 bits, group 64, kv_dim 256: codes 256 * 4 / 8 = 128 bytes,
+  // 4 groups x (f32 scale + f32 bias) = 32 bytes; keys and values: 320 bytes.
+  EXPECT_EQ(ParseKvScheme("affine:4:g64").BytesPerToken(256), 320);
+  EXPECT_DOUBLE_EQ(ParseKvScheme("affine:4:g64").EffectiveBits(), 5.0);
+  EXPECT_EQ(ParseKvScheme("bf16").BytesPerToken(256), 1024);
+  EXPECT_EQ(ParseKvScheme("f32").BytesPerToken(256), 2048);
+  for (const char* name : {"f32", "bf16", "f16", "affine:2:g32", "affine:3:g64", "affine:4:g128",
+                           "affine:5:g32", "affine:6:g64", "affine:8:g32"}) {
+    const KvScheme s = ParseKvScheme(name);
+    EXPECT_DOUBLE_EQ(static_cast<double>(s.BytesPerToken(256)) * 8, 2 * 256 * s.EffectiveBits())
+        << name;
+  }
+}
+
+TEST(KvCache, F16StorageRoundsToNearestEven) {
+  FullAttentionKvCache f16(64, KvScheme{.storage = DType::kF16}, 1);
+  const Tensor rows = RandomRows(5, 64, 1);
+  f16.Append(rows.View(), rows.View());
+  const ops::KvRows keys = f16.Keys();
+  ASSERT_EQ(keys.dense.type, DType::kF16);
+  for (int64_t r = 0; r < 5; ++r) {
+    for (int64_t c = 0; c < 64; ++c) {
+      EXPECT_EQ(keys.dense.RowAs<uint16_t>(r)[c], F32ToF16(rows.RowF32(r)[c]));
+    }
+  }
+}
+
+// The conversion rule: full precision until a step ends with length >= start, then every row
+// is mx.quantize'd once; later rows are quantized on arrival.
+TEST(KvCache, AffineCacheConvertsOnceWhenAStepEndsAtOrPastStart) {
+  const int64_t kv_dim = 128;
+  KvScheme scheme = ParseKvScheme("affine:4:g32");
+  scheme.start = 20;
+  FullAttentionKvCache cache(kv_dim, scheme, 4);
+  const Tensor keys = RandomRows(60, kv_dim, 2), values = RandomRows(60, kv_dim, 3, 4.0f);
+  const std::vector<std::pair<int64_t, int64_t>> steps = {
+      {0, 12}, {12, 19}, {19, 25}, {25, 26}, {26, 60}};
+  for (const auto& [begin, end] : steps) {
+    cache.Append(keys.View().RowRange(begin, end), values.View().RowRange(begin, end));
+    const bool converted = cache.EndStep();
+    EXPECT_EQ(converted, end == 25) << "step ending at " << end;
+    EXPECT_EQ(cache.converted(), end >= 25);
+    if (end < 25) {  // still f32, bit for bit
+      for (int64_t r = 0; r < end; ++r)
+        EXPECT_EQ(DecodedRow(cache.Keys(), r)[7], keys.RowF32(r)[7]);
+    }
+  }
+  ASSERT_EQ(cache.length(), 60);
+  // Rows 0..24 quantized together at the conversion, 25 and 26..59 on arrival: every row equals
+  // MLX's round trip of that row (groups never straddle rows, so batching does not matter).
+  const auto expected_keys = MlxRoundTrip(keys, 0, 60, 4, 32);
+  const auto expected_values = MlxRoundTrip(values, 0, 60, 4, 32);
+  for (int64_t r = 0; r < 60; ++r) {
+    EXPECT_EQ(DecodedRow(cache.Keys(), r), expected_keys[static_cast<size_t>(r)]) << r;
+    EXPECT_EQ(DecodedRow(cache.Values(), r), expected_values[static_cast<size_t>(r)]) << r;
+  }
+  // Memory: codes + f32 scales and biases for the capacity, nothing dense left.
+  EXPECT_EQ(cache.Keys().quantized->packed.rows, 60);  // the view covers the length
+  EXPECT_EQ(cache.MemoryBytes() % static_cast<size_t>(scheme.BytesPerToken(kv_dim)), 0u);
+  EXPECT_GE(cache.MemoryBytes(), static_cast<size_t>(60 * scheme.BytesPerToken(kv_dim)));
+  EXPECT_FALSE(cache.EndStep());  // converted once
+}
+
+TEST(KvCache, AnEmptyCacheIsNeverConverted) {
+  KvScheme scheme = ParseKvScheme("affine:8:g32");
+  scheme.start = 0;
+  FullAttentionKvCache cache(64, scheme);
+  EXPECT_FALSE(cache.EndStep());
+  EXPECT_FALSE(cache.converted());
+}
+
+// Attention over quantized keys and values equals the float64 reference over the same codes, for
+// odd lengths, GQA, one and many queries, a sliding window.
+TEST(QuantizedKvAttention, EqualsTheFloat64ReferenceOverTheSameCodes) {
+  ThreadPool pool(2);
+  const int n_heads = 8, n_kv_heads = 2, head_dim = 64;
+  const int64_t kv_dim = int64_t{n_kv_heads} * head_dim;
+  for (const char* name : {"affine:4:g32", "affine:3:g64", "affine:8:g64", "affine:2:g32"}) {
+    for (const int64_t length : {1, 7, 129, 301}) {
+      for (const int64_t queries : {int64_t{1}, std::min<int64_t>(length, 5)}) {
+        for (const int window : {0, 50}) {
+          KvScheme scheme = ParseKvScheme(name);
+          scheme.start = 0;
+          FullAttentionKvCache cache(kv_dim, scheme);
+          const Tensor k = RandomRows(length, kv_dim, 10), v = RandomRows(length, kv_dim, 11);
+          cache.Append(k.View(), v.View());
+          ASSERT_TRUE(cache.EndStep());
+          const Tensor q = RandomRows(queries, int64_t{n_heads} * head_dim, 12);
+          Tensor fast = Tensor::F32(queries, int64_t{n_heads} * head_dim);
+          Tensor ref = Tensor::F32(queries, int64_t{n_heads} * head_dim);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          const int64_t pos0 = length - queries;
+          ops::Attention(q.View(), cache.Keys(), cache.Values(), pos0, n_heads, n_kv_heads,
+                         head_dim, scale, window, fast.MutF32(), pool);
+          ops::AttentionRef(q.View(), cache.Keys(), cache.Values(), pos0, n_heads, n_kv_heads,
+                            head_dim, scale, window, ref.MutF32());
+          double worst = 0;
+          for (int64_t r = 0; r < queries; ++r) {
+            for (int64_t c = 0; c < fast.cols(); ++c) {
+              const double a = fast.RowF32(r)[c], b = ref.RowF32(r)[c];
+              worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+            }
+          }
+          EXPECT_LE(worst, 1e-5) << name << " length " << length << " queries " << queries
+                                 << " window " << window;
+        }
+      }
+    }
+  }
+}
+
+// The model with an affine cache: bit-identical to the f32 cache until the conversion step ends,
+// close after it, and refused when the group does not divide head_dim.
+TEST(QuantizedKvModel, BelowStartBitIdenticalThenConvertedOnceAndClose) {
+  const SyntheticModel m = BuildSyntheticModel(SyntheticConfig("tiny"), DType::kF32);  // D = 32
+  std::vector<int32_t> tokens;
+  tokens.reserve(48);
+  for (int i = 0; i < 48; ++i) tokens.push_back((i * 53 + 7) % 512);
+  RuntimeOptions dense_options, affine_options;
+  affine_options.kv = ParseKvScheme("affine:4:g32");
+  affine_options.kv.start = 16;
+  const RuntimeModel dense(m.config, m.weights, dense_options);
+  const RuntimeModel affine(m.config, m.weights, affine_options);
+  ModelCache dense_cache = dense.MakeCache(), affine_cache = affine.MakeCache();
+  const std::vector<std::pair<int, int>> steps = {{0, 10}, {10, 16}, {16, 30}, {30, 31}, {31, 48}};
+  for (const auto& [begin, end] : steps) {
+    const std::span<const int32_t> ids(tokens.data() + begin, static_cast<size_t>(end - begin));
+    const Tensor a = dense.LogitsFromHidden(dense.ForwardHidden(ids, dense_cache).View());
+    const Tensor b = affine.LogitsFromHidden(affine.ForwardHidden(ids, affine_cache).View());
+    float diff = 0;
+    for (int64_t r = 0; r < a.rows(); ++r) {
+      for (int64_t c = 0; c < a.cols(); ++c) {
+        diff = std::max(diff, std::fabs(a.RowF32(r)[c] - b.RowF32(r)[c]));
+      }
+    }
+    // Steps ending before position 16 and the step that ends at 16 ran on f32 keys and values.
+    if (begin < 16) {
+      EXPECT_EQ(diff, 0.0f) << "step " << begin << ".." << end;
+    } else {
+      EXPECT_GT(diff, 0.0f) << "step " << begin << ".." << end;
+      EXPECT_LT(diff, 1.0f) << "step " << begin << ".." << end;
+    }
+    const bool converted = static_cast<FullAttentionKvCache&>(affine_cache.layer(0)).converted();
+    EXPECT_EQ(converted, end >= 16) << "after the step ending at " << end;
+  }
+  EXPECT_LT(affine_cache.MemoryBytes(), dense_cache.MemoryBytes() / 4);
+
+  RuntimeOptions g64;
+  g64.kv = ParseKvScheme("affine:4:g64");
+  EXPECT_ERROR_CONTAINS(RuntimeModel(m.config, m.weights, g64), "64", "head_dim 32");
+}
+
+}  // namespace
+}  // namespace proctor
