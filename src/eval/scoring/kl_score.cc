@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/logits_stats.h"
+#include "ops/sum_exp.h"
 #include "util/error.h"
 
 namespace proctor {
@@ -15,6 +16,18 @@ constexpr const char* kComponent = "kl";
 // Q (the candidate's probability outside the teacher's top-k) is floored here when rounding
 // makes it 0 or negative while the teacher's P is still positive.
 constexpr double kMinTailProbability = 1e-30;
+// 1 - (the candidate's mass on the teacher's top-k) is exact to ~1e-7 only (the row's logsumexp
+// is f32-accurate); below this it is summed directly over the rest of the vocabulary instead.
+constexpr double kDirectTailBelow = 1e-4;
+
+// The candidate's probability outside the teacher's top-k, summed over those entries in float64
+// (ops/sum_exp.h): relative accuracy ~1e-15 however close to 1 the top-k mass is.
+double CandidateTailMass(const float* c, int64_t vocab, const int32_t* idx, int64_t k, float max) {
+  thread_local std::vector<float> outside;
+  outside.assign(c, c + vocab);
+  for (int64_t j = 0; j < k; ++j) outside[static_cast<size_t>(idx[j])] = -INFINITY;
+  return SumExpShifted(outside.data(), vocab, max) / SumExpShifted(c, vocab, max);
+}
 
 ops::RowStats CheckedRowStats(const float* row, int64_t vocab, const char* whose,
                               const std::string& where, int64_t position) {
@@ -64,7 +77,9 @@ PositionScore ScoreOne(const ReferenceRecords& records, int64_t r, const float* 
   score.kl = terms.kl;
   score.mass = terms.teacher_mass;
   const double P = 1.0 - terms.teacher_mass;
-  const double Q = std::max(1.0 - terms.candidate_mass, kMinTailProbability);
+  double Q = 1.0 - terms.candidate_mass;
+  if (P > 0 && Q < kDirectTailBelow) Q = CandidateTailMass(c, vocab, idx, k, stats.max);
+  Q = std::max(Q, kMinTailProbability);
   score.tail_kl = terms.kl + (P > 0 ? P * (std::log(P) - std::log(Q)) : 0.0);
   score.top1 = stats.argmax == idx[0];
   score.candidate_argmax = static_cast<int32_t>(stats.argmax);
