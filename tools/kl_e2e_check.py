@@ -12,7 +12,9 @@ Recomputes every statistic of a kl run from files alone, never from proctor's ar
   --results FILE         the `--json` results file of the kl run, compared statistic by
                          statistic;
   --per-position FILE    the run's `--per-position` file (docs/formats.md), compared record by
-                         record.
+                         record;
+  --decode-steps S       two-model mode on the decode path (`kl --decode-steps S`): only the
+                         last S positions of each sequence are scored.
 Prints the recomputed statistics as JSON on stdout and every mismatch on stderr; exits 1 when
 anything differs by more than the tolerances, 0 otherwise.
 
@@ -115,18 +117,19 @@ def score_saved_teacher(dump, cand, n_seqs):
     return rows, k
 
 
-def score_two_model(teacher, cand, tokens, n_seqs):
+def score_two_model(teacher, cand, tokens, n_seqs, decode_steps):
     rows = []
     for s in range(n_seqs):
         positions = tokens.shape[1] - 1
+        first = positions - decode_steps if decode_steps else 0
         lp_all = log_softmax(teacher[s, :positions].astype(np.float64))
         lq_all = log_softmax(cand[s, :positions].astype(np.float64))
-        for r in range(positions):
+        for r in range(first, positions):
             lp, lq = lp_all[r], lq_all[r]
             p = np.exp(lp)
             kl = float(np.sum(p * (lp - lq)))
             nxt = int(tokens[s, r + 1])
-            rows.append(dict(seq=s, position=r, kl=kl, tail_kl=kl, mass=1.0,
+            rows.append(dict(seq=s, position=r - first, kl=kl, tail_kl=kl, mass=1.0,
                              candidate_nll=-float(lq[nxt]), teacher_nll=-float(lp[nxt]),
                              next_token=nxt, candidate_argmax=int(first_argmax(cand[s, r])),
                              teacher_argmax=int(first_argmax(teacher[s, r]))))
@@ -195,6 +198,9 @@ def main():
     ap.add_argument("--results")
     ap.add_argument("--per-position")
     ap.add_argument("--n", type=int, default=0, help="sequences scored (default: all)")
+    ap.add_argument("--decode-steps", type=int, default=0,
+                    help="two-model mode: only the last S positions of each sequence that predict "
+                         "a token are scored, records numbered by step (kl --decode-steps)")
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--position-atol", type=float, default=2e-6)
     ap.add_argument("--mean-atol", type=float, default=2e-7)
@@ -221,7 +227,7 @@ def main():
         cand = cand.reshape(-1, ctx, args.vocab)
         n_seqs = teacher.shape[0] if not args.n else min(args.n, teacher.shape[0])
         assert cand.shape[0] >= n_seqs, (cand.shape, n_seqs)
-        rows = score_two_model(teacher, cand, tokens[:n_seqs], n_seqs)
+        rows = score_two_model(teacher, cand, tokens[:n_seqs], n_seqs, args.decode_steps)
     stats = aggregate(rows, n_seqs)
     json.dump(stats, sys.stdout, indent=1)
     sys.stdout.write("\n")

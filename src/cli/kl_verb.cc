@@ -1,6 +1,7 @@
 // `proctor kl`: scores a candidate model against a teacher: a saved teacher
 // (`--reference-logits DIR`, a reference-logits dump) or a resident one (`--reference MODEL
-// --corpus DIR`, full-vocabulary KL). Per-position KL, top-1, captured mass, tail-aware KL;
+// --corpus DIR`, full-vocabulary KL; `--kv-arm SCHEME`: the model itself with the f32 cache;
+// `--decode-steps S`: the decode path). Per-position KL, top-1, captured mass, tail-aware KL;
 // `--per-position FILE` keeps every position, `--json FILE` every statistic.
 #include <fmt/format.h>
 
@@ -24,6 +25,8 @@ void RegisterKlVerb(CLI::App& app) {
     std::string per_position;
     std::string reference_compute;  // empty: the candidate's --compute
     std::string reference_kv;       // empty: the candidate's --kv
+    std::string kv_arm;             // KV-arm A/B: the candidate's scheme, the reference f32
+    int64_t decode_steps = 0;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -39,12 +42,20 @@ void RegisterKlVerb(CLI::App& app) {
       "Reference model (two-model mode: both resident, full-vocabulary KL over --corpus)");
   auto* corpus = verb->add_option("--corpus", args->corpus,
                                   "Corpus directory (tokens.bin + manifest.json) for --reference");
-  saved->excludes(resident)->excludes(corpus);
-  resident->needs(corpus);
-  corpus->needs(resident);
-  verb->add_option("--candidate", args->candidate,
+  auto* kv_arm = verb->add_option(
+      "--kv-arm", args->kv_arm,
+      "KV-arm A/B over --corpus: the reference is the candidate model itself with the f32 cache, "
+      "the candidate arm runs with this --kv scheme (one load), e.g. --kv-arm affine:4");
+  saved->excludes(resident)->excludes(corpus)->excludes(kv_arm);
+  resident->excludes(kv_arm);
+  verb->add_option("--candidate,--model", args->candidate,
                    "Candidate model: directory, .gguf file or cached HF id")
       ->required();
+  verb->add_option("--decode-steps", args->decode_steps,
+                   "With --corpus: the decode path. Each sequence's prompt is prefilled, then its "
+                   "last S scored positions run one token per step (a quantized candidate cache is "
+                   "converted when the prefill ends) and only they are scored")
+      ->check(CLI::PositiveNumber);
   verb->add_option("--n", args->n, "Score only the first N sequences (default: all)")
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--json", args->json,
@@ -57,13 +68,29 @@ void RegisterKlVerb(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->needs(resident);
   verb->add_option("--reference-kv", args->reference_kv,
-                   "Two-model mode: the reference's --kv (default: the candidate's)")
-      ->check(CLI::IsMember({"f32", "bf16"}))
+                   "Two-model mode: the reference's --kv scheme (default: the candidate's)")
       ->needs(resident);
   args->engine.Add(*verb);
+  kv_arm->excludes(verb->get_option("--kv"));
   verb->callback([args] {
+    if (!args->kv_arm.empty()) {  // one model, two caches
+      args->reference = args->candidate;
+      args->reference_kv = "f32";
+      args->engine.kv = args->kv_arm;
+    }
     if (args->reference_logits.empty() && args->reference.empty()) {
-      Fail("cli", "kl needs a teacher: --reference-logits DIR, or --reference MODEL --corpus DIR");
+      Fail("cli",
+           "kl needs a teacher: --reference-logits DIR, --reference MODEL --corpus DIR, or "
+           "--kv-arm SCHEME --corpus DIR");
+    }
+    if (!args->reference.empty() && args->corpus.empty()) {
+      Fail("cli", "{} needs --corpus DIR (the tokens both arms run over)",
+           args->kv_arm.empty() ? "--reference" : "--kv-arm");
+    }
+    if (args->decode_steps > 0 && args->reference.empty()) {
+      Fail("cli",
+           "--decode-steps needs two resident arms (--reference MODEL or --kv-arm SCHEME, with "
+           "--corpus DIR); a saved teacher was dumped teacher-forced in chunks");
     }
     const bool quiet = Globals().quiet;
     const bool json = !args->json.empty();
@@ -97,6 +124,7 @@ void RegisterKlVerb(CLI::App& app) {
                                         .corpus_dir = args->corpus,
                                         .max_seqs = args->n,
                                         .chunk_size = args->engine.chunk,
+                                        .decode_steps = args->decode_steps,
                                         .runtime = args->engine.Options(),
                                         .reference_runtime = reference_engine.Options(),
                                         .quiet = quiet,

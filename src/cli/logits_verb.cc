@@ -16,6 +16,7 @@ void RegisterLogitsVerb(CLI::App& app) {
     std::string corpus;
     int64_t n = 0;
     std::string out;
+    int64_t decode_from = -1;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -34,6 +35,10 @@ void RegisterLogitsVerb(CLI::App& app) {
       ->needs(corpus);
   verb->add_option("-o,--out", args->out, "Output file")->required();
   args->engine.Add(*verb);
+  verb->add_option("--decode-from", args->decode_from,
+                   "Positions from N on run one token per forward step, after chunks that end at "
+                   "N (the schedule of `kl --decode-steps`); default: chunks throughout")
+      ->check(CLI::NonNegativeNumber);
   verb->callback([args] {
     const RawLogitsResult r = WriteRawLogits(
         {.model = args->model,
@@ -43,6 +48,7 @@ void RegisterLogitsVerb(CLI::App& app) {
          .max_seqs = args->n,
          .out = args->out,
          .chunk_size = args->engine.chunk,
+         .decode_from = args->decode_from,
          .runtime = args->engine.Options(),
          .quiet = Globals().quiet});
     if (!Globals().quiet) {

@@ -267,12 +267,11 @@ TEST(StoriesLoop, EightBitScoresCloserThanFourBitOnTinystoriesAndWikitext) {
 
 // A quantized KV cache judged against a saved teacher: a teacher dumps its logits with the f32
 // cache; the same weights with --kv affine:B:g32 --kv-start 0 (quantized after the first chunk,
-// read by every later one) are the candidates. On the qwen3 golden (f32, head_dim 32) fewer bits
-// drift further (8 < 4 < 2). On the synthetic tiny model (head_dim 32) the 4-bit run's statistics
-// equal numpy's recomputation from the dump and the candidate's logits (`proctor logits` with the
-// same cache; mlx_oracle_test.cc checks those against mlx-lm's own quantized cache). The golden's
-// random weights give near-one-hot candidates whose mass outside the teacher's top-k is below
-// float32 resolution, where the tail-aware KL is not resolved: hence the synthetic model there.
+// read by every later one) are the candidates: the qwen3 golden (f32, head_dim 32). Fewer bits
+// drift further (8 < 4 < 2), and the 4-bit run's statistics equal numpy's recomputation from the
+// dump and the candidate's logits (`proctor logits` with the same cache; mlx_oracle_test.cc checks
+// those against mlx-lm's own quantized cache). The golden's random weights make near-one-hot
+// candidates (mass outside the teacher's top-k down to 1e-10): the tail-aware KL's direct sum.
 TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   const fs::path golden = Fixtures() / "hf-goldens" / "qwen3-f32";
   if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
@@ -280,7 +279,7 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   if (Shell("/usr/bin/python3 -c 'import numpy'").status != 0) {
     GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
   }
-  constexpr int64_t kVocab = 512, kSeqs = 3, kCtx = 64, kChunk = 16;  // both models: vocab 512
+  constexpr int64_t kVocab = 512, kSeqs = 3, kCtx = 64, kChunk = 16;
   ASSERT_EQ(nlohmann::json::parse(ReadFileToString(golden / "config.json"))["vocab_size"], kVocab);
   testing::TempDir temp;
   const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
@@ -293,28 +292,25 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   const auto proctor = [](const std::string& args) {
     return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
   };
-  // Scores `model` with the cache of `bits` against its own f32-cache dump `dump`.
-  const auto kl_with_cache = [&](const std::string& model, const std::string& dump, int bits) {
-    const std::string name = fmt::format("{}-{}", dump, bits);
+  // Scores the golden with a cache of `bits` against its own f32-cache dump.
+  const auto kl_with_cache = [&](int bits) {
+    const std::string name = fmt::format("golden-{}", bits);
     const CommandResult r = proctor(fmt::format(
         "kl --reference-logits {} --candidate {} --kv affine:{}:g32 --kv-start 0 --chunk {} "
         "--json {}.json --per-position {}.bin",
-        path(dump), model, bits, kChunk, path(name), path(name)));
+        path("golden"), golden.string(), bits, kChunk, path(name), path(name)));
     EXPECT_EQ(r.status, 0) << r.output;
     const auto kl = nlohmann::json::parse(ReadFileToString(path(name + ".json")));
     EXPECT_EQ(kl["settings"]["kv"], fmt::format("affine:{}:g32", bits));
     return kl["results"]["kl"]["mean"].get<double>();
   };
-  for (const auto& [model, dump] : {std::pair<std::string, std::string>{golden.string(), "golden"},
-                                    {"synthetic:tiny:f32", "tiny"}}) {
-    const CommandResult r =
-        proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}", model,
-                            path("corpus"), path(dump), kChunk));
-    ASSERT_EQ(r.status, 0) << r.output;
-  }
+  CommandResult r =
+      proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}",
+                          golden.string(), path("corpus"), path("golden"), kChunk));
+  ASSERT_EQ(r.status, 0) << r.output;
   std::map<int, double> mean_kl;
   for (const int bits : {8, 4, 2}) {
-    mean_kl[bits] = kl_with_cache(golden.string(), "golden", bits);
+    mean_kl[bits] = kl_with_cache(bits);
     fmt::print("[ kv ] qwen3-f32 saved-teacher KL, --kv affine:{}:g32 --kv-start 0: mean {:.6g}\n",
                bits, mean_kl[bits]);
   }
@@ -322,20 +318,109 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   EXPECT_LT(mean_kl[8], mean_kl[4]);
   EXPECT_LT(mean_kl[4], mean_kl[2]);
 
-  kl_with_cache("synthetic:tiny:f32", "tiny", 4);
-  CommandResult r = proctor(
-      fmt::format("logits synthetic:tiny:f32 --corpus {} --kv affine:4:g32 --kv-start 0 --chunk {} "
-                  "--out {}",
-                  path("corpus"), kChunk, path("cand.f32")));
+  r = proctor(
+      fmt::format("logits {} --corpus {} --kv affine:4:g32 --kv-start 0 --chunk {} --out {}",
+                  golden.string(), path("corpus"), kChunk, path("cand.f32")));
   ASSERT_EQ(r.status, 0) << r.output;
   r = Shell(fmt::format(
       "/usr/bin/python3 {}/tools/kl_e2e_check.py --vocab {} --dump {} --candidate-logits {} "
       "--results {} --per-position {}",
-      PROCTOR_SOURCE_DIR, kVocab, path("tiny"), path("cand.f32"), path("tiny-4.json"),
-      path("tiny-4.bin")));
+      PROCTOR_SOURCE_DIR, kVocab, path("golden"), path("cand.f32"), path("golden-4.json"),
+      path("golden-4.bin")));
   EXPECT_EQ(r.status, 0) << r.output;
-  fmt::print("numpy recomputation (tiny, --kv affine:4:g32):\n{}\n",
+  fmt::print("numpy recomputation (qwen3-f32, --kv affine:4:g32):\n{}\n",
              r.output.substr(r.output.rfind("checked")));
+}
+
+// The decode path (`kl --kv-arm SCHEME --decode-steps S`): one model, the reference arm with the
+// f32 cache, the candidate arm with SCHEME converted when the prefill ends, the last S positions
+// of each sequence decoded one token per step. Identical arms give exactly 0; fewer bits drift
+// further; the 4-bit run's statistics equal numpy's recomputation from both arms' logits written
+// by `proctor logits --decode-from` (the same schedule and conversion point).
+TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
+  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3-f32";
+  if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+  if (Shell("/usr/bin/python3 -c 'import numpy'").status != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available (the oracle)";
+  }
+  constexpr int64_t kVocab = 512, kSeqs = 3, kCtx = 64, kChunk = 16, kSteps = 8;
+  constexpr int64_t kPrefill = kCtx - 1 - kSteps;  // the decode steps begin here
+  testing::TempDir temp;
+  const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
+  std::vector<int32_t> tokens;
+  tokens.reserve(kSeqs * kCtx);
+  for (int64_t i = 0; i < kSeqs * kCtx; ++i) {
+    tokens.push_back(static_cast<int32_t>((i * 4099 + 5) % kVocab));
+  }
+  WriteCorpus(path("corpus"), tokens, kCtx, {{"vocab_size", kVocab}});
+  const auto proctor = [](const std::string& args) {
+    return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
+  };
+  const auto decode_kl = [&](const std::string& scheme) {
+    const std::string name = "decode-" + scheme.substr(scheme.find(':') + 1, 1);
+    const CommandResult r = proctor(fmt::format(
+        "kl --model {} --kv-arm {} --corpus {} --decode-steps {} --chunk {} --json {}.json "
+        "--per-position {}.bin",
+        golden.string(), scheme, path("corpus"), kSteps, kChunk, path(name), path(name)));
+    EXPECT_EQ(r.status, 0) << r.output;
+    const auto kl = nlohmann::json::parse(ReadFileToString(path(name + ".json")));
+    EXPECT_EQ(kl["settings"]["mode"], "decode");
+    EXPECT_EQ(kl["settings"]["kv"], scheme);
+    EXPECT_EQ(kl["settings"]["reference_kv"], "f32");
+    EXPECT_EQ(kl["results"]["positions"], kSeqs * kSteps);
+    return kl;
+  };
+  const auto same = decode_kl("f32");
+  EXPECT_EQ(same["results"]["kl"]["mean"].get<double>(), 0.0);
+  EXPECT_EQ(same["results"]["kl"]["max"].get<double>(), 0.0);
+  EXPECT_EQ(same["results"]["top1_agreement"].get<double>(), 1.0);
+  std::map<int, double> mean_kl;
+  for (const int bits : {8, 4, 2}) {
+    const auto kl = decode_kl(fmt::format("affine:{}:g32", bits));
+    EXPECT_EQ(kl["settings"]["kv_start"], kPrefill);
+    mean_kl[bits] = kl["results"]["kl"]["mean"].get<double>();
+    fmt::print("[ kv ] qwen3-f32 decode-path KL ({} steps), --kv-arm affine:{}:g32: mean {:.6g}\n",
+               kSteps, bits, mean_kl[bits]);
+  }
+  // 8 bits moves the decode steps' distributions below the KL's own rounding (~1e-8: it can
+  // come out negative); 4 and 2 bits clearly above it.
+  EXPECT_LT(mean_kl[8], mean_kl[4]);
+  EXPECT_GT(mean_kl[4], 1e-7);
+  EXPECT_LT(mean_kl[4], mean_kl[2]);
+
+  for (const auto& [out, flags] :
+       {std::pair<std::string, std::string>{"ref.f32", ""},
+        {"cand.f32", fmt::format("--kv affine:4:g32 --kv-start {}", kPrefill)}}) {
+    const CommandResult r =
+        proctor(fmt::format("logits {} --corpus {} --chunk {} --decode-from {} {} --out {}",
+                            golden.string(), path("corpus"), kChunk, kPrefill, flags, path(out)));
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const CommandResult r = Shell(fmt::format(
+      "/usr/bin/python3 {}/tools/kl_e2e_check.py --vocab {} --teacher-logits {} --tokens "
+      "{}/tokens.bin --candidate-logits {} --results {} --per-position {} --decode-steps {}",
+      PROCTOR_SOURCE_DIR, kVocab, path("ref.f32"), path("corpus"), path("cand.f32"),
+      path("decode-4.json"), path("decode-4.bin"), kSteps));
+  EXPECT_EQ(r.status, 0) << r.output;
+  fmt::print("numpy recomputation (qwen3-f32 decode path, --kv-arm affine:4:g32):\n{}\n",
+             r.output.substr(r.output.rfind("checked")));
+
+  // Nonsense is refused, naming the values.
+  CommandResult bad =
+      proctor(fmt::format("kl --model {} --kv-arm affine:4:g32 --corpus {} "
+                          "--decode-steps 63",
+                          golden.string(), path("corpus")));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("1 to 62"), std::string::npos) << bad.output;
+  bad =
+      proctor(fmt::format("kl --model {} --kv-arm affine:4:g32 --decode-steps 4", golden.string()));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--corpus"), std::string::npos) << bad.output;
+  bad = proctor(fmt::format("kl --model {} --kv-arm affine:4:g32 --kv bf16 --corpus {}",
+                            golden.string(), path("corpus")));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--kv"), std::string::npos) << bad.output;
 }
 
 }  // namespace

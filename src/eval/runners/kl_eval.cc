@@ -215,7 +215,18 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOp
       {"reference_compute", std::string(ComputeModeName(options.reference_runtime.compute))},
       {"reference_kv", options.reference_runtime.kv.Name()},
       {"top_k", result.manifest.top_k},
-      {"full_vocabulary", true}};
+      {"full_vocabulary", true},
+      {"decode_steps", options.decode_steps}};
+  // When an affine cache converts: at the end of the prefill on the decode path, else --kv-start.
+  const auto kv_start = [&](const RuntimeOptions& runtime, bool candidate) -> nlohmann::json {
+    if (!runtime.kv.quantized()) return nullptr;
+    if (candidate && options.decode_steps > 0) {
+      return result.manifest.ctx_len - 1 - options.decode_steps;
+    }
+    return runtime.kv.start;
+  };
+  env.settings["kv_start"] = kv_start(options.runtime, true);
+  env.settings["reference_kv_start"] = kv_start(options.reference_runtime, false);
   return env;
 }
 

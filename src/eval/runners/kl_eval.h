@@ -76,6 +76,12 @@ struct KlTwoModelOptions {
   std::filesystem::path corpus_dir{};
   int64_t max_seqs = 0;  // score the first N sequences; 0 = all
   int64_t chunk_size = 512;
+  // > 0: the decode path (serving-decode KL). Of each sequence of L tokens, positions
+  // [0, L-1-S) are prefilled in chunks, then the last S positions that predict a corpus token
+  // run one token per forward step and only they are scored. A quantized candidate cache
+  // (runtime.kv affine) is converted when the prefill ends (its start becomes L-1-S): the
+  // decode steps read the quantized cache, as a server's do.
+  int64_t decode_steps = 0;
   TeacherForcedLogits reference_forward{};  // empty: the engine's (EvalModel::Open(reference))
   TeacherForcedLogits candidate_forward{};
   RuntimeOptions runtime{};            // engine options of the candidate

@@ -26,7 +26,6 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   CheckChunkSize(options.chunk_size, kComponent);
   if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
   KlEvalResult result;
-  result.mode = "two-model";
   ResultsTimings& timings = result.timings;
   std::optional<Corpus> read;
   {
@@ -38,6 +37,18 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     Fail(kComponent, "corpus '{}' has ctx_len {}: scoring needs at least 2 tokens per sequence",
          corpus.dir.string(), corpus.ctx_len);
   }
+
+  // The decode path: prefill [0, decode_from) in chunks, then one token per step.
+  const int64_t decode_from =
+      options.decode_steps > 0 ? corpus.ctx_len - 1 - options.decode_steps : -1;
+  if (options.decode_steps < 0 || (options.decode_steps > 0 && decode_from < 1)) {
+    Fail(kComponent,
+         "--decode-steps {}: the corpus' sequences of {} tokens allow 1 to {} decode steps (at "
+         "least one token of prefill, and each step predicts a corpus token)",
+         options.decode_steps, corpus.ctx_len, corpus.ctx_len - 2);
+  }
+  RuntimeOptions candidate_runtime = options.runtime;
+  if (decode_from > 0) candidate_runtime.kv.start = decode_from;
 
   // Open both models once (or take the injected forwards) and compare their vocabularies: with
   // each other, and with what the corpus recorded. The same spec on both sides (a self A/B of a
@@ -55,7 +66,7 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
       candidate = options.reference == options.candidate && reference
                       ? reference
                       : EvalModel::Open(options.candidate);
-      candidate_forward = candidate->Forward(options.runtime);
+      candidate_forward = candidate->Forward(candidate_runtime);
     }
   }
   if (options.check_tokenizer && reference && candidate) {
@@ -69,9 +80,13 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
 
   const int64_t n_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, corpus.n_seqs) : corpus.n_seqs;
-  const int64_t positions = corpus.ctx_len - 1;
-  result.label =
-      fmt::format("two-model:{} full-vocab ({})", options.reference, options.corpus_dir.string());
+  // Scored positions per sequence: every one that predicts a corpus token, or the decode steps.
+  const int64_t positions = decode_from > 0 ? options.decode_steps : corpus.ctx_len - 1;
+  const int64_t first_scored = std::max<int64_t>(decode_from, 0);
+  result.mode = decode_from > 0 ? "decode" : "two-model";
+  result.label = fmt::format("{}:{} full-vocab{} ({})", result.mode, options.reference,
+                             decode_from > 0 ? fmt::format(", last {} steps", positions) : "",
+                             options.corpus_dir.string());
   result.candidate = options.candidate;
   result.reference = options.reference;
   result.manifest.model = options.reference;
@@ -87,8 +102,9 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
                             {fmt::format("candidate '{}'", options.candidate), candidate_forward}},
                            {.component = kComponent,
                             .chunk_size = options.chunk_size,
+                            .decode_from = decode_from,
                             .progress_label = "kl",
-                            .total_positions = static_cast<uint64_t>(n_seqs * positions),
+                            .total_positions = static_cast<uint64_t>(n_seqs * (corpus.ctx_len - 1)),
                             .pool = options.pool,
                             .quiet = options.quiet});
   result.threads = driver.pool().num_threads();
@@ -100,11 +116,14 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     seq_scores.resize(static_cast<size_t>(positions));
     // Chunks cover the whole sequence (as `dump`, saved-teacher `kl` and `logits` run it, so the
     // same chunk size gives the same logits in every mode); the last position predicts no
-    // corpus token and is not scored.
-    driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {
+    // corpus token and is not scored; on the decode path the prefill's rows are not either
+    // (a prefill chunk ends exactly where the decode steps begin).
+    driver.RunSequence(tokens, corpus.ctx_len - 1, where, [&](const LogitsChunk& chunk) {
+      if (chunk.start < first_scored) return;
       ScopedSeconds scoring(&timings.scoring_seconds);
       ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where, driver.pool(),
-                               seq_scores.data() + chunk.start, tokens.data() + chunk.start + 1);
+                               seq_scores.data() + (chunk.start - first_scored),
+                               tokens.data() + chunk.start + 1);
     });
   }
   driver.Finish();

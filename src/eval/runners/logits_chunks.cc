@@ -73,8 +73,11 @@ void LogitsChunkDriver::RunSequence(std::span<const int32_t> tokens, int64_t sco
     steppers.push_back(arms_[a].forward(length));
   }
   std::vector<MatView> logits(arms_.size());
-  for (int64_t start = 0; start < length; start += options_.chunk_size) {
-    const int64_t rows = std::min(options_.chunk_size, length - start);
+  for (int64_t start = 0, rows = 0; start < length; start += rows) {
+    rows = std::min(options_.chunk_size, length - start);
+    if (options_.decode_from >= 0) {
+      rows = start >= options_.decode_from ? 1 : std::min(rows, options_.decode_from - start);
+    }
     const auto chunk = tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(rows));
     for (size_t a = 0; a < arms_.size(); ++a) {
       {

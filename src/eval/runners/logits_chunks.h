@@ -43,6 +43,9 @@ struct LogitsChunk {
 struct LogitsChunkOptions {
   const char* component = "kl";  // errors are "[component] ..."
   int64_t chunk_size = 512;      // positions per forward step (>= 1)
+  // >= 0: the decode path. Chunks end exactly at this position and every later position is a
+  // forward step of its own (one token, as a server decodes after the prompt).
+  int64_t decode_from = -1;
   std::string progress_label{};  // the progress line's label ("kl", "dump", "ppl", ...)
   uint64_t total_positions = 0;  // scored positions the run will hand over (progress total)
   ThreadPool* pool = nullptr;    // what runners score on; null: ThreadPool::Global()

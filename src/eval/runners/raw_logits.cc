@@ -34,6 +34,7 @@ RawLogitsResult WriteRawLogits(const RawLogitsOptions& options) {
       {{fmt::format("model '{}'", options.model), model->Forward(options.runtime)}},
       {.component = kComponent,
        .chunk_size = options.chunk_size,
+       .decode_from = options.decode_from,
        .progress_label = "logits",
        .total_positions = static_cast<uint64_t>(result.sequences * result.positions),
        .quiet = options.quiet});

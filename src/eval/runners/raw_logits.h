@@ -21,6 +21,7 @@ struct RawLogitsOptions {
   int64_t max_seqs = 0;                // with a corpus: the first N sequences; 0 = all
   std::filesystem::path out{};
   int64_t chunk_size = 512;
+  int64_t decode_from = -1;  // >= 0: positions from here on one per step (LogitsChunkOptions)
   RuntimeOptions runtime{};
   bool quiet = false;
 };
