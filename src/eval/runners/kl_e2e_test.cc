@@ -364,7 +364,7 @@ TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
         "--per-position {}.bin",
         golden.string(), scheme, path("corpus"), kSteps, kChunk, path(name), path(name)));
     EXPECT_EQ(r.status, 0) << r.output;
-    const auto kl = nlohmann::json::parse(ReadFileToString(path(name + ".json")));
+    auto kl = nlohmann::json::parse(ReadFileToString(path(name + ".json")));
     EXPECT_EQ(kl["settings"]["mode"], "decode");
     EXPECT_EQ(kl["settings"]["kv"], scheme);
     EXPECT_EQ(kl["settings"]["reference_kv"], "f32");
