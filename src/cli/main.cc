@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   cli::RegisterQuantizeVerb(app);
   cli::RegisterCorpusVerb(app);
   cli::RegisterPplVerb(app);
+  cli::RegisterKvCurveVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -28,5 +28,6 @@ void RegisterDumpVerb(CLI::App& app);
 void RegisterQuantizeVerb(CLI::App& app);
 void RegisterCorpusVerb(CLI::App& app);
 void RegisterPplVerb(CLI::App& app);
+void RegisterKvCurveVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "util/thread_pool.h"
 
 namespace proctor {
+
+class EvalModel;  // eval/runners/eval_model.h
 
 struct KlEvalOptions {
   std::filesystem::path reference_dir{};
@@ -57,6 +60,10 @@ struct KlEvalResult {
   std::vector<std::string> warnings;
   ResultsTimings timings;                // forward / scoring / I/O split of the run
   double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
+  // The decode path: the one-token forward steps each arm ran (the scored ones and each
+  // sequence's last token) and the candidate's seconds in them (its decode speed).
+  int64_t decode_steps_run = 0;
+  double candidate_decode_seconds = 0;
   // The inputs as the results file lists them (with describe_inputs; eval/runners/results_json.h).
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
 };
@@ -84,6 +91,9 @@ struct KlTwoModelOptions {
   int64_t decode_steps = 0;
   TeacherForcedLogits reference_forward{};  // empty: the engine's (EvalModel::Open(reference))
   TeacherForcedLogits candidate_forward{};
+  // Set: this opened model runs both sides (the specs only name them), e.g. one load for many
+  // KV arms (eval/runners/kv_curve.h).
+  std::shared_ptr<const EvalModel> opened{};
   RuntimeOptions runtime{};            // engine options of the candidate
   RuntimeOptions reference_runtime{};  // and of the reference (self A/B: same model, two values)
   ThreadPool* pool = nullptr;

@@ -59,11 +59,12 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   {
     ScopedSeconds load(&timings.load_seconds);
     if (!reference_forward) {
-      reference = EvalModel::Open(options.reference);
+      reference = options.opened ? options.opened : EvalModel::Open(options.reference);
       reference_forward = reference->Forward(options.reference_runtime);
     }
     if (!candidate_forward) {
-      candidate = options.reference == options.candidate && reference
+      candidate = options.opened ? options.opened
+                  : options.reference == options.candidate && reference
                       ? reference
                       : EvalModel::Open(options.candidate);
       candidate_forward = candidate->Forward(candidate_runtime);
@@ -129,6 +130,8 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   driver.Finish();
   result.candidate_vocab = driver.vocab();
   result.reference_forward_seconds = driver.arm_forward_seconds(0);
+  result.decode_steps_run = driver.decode_steps_run();
+  result.candidate_decode_seconds = driver.arm_decode_seconds(1);
   timings.forward_seconds = driver.forward_seconds();
   FinishKlRun(options.per_position,
               {.flags = kPerPositionFullVocabulary,

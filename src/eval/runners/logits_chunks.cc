@@ -28,7 +28,8 @@ LogitsChunkDriver::LogitsChunkDriver(std::vector<LogitsArm> arms, const LogitsCh
       options_(options),
       pool_(options.pool != nullptr ? options.pool : &ThreadPool::Global()),
       progress_(ProgressOptions(options)),
-      arm_seconds_(arms_.size(), 0.0) {
+      arm_seconds_(arms_.size(), 0.0),
+      arm_decode_seconds_(arms_.size(), 0.0) {
   CheckChunkSize(options.chunk_size, options.component);
   CHECK_MSG(!arms_.empty(), "a chunk driver needs at least one forward");
   for (const LogitsArm& arm : arms_) CHECK_MSG(arm.forward != nullptr, "arm {}", arm.name);
@@ -79,11 +80,16 @@ void LogitsChunkDriver::RunSequence(std::span<const int32_t> tokens, int64_t sco
       rows = start >= options_.decode_from ? 1 : std::min(rows, options_.decode_from - start);
     }
     const auto chunk = tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(rows));
+    const bool decode_step = options_.decode_from >= 0 && start >= options_.decode_from;
+    if (decode_step) ++decode_steps_run_;
     for (size_t a = 0; a < arms_.size(); ++a) {
+      double seconds = 0;
       {
-        ScopedSeconds forward(&arm_seconds_[a]);
+        ScopedSeconds forward(&seconds);
         logits[a] = steppers[a]->Step(chunk);
       }
+      arm_seconds_[a] += seconds;
+      if (decode_step) arm_decode_seconds_[a] += seconds;
       CheckLogits(logits[a], a, start, rows, where);
     }
     if (vocab_ == 0) {

@@ -80,6 +80,10 @@ class LogitsChunkDriver {
   int64_t vocab() const { return vocab_; }  // 0 until the first chunk
   double forward_seconds() const;           // every arm's forward
   double arm_forward_seconds(size_t arm) const { return arm_seconds_[arm]; }
+  // The decode path (decode_from >= 0): the part of an arm's forward time spent in the
+  // one-token steps, and how many such steps each arm ran.
+  double arm_decode_seconds(size_t arm) const { return arm_decode_seconds_[arm]; }
+  int64_t decode_steps_run() const { return decode_steps_run_; }
   double callback_seconds() const { return callback_seconds_; }
 
  private:
@@ -93,6 +97,8 @@ class LogitsChunkDriver {
   std::function<void(int64_t)> on_vocabulary_;
   int64_t vocab_ = 0;
   std::vector<double> arm_seconds_;
+  std::vector<double> arm_decode_seconds_;
+  int64_t decode_steps_run_ = 0;
   double callback_seconds_ = 0;
 };
 

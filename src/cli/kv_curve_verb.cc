@@ -1,0 +1,68 @@
+// `proctor kv-curve MODEL --corpus DIR [--schemes LIST] [--n 8] [--decode-steps 32]`: every KV
+// cache scheme of a list against the f32 cache on the decode path, one model load, one table
+// (eval/runners/kv_curve.h).
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "eval/runners/kv_curve.h"
+#include "eval/runners/results_json.h"
+#include "util/error.h"
+
+namespace proctor::cli {
+
+void RegisterKvCurveVerb(CLI::App& app) {
+  struct Args {
+    std::string model;
+    std::string corpus;
+    std::vector<std::string> schemes;
+    int64_t n = 8;
+    int64_t decode_steps = 32;
+    int64_t chunk = 512;
+    std::string compute = "f32";
+    std::string json;
+  };
+  auto args = std::make_shared<Args>();
+  auto* verb = app.add_subcommand(
+      "kv-curve",
+      "What each KV cache scheme costs: KL against the f32 cache on the decode path, storage "
+      "and decode speed, one table.\n"
+      "Example: proctor kv-curve MODEL --corpus corpus/ --schemes bf16,affine:8,affine:4 "
+      "--decode-steps 32 --json curve.json");
+  verb->add_option("model", args->model, "Model: directory, .gguf file or cached HF id")
+      ->required();
+  verb->add_option("--corpus", args->corpus,
+                   "Corpus directory (`proctor corpus`): its sequences are the prompts")
+      ->required();
+  verb->add_option("--schemes", args->schemes,
+                   "Comma-separated --kv schemes (default: f32, bf16, f16 and affine 8, 6, 4, 3, "
+                   "2 bits at group 64, or 32 when 64 does not divide head_dim)")
+      ->delimiter(',');
+  verb->add_option("--n", args->n, "Sequences (default 8; 0: all)")->check(CLI::NonNegativeNumber);
+  verb->add_option("--decode-steps", args->decode_steps,
+                   "Decode steps scored at the end of each sequence (default 32)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--chunk", args->chunk, "Prefill chunk size (default 512)")
+      ->check(CLI::PositiveNumber);
+  verb->add_option("--compute", args->compute, "f32 (default) or bf16, for both arms")
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  verb->add_option("--json", args->json, "Also write the results JSON to this file");
+  verb->callback([args] {
+    const KvCurveOptions options{.model = args->model,
+                                 .corpus_dir = args->corpus,
+                                 .schemes = args->schemes,
+                                 .max_seqs = args->n,
+                                 .decode_steps = args->decode_steps,
+                                 .chunk_size = args->chunk,
+                                 .compute = ParseComputeMode(args->compute),
+                                 .quiet = Globals().quiet,
+                                 .describe_inputs = !args->json.empty()};
+    const KvCurveResult result = RunKvCurve(options);
+    fmt::print("{}", FormatKvCurveTable(result));
+    if (!Globals().quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
+    if (args->json.empty()) return;
+    WriteResultsJson(args->json, KvCurveResultsEnvelope(result, options));
+    if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);
+  });
+}
+
+}  // namespace proctor::cli

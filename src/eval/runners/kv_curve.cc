@@ -1,0 +1,150 @@
+// `proctor kv-curve` (kv_curve.h).
+#include "eval/runners/kv_curve.h"
+
+#include <fmt/format.h>
+
+#include "eval/formats/corpus.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/logits_chunks.h"
+#include "util/error.h"
+#include "util/timing.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kComponent = "kv-curve";
+
+}  // namespace
+
+std::vector<std::string> DefaultKvCurveSchemes(int head_dim) {
+  std::vector<std::string> schemes = {"f32", "bf16", "f16"};
+  for (const int group : {64, 32}) {
+    if (head_dim % group != 0) continue;
+    for (const int bits : {8, 6, 4, 3, 2})
+      schemes.push_back(fmt::format("affine:{}:g{}", bits, group));
+    break;
+  }
+  return schemes;
+}
+
+KvCurveResult RunKvCurve(const KvCurveOptions& options) {
+  const double start = MonotonicSeconds();
+  CheckChunkSize(options.chunk_size, kComponent);
+  if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
+  if (options.decode_steps < 1) {
+    Fail(kComponent, "--decode-steps must be >= 1, got {}", options.decode_steps);
+  }
+  KvCurveResult result;
+  result.model = options.model;
+  std::shared_ptr<const EvalModel> model;
+  {
+    ScopedSeconds load(&result.timings.load_seconds);
+    model = EvalModel::Open(options.model);
+  }
+  const ModelConfig& config = model->config();
+  const std::vector<std::string> names =
+      options.schemes.empty() ? DefaultKvCurveSchemes(config.head_dim) : options.schemes;
+  std::vector<KvScheme> schemes;
+  for (const std::string& name : names) {
+    schemes.push_back(ParseKvScheme(name));
+    CheckKvSchemeFits(schemes.back(), config.head_dim);
+  }
+  const int64_t kv_dim = int64_t{config.num_kv_heads} * config.head_dim;
+  for (size_t i = 0; i < schemes.size(); ++i) {
+    if (!options.quiet) {
+      fmt::print(stderr, "kv-curve: {} ({} of {})\n", schemes[i].Name(), i + 1, schemes.size());
+    }
+    RuntimeOptions reference_runtime, candidate_runtime;  // the f32 cache, and the scheme's
+    reference_runtime.compute = candidate_runtime.compute = options.compute;
+    candidate_runtime.kv = schemes[i];
+    const KlEvalResult run = EvaluateKlTwoModels({.reference = options.model,
+                                                  .candidate = options.model,
+                                                  .corpus_dir = options.corpus_dir,
+                                                  .max_seqs = options.max_seqs,
+                                                  .chunk_size = options.chunk_size,
+                                                  .decode_steps = options.decode_steps,
+                                                  .opened = model,
+                                                  .runtime = candidate_runtime,
+                                                  .reference_runtime = reference_runtime,
+                                                  .quiet = options.quiet});
+    result.sequences = run.stats.sequences;
+    result.ctx_len = run.manifest.ctx_len;
+    result.threads = run.threads;
+    result.timings.forward_seconds += run.timings.forward_seconds;
+    result.timings.scoring_seconds += run.timings.scoring_seconds;
+    result.timings.io_seconds += run.timings.io_seconds;
+    result.rows.push_back(
+        {.scheme = schemes[i],
+         .effective_bits = schemes[i].EffectiveBits(),
+         .bytes_per_token = schemes[i].BytesPerToken(kv_dim) * config.num_layers,
+         .stats = run.stats,
+         .decode_tokens_per_second =
+             run.candidate_decode_seconds > 0
+                 ? static_cast<double>(run.decode_steps_run) / run.candidate_decode_seconds
+                 : 0.0});
+  }
+  result.decode_steps = options.decode_steps;
+  result.prefill = result.ctx_len - 1 - options.decode_steps;
+  result.timings.total_seconds = MonotonicSeconds() - start;
+  DescribeInputsAfterRun(options.describe_inputs, result.timings, [&] {
+    result.inputs.push_back(model->Describe("model"));
+    result.inputs.push_back(DescribeCorpusInput("corpus", ReadCorpus(options.corpus_dir)));
+  });
+  return result;
+}
+
+std::string FormatKvCurveTable(const KvCurveResult& r) {
+  std::string out = fmt::format(
+      "kv-curve: {}, {} sequences, each a {}-token prefill at full precision then {} decode "
+      "steps, against the f32 cache\n",
+      r.model, r.sequences, r.prefill, r.decode_steps);
+  out += fmt::format("{:<14}  {:>6}  {:>11}  {:>21}  {:>9}  {:>9}  {:>7}  {:>9}\n", "scheme",
+                     "bits", "bytes/token", "KL mean +- SE", "median", "p95", "top-1", "decode/s");
+  for (const KvCurveRow& row : r.rows) {
+    const KlRunStats& s = row.stats;
+    out += fmt::format("{:<14}  {:>6.2f}  {:>11}  {:>21}  {:>9.2e}  {:>9.2e}  {:>7.4f}  {:>9.2f}\n",
+                       row.scheme.Name(), row.effective_bits, row.bytes_per_token,
+                       fmt::format("{:.3e} +- {:.1e}", s.kl.mean, s.kl.standard_error), s.kl.median,
+                       s.kl.p95, s.top1_agreement, row.decode_tokens_per_second);
+  }
+  out +=
+      "bits: stored bits per key or value element (affine: codes, f32 scale and bias per group)\n"
+      "bytes/token: keys and values of one position in every layer\n"
+      "KL: KL(f32 cache || scheme) over the full vocabulary at each decode step: mean over\n"
+      "    sequences +- standard error; median and p95 over steps (f32 against itself: 0)\n"
+      "top-1: both arms' argmax agree; decode/s: the scheme arm's one-token steps per second\n";
+  return out;
+}
+
+ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& r, const KvCurveOptions& options) {
+  ResultsEnvelope env{.command = "kv-curve", .threads = r.threads};
+  env.inputs = r.inputs;
+  env.settings = {{"model", r.model},
+                  {"max_seqs", options.max_seqs},
+                  {"decode_steps", r.decode_steps},
+                  {"prefill", r.prefill},
+                  {"chunk_size", options.chunk_size},
+                  {"compute", std::string(ComputeModeName(options.compute))}};
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const KvCurveRow& row : r.rows) {
+    const KlRunStats& s = row.stats;
+    rows.push_back({{"kv", row.scheme.Name()},
+                    {"effective_bits", row.effective_bits},
+                    {"bytes_per_token", row.bytes_per_token},
+                    {"kl",
+                     {{"mean", s.kl.mean},
+                      {"standard_error", s.kl.standard_error},
+                      {"median", s.kl.median},
+                      {"p95", s.kl.p95},
+                      {"p99", s.kl.p99},
+                      {"max", s.kl.max}}},
+                    {"top1_agreement", s.top1_agreement},
+                    {"positions", s.positions},
+                    {"decode_tokens_per_second", row.decode_tokens_per_second}});
+  }
+  env.results = {{"sequences", r.sequences}, {"ctx_len", r.ctx_len}, {"rows", rows}};
+  env.timings = r.timings;
+  return env;
+}
+
+}  // namespace proctor

@@ -1,0 +1,136 @@
+// `proctor kv-curve` (eval/runners/kv_curve.h) on the qwen3 golden (f32, head_dim 32, vocab 512):
+// every row equals the `kl --kv-arm SCHEME --decode-steps S` run of that scheme
+// (EvaluateKlTwoModels, itself checked against numpy in kl_e2e_test.cc), f32 against itself scores
+// exactly 0, the storage column is the format's size computed here by hand, the default list fits
+// head_dim, and the built verb refuses bad schemes before anything runs.
+#include "eval/runners/kv_curve.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "eval/formats/corpus.h"
+#include "eval/testing_dumps.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Fixtures() {
+  const char* env = std::getenv("PROCTOR_FIXTURES");
+  return env != nullptr ? env : PROCTOR_FIXTURES_DEFAULT;
+}
+
+// The command's stdout and stderr, and its exit status.
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class KvCurve : public ::testing::Test {
+ protected:
+  static constexpr int kVocab = 512, kSeqs = 3, kCtx = 64, kSteps = 8;
+  void SetUp() override {
+    golden_ = Fixtures() / "hf-goldens" / "qwen3-f32";
+    if (!fs::exists(golden_ / "config.json")) GTEST_SKIP() << "fixture absent: " << golden_;
+    config_ = nlohmann::json::parse(ReadFileToString(golden_ / "config.json"));
+    ASSERT_EQ(config_["vocab_size"], kVocab);
+    std::vector<int32_t> tokens;
+    tokens.reserve(kSeqs * kCtx);
+    for (int i = 0; i < kSeqs * kCtx; ++i) tokens.push_back((i * 4099 + 5) % kVocab);
+    WriteCorpus(corpus(), tokens, kCtx, {{"vocab_size", kVocab}});
+  }
+  fs::path corpus() const { return temp_.path() / "corpus"; }
+  fs::path golden_;
+  nlohmann::json config_;
+  testing::TempDir temp_;
+};
+
+TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
+  const KvCurveOptions options{.model = golden_.string(),
+                               .corpus_dir = corpus(),
+                               .schemes = {"f32", "affine:8:g32", "affine:4:g32", "affine:2:g32"},
+                               .max_seqs = kSeqs,
+                               .decode_steps = kSteps,
+                               .chunk_size = 16,
+                               .quiet = true};
+  const KvCurveResult curve = RunKvCurve(options);
+  std::printf("%s", FormatKvCurveTable(curve).c_str());
+  ASSERT_EQ(curve.rows.size(), 4u);
+  EXPECT_EQ(curve.prefill, kCtx - 1 - kSteps);
+  // By hand: kv_dim = 2 KV heads x 32 = 64 elements; affine B bits at g32 stores 64 * B / 8
+  // bytes of codes and 2 groups x (4 + 4) bytes of scale and bias, for keys and values.
+  const int layers = config_["num_hidden_layers"].get<int>();
+  const std::vector<int64_t> expected_bytes = {2 * 64 * 4 * layers, 2 * (64 + 16) * layers,
+                                               2 * (32 + 16) * layers, 2 * (16 + 16) * layers};
+  for (size_t i = 0; i < curve.rows.size(); ++i) {
+    const KvCurveRow& row = curve.rows[i];
+    EXPECT_EQ(row.bytes_per_token, expected_bytes[i]) << row.scheme.Name();
+    EXPECT_EQ(row.stats.positions, kSeqs * kSteps);
+    EXPECT_GT(row.decode_tokens_per_second, 0.0);
+    // The same numbers as `kl --kv-arm SCHEME --decode-steps S`.
+    RuntimeOptions candidate;
+    candidate.kv = row.scheme;
+    const KlEvalResult kl = EvaluateKlTwoModels({.reference = golden_.string(),
+                                                 .candidate = golden_.string(),
+                                                 .corpus_dir = corpus(),
+                                                 .max_seqs = kSeqs,
+                                                 .chunk_size = 16,
+                                                 .decode_steps = kSteps,
+                                                 .runtime = candidate,
+                                                 .quiet = true});
+    EXPECT_EQ(row.stats.kl.mean, kl.stats.kl.mean) << row.scheme.Name();
+    EXPECT_EQ(row.stats.kl.p95, kl.stats.kl.p95) << row.scheme.Name();
+    EXPECT_EQ(row.stats.top1_agreement, kl.stats.top1_agreement) << row.scheme.Name();
+  }
+  EXPECT_EQ(curve.rows[0].stats.kl.mean, 0.0);
+  EXPECT_EQ(curve.rows[0].stats.kl.max, 0.0);
+  EXPECT_EQ(curve.rows[0].stats.top1_agreement, 1.0);
+  EXPECT_LT(curve.rows[2].stats.kl.mean, curve.rows[3].stats.kl.mean);
+  const nlohmann::ordered_json json = KvCurveResultsEnvelope(curve, options).results;
+  EXPECT_EQ(json["rows"][2]["kv"], "affine:4:g32");
+  EXPECT_EQ(json["rows"][2]["bytes_per_token"], expected_bytes[2]);
+}
+
+TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) {
+  // head_dim 32: group 64 does not fit, so the affine rows use group 32; head_dim 8 has none.
+  EXPECT_EQ(DefaultKvCurveSchemes(32),
+            (std::vector<std::string>{"f32", "bf16", "f16", "affine:8:g32", "affine:6:g32",
+                                      "affine:4:g32", "affine:3:g32", "affine:2:g32"}));
+  EXPECT_EQ(DefaultKvCurveSchemes(128)[3], "affine:8:g64");
+  EXPECT_EQ(DefaultKvCurveSchemes(8), (std::vector<std::string>{"f32", "bf16", "f16"}));
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+  const std::string verb =
+      fmt::format("{} kv-curve {} --corpus {}", PROCTOR_BIN, golden_.string(), corpus().string());
+  auto [status, out] = RunCommand(verb + " --schemes bf16,affine:4:g64");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("head_dim 32"), std::string::npos) << out;
+  // Not quiet: a progress line would show a scheme that ran before the refusal.
+  EXPECT_EQ(out.find("kv-curve: bf16"), std::string::npos) << "ran before refusing: " << out;
+  std::tie(status, out) = RunCommand(verb + " --schemes turbo");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("'turbo'"), std::string::npos) << out;
+  std::tie(status, out) = RunCommand(verb + " --decode-steps 63");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("1 to 62"), std::string::npos) << out;
+  const fs::path json = temp_.path() / "curve.json";
+  std::tie(status, out) = RunCommand(
+      fmt::format("{} --schemes f32,affine:4:g32 --n 1 --decode-steps 2 --chunk 32 --json {}", verb,
+                  json.string()));
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("bytes/token"), std::string::npos) << out;  // the table and its legend
+  EXPECT_EQ(nlohmann::json::parse(ReadFileToString(json))["command"], "kv-curve");
+}
+
+}  // namespace
+}  // namespace proctor
