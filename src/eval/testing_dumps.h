@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/half.h"
+#include "util/testing_files.h"  // TempDir, FixturesDir, RunCommand
 
 namespace proctor::testing {
 
@@ -29,23 +30,6 @@ inline std::string ErrorOf(const std::function<void()>& f) {
   }
   return "(no error)";
 }
-
-// A fresh directory under the system temp dir, removed when the object dies.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            fmt::format("proctor_test_{}_{}", ::getpid(), counter++);
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The seed's scorer fixture: vocab 12, top_k 4, ctx 6, 2 sequences, teacher logits uniform in
 // [-4, 4] from a seeded generator, candidate = teacher + uniform noise in [-1, 1].

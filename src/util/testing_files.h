@@ -1,8 +1,11 @@
-// Helpers shared by the model layer's tests: fixture paths and temporary folders.
+// Helpers shared by tests: fixture paths, temporary folders, running a command.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -14,6 +17,24 @@ inline std::filesystem::path FixturesDir() {
   const char* env = std::getenv("PROCTOR_FIXTURES");
   return env != nullptr && *env != '\0' ? std::filesystem::path(env)
                                         : std::filesystem::path(PROCTOR_FIXTURES_DEFAULT);
+}
+
+struct CommandOutput {
+  int status = -1;     // the exit status; -1 when the command did not run or did not exit
+  std::string output;  // stdout and stderr, merged
+};
+
+// Runs `command` through the shell, stderr merged into the output.
+inline CommandOutput RunCommand(const std::string& command) {
+  CommandOutput r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 // A fresh directory under the system temp dir, removed when the object dies.

@@ -27,24 +27,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env != nullptr ? env : PROCTOR_FIXTURES_DEFAULT;
-}
+fs::path Fixtures() { return testing::FixturesDir(); }
 
-struct CommandResult {
-  int status;
-  std::string output;
-};
+using CommandResult = testing::CommandOutput;
 
-CommandResult Shell(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  return {::pclose(pipe), out};
-}
+CommandResult Shell(const std::string& command) { return testing::RunCommand(command); }
 
 class KlEndToEnd : public ::testing::Test {
  protected:

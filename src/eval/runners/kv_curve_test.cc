@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -15,33 +14,18 @@
 #include "eval/formats/corpus.h"
 #include "eval/testing_dumps.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Fixtures() {
-  const char* env = std::getenv("PROCTOR_FIXTURES");
-  return env != nullptr ? env : PROCTOR_FIXTURES_DEFAULT;
-}
-
-// The command's stdout and stderr, and its exit status.
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 class KvCurve : public ::testing::Test {
  protected:
   static constexpr int kVocab = 512, kSeqs = 3, kCtx = 64, kSteps = 8;
   void SetUp() override {
-    golden_ = Fixtures() / "hf-goldens" / "qwen3-f32";
+    golden_ = testing::FixturesDir() / "hf-goldens" / "qwen3-f32";
     if (!fs::exists(golden_ / "config.json")) GTEST_SKIP() << "fixture absent: " << golden_;
     config_ = nlohmann::json::parse(ReadFileToString(golden_ / "config.json"));
     ASSERT_EQ(config_["vocab_size"], kVocab);
@@ -112,23 +96,23 @@ TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) 
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   const std::string verb =
       fmt::format("{} kv-curve {} --corpus {}", PROCTOR_BIN, golden_.string(), corpus().string());
-  auto [status, out] = RunCommand(verb + " --schemes bf16,affine:4:g64");
-  EXPECT_EQ(status, 1);
-  EXPECT_NE(out.find("head_dim 32"), std::string::npos) << out;
+  testing::CommandOutput r = testing::RunCommand(verb + " --schemes bf16,affine:4:g64");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("head_dim 32"), std::string::npos) << r.output;
   // Not quiet: a progress line would show a scheme that ran before the refusal.
-  EXPECT_EQ(out.find("kv-curve: bf16"), std::string::npos) << "ran before refusing: " << out;
-  std::tie(status, out) = RunCommand(verb + " --schemes turbo");
-  EXPECT_EQ(status, 1);
-  EXPECT_NE(out.find("'turbo'"), std::string::npos) << out;
-  std::tie(status, out) = RunCommand(verb + " --decode-steps 63");
-  EXPECT_EQ(status, 1);
-  EXPECT_NE(out.find("1 to 62"), std::string::npos) << out;
+  EXPECT_EQ(r.output.find("kv-curve: bf16"), std::string::npos) << "ran before: " << r.output;
+  r = testing::RunCommand(verb + " --schemes turbo");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("'turbo'"), std::string::npos) << r.output;
+  r = testing::RunCommand(verb + " --decode-steps 63");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("1 to 62"), std::string::npos) << r.output;
   const fs::path json = temp_.path() / "curve.json";
-  std::tie(status, out) = RunCommand(
+  r = testing::RunCommand(
       fmt::format("{} --schemes f32,affine:4:g32 --n 1 --decode-steps 2 --chunk 32 --json {}", verb,
                   json.string()));
-  ASSERT_EQ(status, 0) << out;
-  EXPECT_NE(out.find("bytes/token"), std::string::npos) << out;  // the table and its legend
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("bytes/token"), std::string::npos) << r.output;  // table and legend
   EXPECT_EQ(nlohmann::json::parse(ReadFileToString(json))["command"], "kv-curve");
 }
 
