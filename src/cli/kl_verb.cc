@@ -1,9 +1,14 @@
 // `proctor kl`: scores a candidate model against a teacher: a saved teacher
 // (`--reference-logits DIR`, a reference-logits dump) or a resident one (`--reference MODEL
 // --corpus DIR`, full-vocabulary KL; `--kv-arm SCHEME`: the model itself with the f32 cache;
-// `--decode-steps S`: the decode path). Per-position KL, top-1, captured mass, tail-aware KL;
+// `--decode-steps S`: the decode path; `--self LEVER=A:B`: one model, one engine lever set two
+// ways). Per-position KL, top-1, captured mass, tail-aware KL;
 // `--per-position FILE` keeps every position, `--json FILE` every statistic.
 #include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
@@ -11,8 +16,54 @@
 #include "eval/runners/llama_kld_eval.h"
 #include "eval/runners/results_json.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace proctor::cli {
+namespace {
+
+// --self LEVER=A:B: one engine lever, the reference arm's value A and the candidate arm's B.
+struct SelfAb {
+  std::string lever, a, b;
+};
+
+bool ValidLeverValue(const std::string& lever, const std::string& value) {
+  try {
+    if (lever == "compute") ParseComputeMode(value);
+    if (lever == "kv") ParseKvScheme(value);
+    if (lever == "threads")
+      return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos &&
+             std::stoi(value) >= 1;
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Splits at the one ':' that leaves a valid value on both sides (KV schemes hold ':' themselves).
+SelfAb ParseSelfAb(const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string lever = text.substr(0, eq);
+  if (eq == std::string::npos || (lever != "compute" && lever != "kv" && lever != "threads")) {
+    Fail("cli",
+         "--self {}: expected LEVER=A:B with LEVER compute, kv or threads (e.g. --self "
+         "compute=f32:bf16, --self kv=f32:affine:4, --self threads=1:2)",
+         text);
+  }
+  const std::string values = text.substr(eq + 1);
+  std::vector<SelfAb> splits;
+  for (size_t colon = values.find(':'); colon != std::string::npos;
+       colon = values.find(':', colon + 1)) {
+    SelfAb s{lever, values.substr(0, colon), values.substr(colon + 1)};
+    if (ValidLeverValue(lever, s.a) && ValidLeverValue(lever, s.b)) splits.push_back(s);
+  }
+  if (splits.size() != 1) {
+    Fail("cli", "--self {}: '{}' is {} two valid {} values A:B", text, values,
+         splits.empty() ? "not" : "ambiguous as", lever);
+  }
+  return splits.front();
+}
+
+}  // namespace
 
 void RegisterKlVerb(CLI::App& app) {
   struct Args {
@@ -26,6 +77,7 @@ void RegisterKlVerb(CLI::App& app) {
     std::string reference_compute;  // empty: the candidate's --compute
     std::string reference_kv;       // empty: the candidate's --kv
     std::string kv_arm;             // KV-arm A/B: the candidate's scheme, the reference f32
+    std::string self_ab;            // --self LEVER=A:B
     int64_t decode_steps = 0;
     EngineFlags engine;
   };
@@ -46,8 +98,14 @@ void RegisterKlVerb(CLI::App& app) {
       "--kv-arm", args->kv_arm,
       "KV-arm A/B over --corpus: the reference is the candidate model itself with the f32 cache, "
       "the candidate arm runs with this --kv scheme (one load), e.g. --kv-arm affine:4");
-  saved->excludes(resident)->excludes(corpus)->excludes(kv_arm);
-  resident->excludes(kv_arm);
+  auto* self_ab = verb->add_option(
+      "--self", args->self_ab,
+      "Self A/B of one engine lever over --corpus, one load: LEVER=A:B with LEVER compute "
+      "(f32, bf16), kv (any --kv scheme) or threads (N); the reference arm runs A, the "
+      "candidate arm B, e.g. --self kv=f32:affine:4 (A = B scores exactly 0)");
+  saved->excludes(resident)->excludes(corpus)->excludes(kv_arm)->excludes(self_ab);
+  resident->excludes(kv_arm)->excludes(self_ab);
+  kv_arm->excludes(self_ab);
   verb->add_option("--candidate,--model", args->candidate,
                    "Candidate model: directory, .gguf file or cached HF id")
       ->required();
@@ -72,11 +130,34 @@ void RegisterKlVerb(CLI::App& app) {
       ->needs(resident);
   args->engine.Add(*verb);
   kv_arm->excludes(verb->get_option("--kv"));
-  verb->callback([args] {
+  verb->get_option("--reference-compute")->excludes(self_ab);
+  verb->get_option("--reference-kv")->excludes(self_ab);
+  verb->callback([args, verb] {
     if (!args->kv_arm.empty()) {  // one model, two caches
       args->reference = args->candidate;
       args->reference_kv = "f32";
       args->engine.kv = args->kv_arm;
+    }
+    // --self threads=A:B: each arm's forward on its own pool (scoring stays on the global one).
+    std::unique_ptr<ThreadPool> reference_pool, candidate_pool;
+    if (!args->self_ab.empty()) {  // one model, one lever set two ways
+      const SelfAb ab = ParseSelfAb(args->self_ab);
+      if ((ab.lever == "compute" && verb->count("--compute") > 0) ||
+          (ab.lever == "kv" && verb->count("--kv") > 0)) {
+        Fail("cli", "--self {} sets --{} for both arms; leave --{} out", args->self_ab, ab.lever,
+             ab.lever);
+      }
+      args->reference = args->candidate;
+      if (ab.lever == "compute") {
+        args->reference_compute = ab.a;
+        args->engine.compute = ab.b;
+      } else if (ab.lever == "kv") {
+        args->reference_kv = ab.a;
+        args->engine.kv = ab.b;
+      } else {
+        reference_pool = std::make_unique<ThreadPool>(std::stoi(ab.a));
+        candidate_pool = std::make_unique<ThreadPool>(std::stoi(ab.b));
+      }
     }
     if (args->reference_logits.empty() && args->reference.empty()) {
       Fail("cli",
@@ -85,7 +166,9 @@ void RegisterKlVerb(CLI::App& app) {
     }
     if (!args->reference.empty() && args->corpus.empty()) {
       Fail("cli", "{} needs --corpus DIR (the tokens both arms run over)",
-           args->kv_arm.empty() ? "--reference" : "--kv-arm");
+           !args->kv_arm.empty()    ? "--kv-arm"
+           : !args->self_ab.empty() ? "--self"
+                                    : "--reference");
     }
     if (args->decode_steps > 0 && args->reference.empty()) {
       Fail("cli",
@@ -119,17 +202,19 @@ void RegisterKlVerb(CLI::App& app) {
         EngineFlags reference_engine = args->engine;
         if (!args->reference_compute.empty()) reference_engine.compute = args->reference_compute;
         if (!args->reference_kv.empty()) reference_engine.kv = args->reference_kv;
-        const KlTwoModelOptions options{.reference = args->reference,
-                                        .candidate = args->candidate,
-                                        .corpus_dir = args->corpus,
-                                        .max_seqs = args->n,
-                                        .chunk_size = args->engine.chunk,
-                                        .decode_steps = args->decode_steps,
-                                        .runtime = args->engine.Options(),
-                                        .reference_runtime = reference_engine.Options(),
-                                        .quiet = quiet,
-                                        .per_position = args->per_position,
-                                        .describe_inputs = json};
+        KlTwoModelOptions options{.reference = args->reference,
+                                  .candidate = args->candidate,
+                                  .corpus_dir = args->corpus,
+                                  .max_seqs = args->n,
+                                  .chunk_size = args->engine.chunk,
+                                  .decode_steps = args->decode_steps,
+                                  .runtime = args->engine.Options(),
+                                  .reference_runtime = reference_engine.Options(),
+                                  .quiet = quiet,
+                                  .per_position = args->per_position,
+                                  .describe_inputs = json};
+        options.runtime.pool = candidate_pool.get();
+        options.reference_runtime.pool = reference_pool.get();
         result = EvaluateKlTwoModels(options);
         if (json) envelope = KlResultsEnvelope(result, options);
       } else {

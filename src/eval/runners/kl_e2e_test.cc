@@ -410,5 +410,66 @@ TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
   EXPECT_NE(bad.output.find("--kv"), std::string::npos) << bad.output;
 }
 
+// `kl --self LEVER=A:B`: one model, one engine lever set two ways. A = B scores exactly 0; a
+// compute or kv A/B gives exactly the numbers of the equivalent two-model or --kv-arm run; nonsense
+// is refused naming the value.
+TEST(KvSchemes, SelfAbOfAnEngineLever) {
+  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3-f32";
+  if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
+  constexpr int64_t kVocab = 512, kSeqs = 2, kCtx = 48;
+  testing::TempDir temp;
+  const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
+  std::vector<int32_t> tokens;
+  tokens.reserve(kSeqs * kCtx);
+  for (int64_t i = 0; i < kSeqs * kCtx; ++i) {
+    tokens.push_back(static_cast<int32_t>((i * 613 + 3) % kVocab));
+  }
+  WriteCorpus(path("corpus"), tokens, kCtx, {{"vocab_size", kVocab}});
+  int runs = 0;
+  // The results of `kl ARGS --corpus C --chunk 16` (both arms the golden).
+  const auto kl = [&](const std::string& args) {
+    const std::string json = path(fmt::format("run{}.json", runs++));
+    const CommandResult r =
+        Shell(fmt::format("{} -t 2 --quiet kl {} --corpus {} --chunk 16 --json {}", PROCTOR_BIN,
+                          args, path("corpus"), json));
+    EXPECT_EQ(r.status, 0) << args << ": " << r.output;
+    return r.status == 0 ? nlohmann::json::parse(ReadFileToString(json))["results"]
+                         : nlohmann::json();
+  };
+  const std::string m = "--model " + golden.string();
+  for (const char* same :
+       {"compute=f32:f32", "kv=affine:4:g32:affine:4:g32", "threads=1:1", "threads=2:2"}) {
+    const auto r = kl(fmt::format("{} --self {} --kv-start 0", m, same));
+    EXPECT_EQ(r["kl"]["mean"].get<double>(), 0.0) << same;
+    EXPECT_EQ(r["kl"]["max"].get<double>(), 0.0) << same;
+  }
+  const auto compute = kl(m + " --self compute=f32:bf16");
+  const auto two_model =
+      kl(fmt::format("--reference {} --reference-compute f32 --candidate {} "
+                     "--compute bf16",
+                     golden.string(), golden.string()));
+  EXPECT_GT(compute["kl"]["mean"].get<double>(), 0.0);
+  EXPECT_EQ(compute["kl"], two_model["kl"]);
+  const auto kv = kl(m + " --self kv=f32:affine:4:g32 --kv-start 0");
+  const auto kv_arm = kl(m + " --kv-arm affine:4:g32 --kv-start 0");
+  EXPECT_GT(kv["kl"]["mean"].get<double>(), 0.0);
+  EXPECT_EQ(kv["kl"], kv_arm["kl"]);
+  const auto threads = kl(m + " --self threads=1:2");
+  fmt::print("[ self ] qwen3-f32 --self threads=1:2: KL mean {} max {}\n",
+             threads["kl"]["mean"].get<double>(), threads["kl"]["max"].get<double>());
+
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--self chunk=1:2", "compute, kv or threads"},
+           {"--self kv=f32:turbo", "'f32:turbo'"},
+           {"--self threads=0:2", "'0:2'"},
+           {"--self compute=f32:bf16 --compute bf16", "leave --compute out"}}) {
+    const CommandResult r =
+        Shell(fmt::format("{} --quiet kl {} {} --corpus {}", PROCTOR_BIN, m, args, path("corpus")));
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << args << ": " << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace proctor
