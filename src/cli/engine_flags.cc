@@ -11,9 +11,15 @@ void EngineFlags::Add(CLI::App& verb) {
                   "weights) or bf16 (activations rounded to bf16 inside matrix products; faster)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   verb.add_option("--kv", kv,
-                  "KV cache scheme: f32 (default), bf16, f16, or affine:BITS[:gGROUP] (mlx-lm's "
-                  "quantized KV cache: bits 2, 3, 4, 5, 6, 8; group g32, g64 (default), g128 "
-                  "along each head), e.g. --kv affine:4:g64");
+                  "KV cache scheme: f32 (default), bf16, f16, ggml:TYPE (llama.cpp's cache types "
+                  "q8_0, q4_0, q4_1, q5_0, q5_1; ggml:KTYPE/VTYPE for keys and values apart), or "
+                  "affine:BITS[:gGROUP] (mlx-lm's quantized KV cache: bits 2, 3, 4, 5, 6, 8; "
+                  "group g32, g64 (default), g128 along each head), e.g. --kv affine:4:g64");
+  verb.add_option("--kv-k", kv_k,
+                  "The keys' cache type, as llama.cpp's --cache-type-k (f32, f16, bf16, q8_0, "
+                  "q4_0, q4_1, q5_0, q5_1); the values keep --kv's");
+  verb.add_option("--kv-v", kv_v,
+                  "The values' cache type, as llama.cpp's --cache-type-v; the keys keep --kv's");
   verb.add_option("--kv-start", kv_start,
                   "With --kv affine:...: the cache stays full precision until a step ends with it "
                   "holding at least N positions, then is quantized in place (mlx-lm's "
@@ -28,6 +34,11 @@ RuntimeOptions EngineFlags::Options() const {
   options.compute = ParseComputeMode(compute);
   options.kv = ParseKvScheme(kv);
   options.kv.start = kv_start;
+  if ((!kv_k.empty() || !kv_v.empty()) && options.kv.quantized()) {
+    Fail("cli", "--kv-k / --kv-v set ggml or float cache types; --kv {} is an affine scheme", kv);
+  }
+  if (!kv_k.empty()) options.kv.key_storage = ParseKvStorage(kv_k, "--kv-k");
+  if (!kv_v.empty()) options.kv.value_storage = ParseKvStorage(kv_v, "--kv-v");
   if (chunk <= 0) Fail("cli", "--chunk must be positive (seen {})", chunk);
   return options;
 }

@@ -1,5 +1,6 @@
 // Flags shared by the verbs that run the engine (generate, logits, bench, kl, dump, ppl):
-// --compute, --kv, --kv-start, --chunk. Declared once here so every verb spells them the same.
+// --compute, --kv, --kv-start, --kv-k, --kv-v, --chunk. Declared once here so every verb spells
+// them the same.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@ struct EngineFlags {
   std::string compute = "f32";
   std::string kv = "f32";
   int64_t kv_start = kDefaultKvStart;
+  std::string kv_k, kv_v;  // llama.cpp's --cache-type-k / -v: override the scheme's keys / values
   int64_t chunk = 512;
 
   void Add(CLI::App& verb);

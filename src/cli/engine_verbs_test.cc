@@ -114,6 +114,23 @@ TEST(BenchVerb, QuantizedCacheBytesEqualTheStorageFormula) {
   EXPECT_EQ(nlohmann::json::parse(early.out)["kv_cache_bytes"], 24 * 4 * 2 * 64 * 4);
 }
 
+// llama.cpp's --cache-type-k / -v: by hand, tiny's kv_dim 64 is 2 blocks: q8_0 keys 2 x 34
+// bytes, q4_0 values 2 x 18, per position and layer.
+TEST(BenchVerb, KeysAndValuesTypedApartAsLlamaCpp) {
+  const Result r = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --prompt-tokens 20 --decode-tokens 4 "
+      "--kv-k q8_0 --kv-v q4_0");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["kv"], "ggml:q8_0/q4_0");
+  EXPECT_EQ(json["kv_bytes_per_token_per_layer"], 2 * 34 + 2 * 18);
+  EXPECT_EQ(json["kv_cache_bytes"], 24 * 4 * (2 * 34 + 2 * 18));
+  const Result bad = Proctor(
+      "bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:4:g32 --kv-k q8_0");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("affine"), std::string::npos) << bad.out;
+}
+
 TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
   Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:7");
   EXPECT_EQ(r.status, 1);

@@ -201,7 +201,11 @@ void RegisterKlVerb(CLI::App& app) {
       if (!args->reference.empty()) {
         EngineFlags reference_engine = args->engine;
         if (!args->reference_compute.empty()) reference_engine.compute = args->reference_compute;
-        if (!args->reference_kv.empty()) reference_engine.kv = args->reference_kv;
+        if (!args->reference_kv.empty()) {  // the reference's own scheme, whole
+          reference_engine.kv = args->reference_kv;
+          reference_engine.kv_k.clear();
+          reference_engine.kv_v.clear();
+        }
         KlTwoModelOptions options{.reference = args->reference,
                                   .candidate = args->candidate,
                                   .corpus_dir = args->corpus,

@@ -34,8 +34,9 @@ void RegisterKvCurveVerb(CLI::App& app) {
                    "Corpus directory (`proctor corpus`): its sequences are the prompts")
       ->required();
   verb->add_option("--schemes", args->schemes,
-                   "Comma-separated --kv schemes (default: f32, bf16, f16 and affine 8, 6, 4, 3, "
-                   "2 bits at group 64, or 32 when 64 does not divide head_dim)")
+                   "Comma-separated --kv schemes (default: f32, bf16, f16, ggml:q8_0, ggml:q4_0 "
+                   "and affine 8, 6, 4, 3, 2 bits at group 64, or 32 when 64 does not divide "
+                   "head_dim)")
       ->delimiter(',');
   verb->add_option("--n", args->n, "Sequences (default 8; 0: all)")->check(CLI::NonNegativeNumber);
   verb->add_option("--decode-steps", args->decode_steps,

@@ -7,30 +7,87 @@
 #include <charconv>
 #include <cstring>
 
+#include "quant/ggml_blocks.h"
 #include "util/error.h"
 #include "util/half.h"
 
 namespace proctor {
 
+namespace {
+
+bool IsBlockType(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ5_0 ||
+         t == DType::kQ5_1;
+}
+
+// ggml's reference quantizer of a block type (quant/ggml_blocks.h).
+using QuantizeBlocksFn = void (*)(const float* x, int64_t n_blocks, uint8_t* blocks);
+QuantizeBlocksFn BlockQuantizer(DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+      return quant::QuantizeQ8_0Ref;
+    case DType::kQ4_0:
+      return quant::QuantizeQ4_0Ref;
+    case DType::kQ4_1:
+      return quant::QuantizeQ4_1Ref;
+    case DType::kQ5_0:
+      return quant::QuantizeQ5_0Ref;
+    case DType::kQ5_1:
+      return quant::QuantizeQ5_1Ref;
+    default:
+      return nullptr;
+  }
+}
+
+double BitsPerElement(DType t) { return 8.0 * static_cast<double>(BytesFor(t, 32)) / 32.0; }
+
+}  // namespace
+
 std::string KvScheme::Name() const {
   if (quantized()) return fmt::format("affine:{}:g{}", bits, group_size);
-  return std::string(proctor::Name(storage));
+  if (key_storage == value_storage && !IsBlockType(key_storage)) {
+    return std::string(proctor::Name(key_storage));
+  }
+  if (key_storage == value_storage) return fmt::format("ggml:{}", proctor::Name(key_storage));
+  return fmt::format("ggml:{}/{}", proctor::Name(key_storage), proctor::Name(value_storage));
 }
 
 double KvScheme::EffectiveBits() const {
   if (quantized()) return bits + 64.0 / group_size;
-  return 8.0 * static_cast<double>(BytesFor(storage, 1));
+  return (BitsPerElement(key_storage) + BitsPerElement(value_storage)) / 2;
 }
 
 int64_t KvScheme::BytesPerToken(int64_t kv_dim) const {
   if (quantized()) return 2 * (kv_dim * bits / 8 + 2 * 4 * (kv_dim / group_size));
-  return 2 * static_cast<int64_t>(BytesFor(storage, static_cast<uint64_t>(kv_dim)));
+  const auto n = static_cast<uint64_t>(kv_dim);
+  return static_cast<int64_t>(BytesFor(key_storage, n) + BytesFor(value_storage, n));
+}
+
+DType ParseKvStorage(std::string_view name, std::string_view flag) {
+  const auto type = ParseDType(name);
+  if (!type || (*type != DType::kF32 && *type != DType::kBF16 && *type != DType::kF16 &&
+                !IsBlockType(*type))) {
+    Fail("model",
+         "{}: unknown KV cache type '{}' (expected f32, f16, bf16, q8_0, q4_0, q4_1, "
+         "q5_0 or q5_1)",
+         flag, name);
+  }
+  return *type;
 }
 
 KvScheme ParseKvScheme(std::string_view name) {
   constexpr const char* kAllowed =
-      "f32, bf16, f16, affine:BITS or affine:BITS:gGROUP (bits 2, 3, 4, 5, 6, 8; group 32, 64, "
-      "128)";
+      "f32, bf16, f16, ggml:TYPE or ggml:KTYPE/VTYPE (q8_0, q4_0, q4_1, q5_0, q5_1, f16, ...), "
+      "affine:BITS or affine:BITS:gGROUP (bits 2, 3, 4, 5, 6, 8; group 32, 64, 128)";
+  if (name.starts_with("ggml:")) {
+    const std::string_view types = name.substr(5);
+    const size_t slash = types.find('/');
+    const std::string flag = fmt::format("--kv {}", name);
+    const DType k = ParseKvStorage(types.substr(0, slash), flag);
+    const DType v =
+        slash == std::string_view::npos ? k : ParseKvStorage(types.substr(slash + 1), flag);
+    return KvScheme{.key_storage = k, .value_storage = v};
+  }
   if (name.starts_with("affine:")) {
     const std::string_view rest = name.substr(7);
     const size_t colon = rest.find(':');
@@ -57,10 +114,17 @@ KvScheme ParseKvScheme(std::string_view name) {
   if (!type || (*type != DType::kF32 && *type != DType::kBF16 && *type != DType::kF16)) {
     Fail("model", "unknown KV cache scheme '{}' (expected {})", name, kAllowed);
   }
-  return KvScheme{.storage = *type};
+  return KvScheme::Dense(*type);
 }
 
 void CheckKvSchemeFits(const KvScheme& scheme, int head_dim) {
+  if ((IsBlockType(scheme.key_storage) || IsBlockType(scheme.value_storage)) &&
+      head_dim % 32 != 0) {
+    Fail("model",
+         "--kv {}: ggml blocks hold 32 elements, which must not straddle two heads, but the "
+         "model's head_dim is {}",
+         scheme.Name(), head_dim);
+  }
   if (scheme.quantized() && head_dim % scheme.group_size != 0) {
     Fail("model",
          "--kv {}: the group size {} does not divide the model's head_dim {} (mlx-lm quantizes "
@@ -73,9 +137,14 @@ FullAttentionKvCache::FullAttentionKvCache(int64_t kv_dim, KvScheme scheme,
                                            int64_t reserve_positions)
     : kv_dim_(kv_dim), scheme_(scheme) {
   CHECK(kv_dim > 0);
-  CHECK(scheme.storage == DType::kF32 || scheme.storage == DType::kBF16 ||
-        scheme.storage == DType::kF16);
-  CHECK(!scheme.quantized() || (scheme.storage == DType::kF32 && kv_dim % scheme.group_size == 0));
+  for (const DType t : {scheme.key_storage, scheme.value_storage}) {
+    CHECK_MSG(t == DType::kF32 || t == DType::kBF16 || t == DType::kF16 || IsBlockType(t), "{}",
+              proctor::Name(t));
+    CHECK(!IsBlockType(t) || kv_dim % 32 == 0);
+  }
+  CHECK(!scheme.quantized() ||
+        (scheme.key_storage == DType::kF32 && scheme.value_storage == DType::kF32 &&
+         kv_dim % scheme.group_size == 0));
   Reserve(std::max<int64_t>(reserve_positions, 16));
 }
 
@@ -113,23 +182,27 @@ void FullAttentionKvCache::Reserve(int64_t positions) {
     return;
   }
   if (keys_.rows() >= positions) return;
-  keys_ = grown(keys_, Tensor(scheme_.storage, positions, kv_dim_));
-  values_ = grown(values_, Tensor(scheme_.storage, positions, kv_dim_));
+  keys_ = grown(keys_, Tensor(scheme_.key_storage, positions, kv_dim_));
+  values_ = grown(values_, Tensor(scheme_.value_storage, positions, kv_dim_));
 }
 
 void FullAttentionKvCache::AppendDense(const MatView& rows, Tensor& store) const {
+  const DType type = store.type();
+  const QuantizeBlocksFn quantize = BlockQuantizer(type);
   for (int64_t r = 0; r < rows.rows; ++r) {
     const float* x = rows.RowAs<float>(r);
     const int64_t row = length_ + r;
-    if (scheme_.storage == DType::kF32) {
-      std::memcpy(store.RowF32(row), x, sizeof(float) * kv_dim_);
-      continue;
-    }
-    auto* out = reinterpret_cast<uint16_t*>(store.bytes()) + row * kv_dim_;
-    if (scheme_.storage == DType::kBF16) {
-      for (int64_t i = 0; i < kv_dim_; ++i) out[i] = F32ToBF16(x[i]);
+    uint8_t* out = store.bytes() + static_cast<size_t>(row) * store.View().row_stride;
+    if (type == DType::kF32) {
+      std::memcpy(out, x, sizeof(float) * kv_dim_);
+    } else if (type == DType::kBF16) {
+      auto* half = reinterpret_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < kv_dim_; ++i) half[i] = F32ToBF16(x[i]);
+    } else if (type == DType::kF16) {
+      auto* half = reinterpret_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < kv_dim_; ++i) half[i] = F32ToF16(x[i]);
     } else {
-      for (int64_t i = 0; i < kv_dim_; ++i) out[i] = F32ToF16(x[i]);
+      quantize(x, kv_dim_ / 32, out);
     }
   }
 }

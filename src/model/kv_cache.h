@@ -30,7 +30,9 @@ namespace proctor {
 inline constexpr int64_t kDefaultKvStart = 5000;
 
 // How a KV cache stores keys and values.
-//   dense:  `storage` f32, bf16 or f16 (rounded to nearest even on append);
+//   dense:  keys and values each f32, bf16 or f16 (rounded to nearest even on append), or a
+//           ggml block type as llama.cpp's --cache-type-k / -v (q8_0, q4_0, q4_1, q5_0, q5_1:
+//           each row quantized on append with ggml's reference quantizer, byte for byte);
 //   affine: MLX affine codes of `bits` (2, 3, 4, 6, 8) per element with an f32 scale and bias per
 //           `group_size` (32, 64, 128) elements of a head, quantized exactly as mx.quantize does
 //           (quant/mlx_quant.h). Full precision (f32) until a forward step ends with the cache
@@ -39,28 +41,37 @@ inline constexpr int64_t kDefaultKvStart = 5000;
 //           once; from then on new keys and values are quantized as they arrive (before attention
 //           reads them, as mlx-lm's QuantizedKVCache.update_and_fetch does).
 struct KvScheme {
-  DType storage = DType::kF32;  // dense storage; affine: the storage before the conversion (f32)
-  int bits = 0;                 // > 0: affine
+  DType key_storage = DType::kF32;    // dense storage; affine: before the conversion (f32)
+  DType value_storage = DType::kF32;  // likewise for values
+  int bits = 0;                       // > 0: affine
   int group_size = 0;
   int64_t start = kDefaultKvStart;
 
+  // Keys and values both stored as `type` (f32, bf16, f16 or a ggml block type).
+  static KvScheme Dense(DType type) { return {.key_storage = type, .value_storage = type}; }
   bool quantized() const { return bits > 0; }
-  // "f32", "bf16", "f16", "affine:4:g64" (without `start`, a separate setting).
+  // "f32", "bf16", "f16", "ggml:q8_0", "ggml:q8_0/q4_0" (keys/values apart), "affine:4:g64"
+  // (without `start`, a separate setting). ParseKvScheme reads every name back.
   std::string Name() const;
-  // Stored bits per key or value element once converted: 32 or 16 dense; affine bits + 64 /
-  // group_size (f32 scale and bias per group). mlx-lm on a bf16 or f16 model keeps 16-bit scales
-  // and biases (bits + 32 / group_size): proctor's activations, and so its scales, are f32.
+  // Stored bits per key or value element (the mean of the two) once converted: 32 or 16 dense;
+  // ggml blocks their block bytes x 8 / 32 (q8_0 8.5, q4_0 4.5); affine bits + 64 / group_size
+  // (f32 scale and bias per group). mlx-lm on a bf16 or f16 model keeps 16-bit scales and biases
+  // (bits + 32 / group_size): proctor's activations, and so its scales, are f32.
   double EffectiveBits() const;
   // Bytes of one position's keys and values in one layer once converted (kv_dim elements each).
   int64_t BytesPerToken(int64_t kv_dim) const;
 };
 
-// Parses --kv: "f32", "bf16", "f16", "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
+// Parses --kv: "f32", "bf16", "f16", "ggml:TYPE" or "ggml:KTYPE/VTYPE" (TYPE one of f32, f16,
+// bf16, q8_0, q4_0, q4_1, q5_0, q5_1), "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
 // default); `start` keeps its default. Error naming the value and what is allowed otherwise.
 KvScheme ParseKvScheme(std::string_view name);
+// One cache element type of --kv-k / --kv-v / ggml:...: f32, f16, bf16, q8_0, q4_0, q4_1,
+// q5_0, q5_1 (llama.cpp's cache types that proctor stores). Error naming `flag` otherwise.
+DType ParseKvStorage(std::string_view name, std::string_view flag);
 
-// Error unless `scheme` fits a model whose heads are head_dim wide (affine groups must not
-// straddle heads: group_size divides head_dim, as mlx-lm quantizes each head's vector).
+// Error unless `scheme` fits a model whose heads are head_dim wide (affine groups and ggml blocks
+// must not straddle heads: group_size, or 32, divides head_dim).
 void CheckKvSchemeFits(const KvScheme& scheme, int head_dim);
 
 enum class LayerCacheKind { kFullAttention, kSlidingWindow, kRecurrent };

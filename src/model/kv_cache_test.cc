@@ -12,6 +12,7 @@
 #include "model/runtime_model.h"
 #include "model/synthetic_model.h"
 #include "ops/attention.h"
+#include "quant/ggml_blocks.h"
 #include "quant/mlx_quant.h"
 #include "util/half.h"
 #include "util/testing_files.h"
@@ -57,7 +58,8 @@ std::vector<std::vector<float>> MlxRoundTrip(const Tensor& t, int64_t begin, int
 }
 
 TEST(KvScheme, ParsesEveryFormAndRefusesNonsenseNamingTheValue) {
-  EXPECT_EQ(ParseKvScheme("f16").storage, DType::kF16);
+  EXPECT_EQ(ParseKvScheme("f16").key_storage, DType::kF16);
+  EXPECT_EQ(ParseKvScheme("f16").value_storage, DType::kF16);
   EXPECT_EQ(ParseKvScheme("f16").Name(), "f16");
   const KvScheme a4 = ParseKvScheme("affine:4");
   EXPECT_EQ(a4.bits, 4);
@@ -91,8 +93,47 @@ TEST(KvScheme, SizesFollowTheStorageFormat) {
   }
 }
 
+TEST(KvScheme, GgmlCacheTypesAsLlamaCppNamesThem) {
+  const KvScheme q8 = ParseKvScheme("ggml:q8_0");
+  EXPECT_EQ(q8.key_storage, DType::kQ8_0);
+  EXPECT_EQ(q8.value_storage, DType::kQ8_0);
+  EXPECT_EQ(q8.Name(), "ggml:q8_0");
+  const KvScheme mixed = ParseKvScheme("ggml:q8_0/q4_0");
+  EXPECT_EQ(mixed.value_storage, DType::kQ4_0);
+  EXPECT_EQ(ParseKvScheme(mixed.Name()).Name(), "ggml:q8_0/q4_0");
+  EXPECT_EQ(ParseKvScheme("ggml:f16").Name(), "f16");
+  // By hand: a 32-element q8_0 block is 34 bytes, q4_0 18: kv_dim 64 is 2 blocks of each.
+  EXPECT_EQ(mixed.BytesPerToken(64), 2 * 34 + 2 * 18);
+  EXPECT_DOUBLE_EQ(mixed.EffectiveBits(), (8.5 + 4.5) / 2);
+  EXPECT_DOUBLE_EQ(ParseKvScheme("ggml:q5_1").EffectiveBits(), 6.0);
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("ggml:q4_k"), "'q4_k'", "q8_0");
+  EXPECT_ERROR_CONTAINS(ParseKvScheme("ggml:q8_0/iq9"), "'iq9'");
+  EXPECT_ERROR_CONTAINS(CheckKvSchemeFits(q8, 16), "head_dim is 16");
+  CheckKvSchemeFits(q8, 64);
+}
+
+// Each row of a ggml cache holds exactly the bytes of ggml's reference quantizer
+// (quant::Quantize*Ref, byte-identical to libggml's quantize_row_*_ref: ggml_oracle_test.cc).
+TEST(KvCache, GgmlRowsAreGgmlsQuantizerBytes) {
+  const Tensor rows = RandomRows(9, 64, 21);
+  FullAttentionKvCache cache(64, ParseKvScheme("ggml:q8_0/q5_1"), 4);
+  cache.Append(rows.View().RowRange(0, 4), rows.View().RowRange(0, 4));
+  cache.Append(rows.View().RowRange(4, 9), rows.View().RowRange(4, 9));
+  ASSERT_EQ(cache.Keys().dense.type, DType::kQ8_0);
+  ASSERT_EQ(cache.Values().dense.type, DType::kQ5_1);
+  std::vector<uint8_t> q8(68), q51(48);
+  for (int64_t r = 0; r < 9; ++r) {
+    quant::QuantizeQ8_0Ref(rows.RowF32(r), 2, q8.data());
+    quant::QuantizeQ5_1Ref(rows.RowF32(r), 2, q51.data());
+    EXPECT_EQ(std::vector<uint8_t>(cache.Keys().dense.Row(r), cache.Keys().dense.Row(r) + 68), q8);
+    EXPECT_EQ(std::vector<uint8_t>(cache.Values().dense.Row(r), cache.Values().dense.Row(r) + 48),
+              q51);
+  }
+  EXPECT_FALSE(cache.EndStep());  // llama.cpp's types are quantized from the first row
+}
+
 TEST(KvCache, F16StorageRoundsToNearestEven) {
-  FullAttentionKvCache f16(64, KvScheme{.storage = DType::kF16}, 1);
+  FullAttentionKvCache f16(64, KvScheme::Dense(DType::kF16), 1);
   const Tensor rows = RandomRows(5, 64, 1);
   f16.Append(rows.View(), rows.View());
   const ops::KvRows keys = f16.Keys();
@@ -148,13 +189,14 @@ TEST(KvCache, AnEmptyCacheIsNeverConverted) {
   EXPECT_FALSE(cache.converted());
 }
 
-// Attention over quantized keys and values equals the float64 reference over the same codes, for
-// odd lengths, GQA, one and many queries, a sliding window.
+// Attention over quantized keys and values (affine codes, ggml blocks) equals the float64
+// reference over the same codes, for odd lengths, GQA, one and many queries, a sliding window.
 TEST(QuantizedKvAttention, EqualsTheFloat64ReferenceOverTheSameCodes) {
   ThreadPool pool(2);
   const int n_heads = 8, n_kv_heads = 2, head_dim = 64;
   const int64_t kv_dim = int64_t{n_kv_heads} * head_dim;
-  for (const char* name : {"affine:4:g32", "affine:3:g64", "affine:8:g64", "affine:2:g32"}) {
+  for (const char* name : {"affine:4:g32", "affine:3:g64", "affine:8:g64", "affine:2:g32",
+                           "ggml:q8_0", "ggml:q4_0", "ggml:q4_1/q5_0"}) {
     for (const int64_t length : {1, 7, 129, 301}) {
       for (const int64_t queries : {int64_t{1}, std::min<int64_t>(length, 5)}) {
         for (const int window : {0, 50}) {
@@ -163,7 +205,7 @@ TEST(QuantizedKvAttention, EqualsTheFloat64ReferenceOverTheSameCodes) {
           FullAttentionKvCache cache(kv_dim, scheme);
           const Tensor k = RandomRows(length, kv_dim, 10), v = RandomRows(length, kv_dim, 11);
           cache.Append(k.View(), v.View());
-          ASSERT_TRUE(cache.EndStep());
+          EXPECT_EQ(cache.EndStep(), scheme.quantized());
           const Tensor q = RandomRows(queries, int64_t{n_heads} * head_dim, 12);
           Tensor fast = Tensor::F32(queries, int64_t{n_heads} * head_dim);
           Tensor ref = Tensor::F32(queries, int64_t{n_heads} * head_dim);

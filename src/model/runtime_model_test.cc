@@ -22,8 +22,8 @@ namespace proctor {
 namespace {
 
 TEST(KvCache, AppendsGrowsAndRoundsToBf16) {
-  FullAttentionKvCache f32(3, KvScheme{DType::kF32}, 1);
-  FullAttentionKvCache bf16(3, KvScheme{DType::kBF16}, 1);
+  FullAttentionKvCache f32(3, KvScheme::Dense(DType::kF32), 1);
+  FullAttentionKvCache bf16(3, KvScheme::Dense(DType::kBF16), 1);
   Tensor rows = Tensor::F32(40, 3);  // more rows than the initial capacity (16)
   for (int64_t r = 0; r < 40; ++r) {
     for (int64_t c = 0; c < 3; ++c)
@@ -49,7 +49,7 @@ TEST(KvCache, AppendsGrowsAndRoundsToBf16) {
 }
 
 TEST(KvCache, SchemeParsing) {
-  EXPECT_EQ(ParseKvScheme("bf16").storage, DType::kBF16);
+  EXPECT_EQ(ParseKvScheme("bf16").key_storage, DType::kBF16);
   EXPECT_EQ(ParseKvScheme("f32").Name(), "f32");
   EXPECT_ERROR_CONTAINS(ParseKvScheme("q4_0"), "q4_0", "f32, bf16, f16");
   EXPECT_ERROR_CONTAINS(ParseComputeMode("f16"), "f16");
@@ -113,7 +113,7 @@ TEST_P(SyntheticTiny, ChunkingDecodeAndModesAgree) {
   }
   // bf16 KV storage and bf16 compute: close to f32, not identical.
   RuntimeOptions kv_bf16;
-  kv_bf16.kv = KvScheme{DType::kBF16};
+  kv_bf16.kv = KvScheme::Dense(DType::kBF16);
   const float kv_diff =
       MaxAbsDiff(AllLogits(RuntimeModel(m.config, m.weights, kv_bf16), tokens, 16), whole);
   RuntimeOptions compute_bf16;

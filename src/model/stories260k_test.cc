@@ -67,7 +67,7 @@ TEST(Stories260K, GreedyFromBosReproducesTheReferenceStory) {
   ASSERT_EQ(vocab.size(), 512u);
   for (const auto kv : {DType::kF32, DType::kBF16}) {
     RuntimeOptions options;
-    options.kv = KvScheme{kv};
+    options.kv = KvScheme::Dense(kv);
     const RuntimeModel model(loaded.config, loaded.weights, options);
     GreedyOptions greedy;
     greedy.max_new_tokens = 256;  // run.c: 256 steps, each emits one token after BOS

@@ -24,11 +24,13 @@ void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int6
               "affine groups {} / {} for head_dim {}", k.quantized->group_size,
               v.quantized->group_size, head_dim);
   } else {
-    const auto dense = [](DType t) {
-      return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16;
+    // f32, bf16, f16, or a ggml block type whose 32-element blocks stay within a head.
+    const auto readable = [&](DType t) {
+      return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16 ||
+             (IsSupportedWeightType(t) && FitsBlocks(t, static_cast<uint64_t>(head_dim)));
     };
-    CHECK_MSG(k.dense.type == v.dense.type && dense(k.dense.type), "k {} v {}", Name(k.dense.type),
-              Name(v.dense.type));
+    CHECK_MSG(readable(k.dense.type) && readable(v.dense.type), "k {} v {} for head_dim {}",
+              Name(k.dense.type), Name(v.dense.type), head_dim);
   }
   CHECK_MSG(n_kv_heads > 0 && n_heads % n_kv_heads == 0, "{} heads, {} kv heads", n_heads,
             n_kv_heads);

@@ -11,9 +11,9 @@
 namespace proctor::ops {
 
 // Keys or values of a KV cache as attention reads them, rows = positions: a dense matrix (f32,
-// bf16, f16) or MLX affine codes quantized along the row in groups that never straddle a head
-// (model/kv_cache.h). Attention decodes quantized rows a tile of positions at a time into a
-// thread-local buffer, never the whole cache.
+// bf16, f16, a ggml block type) or MLX affine codes quantized along the row in groups that never
+// straddle a head (model/kv_cache.h). Attention decodes quantized rows a tile of positions at a
+// time into a thread-local buffer, never the whole cache.
 struct KvRows {
   KvRows(const MatView& rows) : dense(rows) {}  // a dense cache (implicit: plain views pass)
   explicit KvRows(const quant::MlxQuantizedMatrix& codes) : quantized(codes) {}
@@ -27,7 +27,8 @@ struct KvRows {
 
 // T new queries at absolute positions pos0..pos0+T-1 over a KV cache holding keys/values for
 // positions 0..pos0+T-1 (rows = positions, at least pos0+T rows). q: [T, Hq*D] f32; k, v:
-// [S, Hkv*D] dense (f32, bf16, f16) or affine codes whose groups divide D; out: [T, Hq*D]. Query
+// [S, Hkv*D] dense (f32, bf16, f16, or ggml blocks within a head; keys and values may differ)
+// or affine codes whose groups divide D; out: [T, Hq*D]. Query
 // head h uses KV head h / (Hq/Hkv). sliding_window > 0: the query at position p sees keys
 // p-window+1..p only. scale = 1/sqrt(D) normally. Softmax in f32 with max subtraction. Threaded
 // over (query row, head).

@@ -375,6 +375,13 @@ TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
   EXPECT_LT(mean_kl[8], mean_kl[4]);
   EXPECT_GT(mean_kl[4], 1e-7);
   EXPECT_LT(mean_kl[4], mean_kl[2]);
+  // llama.cpp's cache types: q8_0 closer than q4_0.
+  const auto q8 = decode_kl("ggml:q8_0"), q4 = decode_kl("ggml:q4_0");
+  fmt::print(
+      "[ kv ] qwen3-f32 decode-path KL ({} steps), --kv-arm ggml:q8_0: {:.6g}, q4_0: {:.6g}\n",
+      kSteps, q8["results"]["kl"]["mean"].get<double>(), q4["results"]["kl"]["mean"].get<double>());
+  EXPECT_LT(q8["results"]["kl"]["mean"].get<double>(), q4["results"]["kl"]["mean"].get<double>());
+  EXPECT_GT(q4["results"]["kl"]["mean"].get<double>(), 1e-7);
 
   for (const auto& [out, flags] :
        {std::pair<std::string, std::string>{"ref.f32", ""},

@@ -18,6 +18,9 @@ constexpr const char* kComponent = "kv-curve";
 
 std::vector<std::string> DefaultKvCurveSchemes(int head_dim) {
   std::vector<std::string> schemes = {"f32", "bf16", "f16"};
+  if (head_dim % 32 == 0) {  // llama.cpp's cache types: 32-element blocks within a head
+    schemes.insert(schemes.end(), {"ggml:q8_0", "ggml:q4_0"});
+  }
   for (const int group : {64, 32}) {
     if (head_dim % group != 0) continue;
     for (const int bits : {8, 6, 4, 3, 2})

@@ -46,8 +46,9 @@ struct KvCurveResult {
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
 };
 
-// f32 (the reference itself: KL exactly 0), bf16, f16, then affine 8, 6, 4, 3 and 2 bits with
-// the largest of groups 64 and 32 that divides head_dim (none when neither does).
+// f32 (the reference itself: KL exactly 0), bf16, f16, ggml q8_0 and q4_0 (when 32 divides
+// head_dim), then affine 8, 6, 4, 3 and 2 bits with the largest of groups 64 and 32 that divides
+// head_dim (none when neither does).
 std::vector<std::string> DefaultKvCurveSchemes(int head_dim);
 
 // Error("[kv-curve] ...") for a scheme that does not parse or fit the model (before any run),

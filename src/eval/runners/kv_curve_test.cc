@@ -88,10 +88,11 @@ TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
 
 TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) {
   // head_dim 32: group 64 does not fit, so the affine rows use group 32; head_dim 8 has none.
-  EXPECT_EQ(DefaultKvCurveSchemes(32),
-            (std::vector<std::string>{"f32", "bf16", "f16", "affine:8:g32", "affine:6:g32",
-                                      "affine:4:g32", "affine:3:g32", "affine:2:g32"}));
-  EXPECT_EQ(DefaultKvCurveSchemes(128)[3], "affine:8:g64");
+  EXPECT_EQ(
+      DefaultKvCurveSchemes(32),
+      (std::vector<std::string>{"f32", "bf16", "f16", "ggml:q8_0", "ggml:q4_0", "affine:8:g32",
+                                "affine:6:g32", "affine:4:g32", "affine:3:g32", "affine:2:g32"}));
+  EXPECT_EQ(DefaultKvCurveSchemes(128)[5], "affine:8:g64");
   EXPECT_EQ(DefaultKvCurveSchemes(8), (std::vector<std::string>{"f32", "bf16", "f16"}));
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
   const std::string verb =
