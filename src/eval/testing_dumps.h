@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "eval/formats/corpus.h"
 #include "eval/formats/ref_logits_writer.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -20,6 +21,18 @@
 #include "util/testing_files.h"  // TempDir, FixturesDir, RunCommand
 
 namespace proctor::testing {
+
+// A corpus of n_seqs x ctx_len tokens (i * step + offset) % vocab, recording only the
+// vocabulary size: tokens for models without a tokenizer (the hf-goldens).
+inline void WriteArithmeticCorpus(const std::filesystem::path& dir, int64_t n_seqs, int64_t ctx_len,
+                                  int64_t vocab, int64_t step, int64_t offset) {
+  std::vector<int32_t> tokens;
+  tokens.reserve(static_cast<size_t>(n_seqs * ctx_len));
+  for (int64_t i = 0; i < n_seqs * ctx_len; ++i) {
+    tokens.push_back(static_cast<int32_t>((i * step + offset) % vocab));
+  }
+  WriteCorpus(dir, tokens, ctx_len, {{"vocab_size", vocab}});
+}
 
 // The message of the proctor::Error f() throws, or "(no error)".
 inline std::string ErrorOf(const std::function<void()>& f) {

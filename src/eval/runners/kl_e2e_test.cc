@@ -270,12 +270,7 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   ASSERT_EQ(nlohmann::json::parse(ReadFileToString(golden / "config.json"))["vocab_size"], kVocab);
   testing::TempDir temp;
   const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
-  std::vector<int32_t> tokens;
-  tokens.reserve(kSeqs * kCtx);
-  for (int64_t i = 0; i < kSeqs * kCtx; ++i) {
-    tokens.push_back(static_cast<int32_t>((i * 7919 + 13) % kVocab));
-  }
-  WriteCorpus(path("corpus"), tokens, kCtx, {{"vocab_size", kVocab}});
+  testing::WriteArithmeticCorpus(path("corpus"), kSeqs, kCtx, kVocab, 7919, 13);
   const auto proctor = [](const std::string& args) {
     return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
   };
@@ -335,12 +330,7 @@ TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
   constexpr int64_t kPrefill = kCtx - 1 - kSteps;  // the decode steps begin here
   testing::TempDir temp;
   const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
-  std::vector<int32_t> tokens;
-  tokens.reserve(kSeqs * kCtx);
-  for (int64_t i = 0; i < kSeqs * kCtx; ++i) {
-    tokens.push_back(static_cast<int32_t>((i * 4099 + 5) % kVocab));
-  }
-  WriteCorpus(path("corpus"), tokens, kCtx, {{"vocab_size", kVocab}});
+  testing::WriteArithmeticCorpus(path("corpus"), kSeqs, kCtx, kVocab, 4099, 5);
   const auto proctor = [](const std::string& args) {
     return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
   };
@@ -427,12 +417,7 @@ TEST(KvSchemes, SelfAbOfAnEngineLever) {
   constexpr int64_t kVocab = 512, kSeqs = 2, kCtx = 48;
   testing::TempDir temp;
   const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
-  std::vector<int32_t> tokens;
-  tokens.reserve(kSeqs * kCtx);
-  for (int64_t i = 0; i < kSeqs * kCtx; ++i) {
-    tokens.push_back(static_cast<int32_t>((i * 613 + 3) % kVocab));
-  }
-  WriteCorpus(path("corpus"), tokens, kCtx, {{"vocab_size", kVocab}});
+  testing::WriteArithmeticCorpus(path("corpus"), kSeqs, kCtx, kVocab, 613, 3);
   int runs = 0;
   // The results of `kl ARGS --corpus C --chunk 16` (both arms the golden).
   const auto kl = [&](const std::string& args) {

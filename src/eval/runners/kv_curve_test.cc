@@ -29,10 +29,7 @@ class KvCurve : public ::testing::Test {
     if (!fs::exists(golden_ / "config.json")) GTEST_SKIP() << "fixture absent: " << golden_;
     config_ = nlohmann::json::parse(ReadFileToString(golden_ / "config.json"));
     ASSERT_EQ(config_["vocab_size"], kVocab);
-    std::vector<int32_t> tokens;
-    tokens.reserve(kSeqs * kCtx);
-    for (int i = 0; i < kSeqs * kCtx; ++i) tokens.push_back((i * 4099 + 5) % kVocab);
-    WriteCorpus(corpus(), tokens, kCtx, {{"vocab_size", kVocab}});
+    testing::WriteArithmeticCorpus(corpus(), kSeqs, kCtx, kVocab, 4099, 5);
   }
   fs::path corpus() const { return temp_.path() / "corpus"; }
   fs::path golden_;
