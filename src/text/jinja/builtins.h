@@ -44,6 +44,8 @@ class ArgBinder {
             std::initializer_list<std::string_view> params);
   const Value* Get(size_t index) const;  // nullptr when not passed
   Value GetOr(size_t index, Value fallback) const;
+  // An int (or bool) argument, `fallback` when not passed; Python's TypeError for any other type.
+  int64_t IntOr(size_t index, int64_t fallback) const;
   size_t positional_count() const { return args_.positional.size(); }
 
  private:

@@ -283,7 +283,7 @@ bool ParseFloatText(const std::string& text, double* out) {
 Value Int(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("int", args, {"default", "base"});
   Value fallback = b.GetOr(0, Value(int64_t{0}));
-  const int base = static_cast<int>(b.GetOr(1, Value(int64_t{10})).IntValue());
+  const int base = static_cast<int>(b.IntOr(1, 10));
   if (v.is_int() || v.is_bool()) return Value(v.IntValue());
   if (v.is_float()) {
     if (!std::isfinite(v.as_float())) return fallback;
@@ -320,7 +320,7 @@ Value Abs(Interpreter&, const Value& v, CallArgs& args) {
 
 Value Round(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("round", args, {"precision", "method"});
-  const int64_t precision = b.GetOr(0, Value(int64_t{0})).IntValue();
+  const int64_t precision = b.IntOr(0, 0);
   const std::string method = SoftStr(b.GetOr(1, Value("common")));
   if (!v.is_number()) ThrowEval(ErrorKind::kType, "round() needs a number");
   const double scale = std::pow(10.0, static_cast<double>(precision));
@@ -413,7 +413,7 @@ Value Indent(Interpreter&, const Value& v, CallArgs& args) {
   const std::string indention =
       width.is_string()
           ? width.str()
-          : std::string(static_cast<size_t>(std::max<int64_t>(0, width.IntValue())), ' ');
+          : std::string(static_cast<size_t>(std::max<int64_t>(0, b.IntOr(0, 4))), ' ');
   const bool first = b.GetOr(1, Value(false)).Truthy();
   const bool blank = b.GetOr(2, Value(false)).Truthy();
   const std::string s = SoftStr(v) + "\n";
@@ -534,7 +534,7 @@ Value WordCount(Interpreter&, const Value& v, CallArgs& args) {
 
 Value Batch(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("batch", args, {"linecount", "fill_with"});
-  const int64_t n = b.GetOr(0, Value(int64_t{1})).IntValue();
+  const int64_t n = b.IntOr(0, 1);
   if (n <= 0) ThrowEval(ErrorKind::kType, "batch size must be positive");
   const Value* fill = b.Get(1);
   std::vector<Value> out;
@@ -558,7 +558,7 @@ Value Batch(Interpreter&, const Value& v, CallArgs& args) {
 Value Center(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("center", args, {"width"});
   const std::string s = SoftStr(v);
-  const int64_t width = b.GetOr(0, Value(int64_t{80})).IntValue();
+  const int64_t width = b.IntOr(0, 80);
   const auto len = static_cast<int64_t>(CodePointCount(s));
   if (width <= len) return Value(s);
   const int64_t pad = width - len;

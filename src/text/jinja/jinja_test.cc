@@ -319,6 +319,24 @@ TEST(JinjaErrors, RuntimeErrorsAsJinja2RaisesThem) {
   EXPECT_EQ(e.message(), "cannot assign attribute on non-namespace object");
 }
 
+// Integer arguments of another type are Python's TypeError, never a crash (the first template
+// is what fuzz_jinja found: str.split's maxsplit given a str).
+TEST(JinjaErrors, IntegerArgumentsOfAnotherTypeAreTypeErrors) {
+  for (const char* source :
+       {"{{ 'a,b'.split(7,')[::tor5jinja13TemplateErro') }}", "{{ 'a,b'.split(',', 'x') }}",
+        "{{ 'a b'.rsplit(None, 1.5) }}", "{{ 'aa'.replace('a', 'b', 'c') }}",
+        "{{ 'x'|center([]) }}", "{{ 1.5|round('a') }}", "{{ [1, 2]|batch('x') }}",
+        "{{ '7'|int(0, 'ten') }}", "{{ 'x'|indent(1.5) }}"}) {
+    const TemplateError e = RenderError(source);
+    EXPECT_EQ(e.kind(), ErrorKind::kType) << source;
+    EXPECT_NE(e.message().find("object cannot be interpreted as an integer"), std::string::npos)
+        << source << ": " << e.message();
+  }
+  EXPECT_EQ(Render("{{ 'a,b,c'.split(',', 1) }}|{{ 'x'|indent(2, true) }}|{{ 2.567|round(1) }}"),
+            "['a', 'b,c']|  x|2.6");
+  EXPECT_EQ(RenderError("{{ 'a'.split(',', u) }}").kind(), ErrorKind::kUndefined);
+}
+
 TEST(JinjaErrors, BoundsOnLoopsRecursionAndOutput) {
   RenderOptions options;
   options.limits.max_loop_iterations = 1000;

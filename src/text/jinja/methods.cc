@@ -237,8 +237,7 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
   }
   if (name == "split" || name == "rsplit") {
     ArgBinder b(name, args, {"sep", "maxsplit"});
-    const Value max = b.GetOr(1, Value(int64_t{-1}));
-    return Value::MakeList(Split(s, b.Get(0), max.IntValue(), name == "rsplit"));
+    return Value::MakeList(Split(s, b.Get(0), b.IntOr(1, -1), name == "rsplit"));
   }
   if (name == "splitlines") {
     ArgBinder b(name, args, {"keepends"});
@@ -282,8 +281,8 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
   }
   if (name == "replace") {
     ArgBinder b(name, args, {"old", "new", "count"});
-    return Value(Replace(s, StrArg(b.Get(0), name, "old"), StrArg(b.Get(1), name, "new"),
-                         b.GetOr(2, Value(int64_t{-1})).IntValue()));
+    return Value(
+        Replace(s, StrArg(b.Get(0), name, "old"), StrArg(b.Get(1), name, "new"), b.IntOr(2, -1)));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     ArgBinder b(name, args, {"sub"});

@@ -50,6 +50,17 @@ Value ArgBinder::GetOr(size_t index, Value fallback) const {
   return fallback;
 }
 
+int64_t ArgBinder::IntOr(size_t index, int64_t fallback) const {
+  const Value* v = bound_[index];
+  if (v == nullptr) return fallback;
+  if (v->is_undefined()) FailUndefined(*v);
+  if (!v->is_int() && !v->is_bool()) {
+    ThrowEval(ErrorKind::kType,
+              fmt::format("'{}' object cannot be interpreted as an integer", v->TypeName()));
+  }
+  return v->IntValue();
+}
+
 // ---- iteration, indexing, slicing -----------------------------------------------------------
 
 std::vector<Value> Iterate(const Value& value) {
