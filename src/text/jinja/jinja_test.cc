@@ -337,6 +337,19 @@ TEST(JinjaErrors, IntegerArgumentsOfAnotherTypeAreTypeErrors) {
   EXPECT_EQ(RenderError("{{ 'a'.split(',', u) }}").kind(), ErrorKind::kUndefined);
 }
 
+// A slice inside a tuple subscript is a syntax error naming the line, not a null dereference
+// (fuzz_jinja found `A[3.5, none, 1, :2.5]`).
+TEST(JinjaErrors, SliceInsideATupleSubscriptIsRefused) {
+  for (const char* source : {"{{ items[1, :2] }}", "x\n{{ items[:2, 1] }}",
+                             "{{ {'k': items[3.5, none, 1, :2.5, none, true]}|tojson }}"}) {
+    const TemplateError e = RenderError(source);
+    EXPECT_NE(e.message().find("slice cannot be one item of a tuple subscript"), std::string::npos)
+        << source << ": " << e.message();
+  }
+  EXPECT_EQ(RenderError("x\n{{ items[:2, 1] }}").line(), 2);
+  EXPECT_EQ(Render("{{ items[1:] }}{{ items[:1] }}"), "[1, 2][3]");
+}
+
 TEST(JinjaErrors, BoundsOnLoopsRecursionAndOutput) {
   RenderOptions options;
   options.limits.max_loop_iterations = 1000;

@@ -338,6 +338,11 @@ ExprPtr Parser::ParseSubscript(ExprPtr node) {
   if (subs.size() == 1) {
     sub = std::move(subs[0]);
   } else {
+    for (const ExprPtr& s : subs) {
+      // Python would build a tuple holding a slice object, which no template value can take as
+      // an index; the evaluator has no slice values, so it is refused here.
+      if (s->kind == ExprKind::kSlice) Fail("a slice cannot be one item of a tuple subscript");
+    }
     sub = MakeExpr(ExprKind::kTuple, line);
     sub->args = std::move(subs);
   }
