@@ -6,7 +6,9 @@
 // `--per-position FILE` keeps every position, `--json FILE` every statistic.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,13 +28,19 @@ struct SelfAb {
   std::string lever, a, b;
 };
 
+// A thread count of --self threads=A:B (a whole number >= 1), or nullopt.
+std::optional<int> ParseThreadCount(const std::string& value) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < 1) return std::nullopt;
+  return n;
+}
+
 bool ValidLeverValue(const std::string& lever, const std::string& value) {
   try {
     if (lever == "compute") ParseComputeMode(value);
     if (lever == "kv") ParseKvScheme(value);
-    if (lever == "threads")
-      return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos &&
-             std::stoi(value) >= 1;
+    if (lever == "threads") return ParseThreadCount(value).has_value();
     return true;
   } catch (const Error&) {
     return false;
@@ -155,8 +163,8 @@ void RegisterKlVerb(CLI::App& app) {
         args->reference_kv = ab.a;
         args->engine.kv = ab.b;
       } else {
-        reference_pool = std::make_unique<ThreadPool>(std::stoi(ab.a));
-        candidate_pool = std::make_unique<ThreadPool>(std::stoi(ab.b));
+        reference_pool = std::make_unique<ThreadPool>(*ParseThreadCount(ab.a));
+        candidate_pool = std::make_unique<ThreadPool>(*ParseThreadCount(ab.b));
       }
     }
     if (args->reference_logits.empty() && args->reference.empty()) {

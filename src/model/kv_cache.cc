@@ -15,12 +15,7 @@ namespace proctor {
 
 namespace {
 
-bool IsBlockType(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ5_0 ||
-         t == DType::kQ5_1;
-}
-
-// ggml's reference quantizer of a block type (quant/ggml_blocks.h).
+// ggml's reference quantizer of a cache block type (quant/ggml_blocks.h); null for the others.
 using QuantizeBlocksFn = void (*)(const float* x, int64_t n_blocks, uint8_t* blocks);
 QuantizeBlocksFn BlockQuantizer(DType t) {
   switch (t) {
@@ -38,6 +33,9 @@ QuantizeBlocksFn BlockQuantizer(DType t) {
       return nullptr;
   }
 }
+
+// The ggml block types a cache stores: those with a quantizer.
+bool IsBlockType(DType t) { return BlockQuantizer(t) != nullptr; }
 
 double BitsPerElement(DType t) { return 8.0 * static_cast<double>(BytesFor(t, 32)) / 32.0; }
 
@@ -208,13 +206,19 @@ void FullAttentionKvCache::AppendDense(const MatView& rows, Tensor& store) const
 }
 
 void FullAttentionKvCache::AppendQuantized(const MatView& rows, QuantizedRows& store) const {
-  // mx.quantize of the new rows (each row's groups are independent of the others).
-  std::vector<float> dense(static_cast<size_t>(rows.rows * kv_dim_));
-  for (int64_t r = 0; r < rows.rows; ++r) {
-    std::memcpy(dense.data() + r * kv_dim_, rows.RowAs<float>(r), sizeof(float) * kv_dim_);
+  // mx.quantize of the new rows (each row's groups are independent of the others); strided rows
+  // are gathered first, contiguous ones quantized where they are.
+  std::vector<float> gathered;
+  const float* x = rows.RowAs<float>(0);
+  if (rows.row_stride != sizeof(float) * static_cast<size_t>(kv_dim_)) {
+    gathered.resize(static_cast<size_t>(rows.rows * kv_dim_));
+    for (int64_t r = 0; r < rows.rows; ++r) {
+      std::memcpy(gathered.data() + r * kv_dim_, rows.RowAs<float>(r), sizeof(float) * kv_dim_);
+    }
+    x = gathered.data();
   }
   const quant::MlxQuantizedTensor q =
-      quant::QuantizeMlx(dense.data(), rows.rows, kv_dim_, quant::MlxMode::kAffine, scheme_.bits,
+      quant::QuantizeMlx(x, rows.rows, kv_dim_, quant::MlxMode::kAffine, scheme_.bits,
                          scheme_.group_size, DType::kF32);
   const auto place = [&](const Tensor& from, Tensor& to) {
     const size_t row_bytes = from.View().row_stride;

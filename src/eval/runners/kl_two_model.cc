@@ -58,15 +58,16 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   std::shared_ptr<const EvalModel> reference, candidate;
   {
     ScopedSeconds load(&timings.load_seconds);
+    const auto open = [&](const std::string& spec) {
+      return options.opened ? options.opened : EvalModel::Open(spec);
+    };
     if (!reference_forward) {
-      reference = options.opened ? options.opened : EvalModel::Open(options.reference);
+      reference = open(options.reference);
       reference_forward = reference->Forward(options.reference_runtime);
     }
     if (!candidate_forward) {
-      candidate = options.opened ? options.opened
-                  : options.reference == options.candidate && reference
-                      ? reference
-                      : EvalModel::Open(options.candidate);
+      candidate =
+          options.reference == options.candidate && reference ? reference : open(options.candidate);
       candidate_forward = candidate->Forward(candidate_runtime);
     }
   }

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "eval/formats/corpus.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "util/error.h"
@@ -91,7 +90,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
   result.timings.total_seconds = MonotonicSeconds() - start;
   DescribeInputsAfterRun(options.describe_inputs, result.timings, [&] {
     result.inputs.push_back(model->Describe("model"));
-    result.inputs.push_back(DescribeCorpusInput("corpus", ReadCorpus(options.corpus_dir)));
+    result.inputs.push_back(DescribeCorpusInput("corpus", options.corpus_dir));
   });
   return result;
 }
