@@ -56,6 +56,7 @@ std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const i
     }
     out.push_back(next);
     if (step + 1 == options.max_new_tokens) break;
+    if (options.stop_after && options.stop_after(out)) break;
     hidden = model.ForwardHidden(std::span<const int32_t>(&out.back(), 1), cache);
   }
   return out;

@@ -24,7 +24,10 @@ struct GreedyOptions {
   int64_t chunk = 512;            // prefill chunk size (positions per ForwardHidden call)
   std::vector<int32_t> stop_ids;  // generation ends at the first of these (not emitted)
   // Called with the logits [vocab] that chose each new token (step 0 = after the prompt).
-  std::function<void(int step, std::span<const float> logits)> on_step;
+  std::function<void(int step, std::span<const float> logits)> on_step{};
+  // Called with the tokens generated so far after each new one; true ends generation there (a
+  // stop string appeared).
+  std::function<bool(std::span<const int32_t> generated)> stop_after{};
 };
 
 // Greedy decoding (argmax, lowest index on ties) after the prompt; returns the new tokens

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "formats/gguf.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -129,8 +130,12 @@ std::string RenderChat(std::string_view template_source, std::string_view messag
   return parsed.RenderMessagesJson(messages_json, options);
 }
 
-ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool_use,
-                          const std::filesystem::path& template_file) {
+namespace {
+
+// A model folder: tokenizer_config.json's chat_template, else chat_template.jinja.
+std::optional<ChatConfig> FolderChatConfig(const std::filesystem::path& model_dir,
+                                           bool want_tool_use,
+                                           const std::filesystem::path& template_file) {
   ChatConfig out;
   const std::filesystem::path config_path = model_dir / "tokenizer_config.json";
   Json config = Json::object();
@@ -187,10 +192,66 @@ ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool
     out.template_origin = jinja_path.string();
     return out;
   }
+  return std::nullopt;
+}
+
+// A .gguf file: tokenizer.chat_template, and the BOS/EOS token texts of its vocabulary.
+std::optional<ChatConfig> GgufChatConfig(const std::filesystem::path& path,
+                                         const std::filesystem::path& template_file) {
+  const std::shared_ptr<GgufFile> gguf = GgufFile::Open(path);
+  ChatConfig out;
+  out.special_tokens = Json::object();
+  if (const GgufValue* tokens = gguf->Find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->is_array() && tokens->array_type() == GgufType::kString) {
+    const std::span<const std::string_view> texts = tokens->Strings();
+    const std::pair<const char*, const char*> ids[] = {
+        {"bos_token", "tokenizer.ggml.bos_token_id"}, {"eos_token", "tokenizer.ggml.eos_token_id"}};
+    for (const auto& [name, key] : ids) {
+      const std::optional<int64_t> id = gguf->FindInt(key);
+      if (id && *id >= 0 && static_cast<size_t>(*id) < texts.size()) {
+        out.special_tokens[name] = std::string(texts[static_cast<size_t>(*id)]);
+      }
+    }
+  }
+  if (!template_file.empty()) {
+    out.template_source = ReadFileToString(template_file);
+    out.template_origin = template_file.string();
+    return out;
+  }
+  const std::optional<std::string_view> source = gguf->FindString("tokenizer.chat_template");
+  if (!source) return std::nullopt;
+  out.template_source = std::string(*source);
+  out.template_origin = path.string() + " tokenizer.chat_template";
+  return out;
+}
+
+bool IsGgufFile(const std::filesystem::path& path) {
+  return std::filesystem::is_regular_file(path) && path.extension() == ".gguf";
+}
+
+}  // namespace
+
+std::optional<ChatConfig> FindChatConfig(const std::filesystem::path& model, bool want_tool_use,
+                                         const std::filesystem::path& template_file) {
+  if (IsGgufFile(model)) return GgufChatConfig(model, template_file);
+  return FolderChatConfig(model, want_tool_use, template_file);
+}
+
+ChatConfig LoadChatConfig(const std::filesystem::path& model, bool want_tool_use,
+                          const std::filesystem::path& template_file) {
+  if (std::optional<ChatConfig> config = FindChatConfig(model, want_tool_use, template_file)) {
+    return *std::move(config);
+  }
+  if (IsGgufFile(model)) {
+    Fail("chat",
+         "no chat template in '{}': it has no tokenizer.chat_template (pass --template "
+         "FILE)",
+         model.string());
+  }
   Fail("chat",
        "no chat template in '{}': expected a chat_template in tokenizer_config.json or a "
        "chat_template.jinja file (or pass --template FILE)",
-       model_dir.string());
+       model.string());
 }
 
 }  // namespace proctor::text

@@ -67,10 +67,15 @@ struct ChatConfig {
                                           // additional_special_tokens); unset ones omitted
 };
 
-// Reads MODEL_DIR/tokenizer_config.json: chat_template (a string, or a list of {name, template}:
-// "tool_use" when want_tool_use and present, else "default"), else MODEL_DIR/chat_template.jinja;
-// template_file (if non-empty) overrides both. Special tokens may be strings or {content: ...}.
-ChatConfig LoadChatConfig(const std::filesystem::path& model_dir, bool want_tool_use,
+// A model folder: MODEL/tokenizer_config.json's chat_template (a string, or a list of {name,
+// template}: "tool_use" when want_tool_use and present, else "default"), else
+// MODEL/chat_template.jinja. A .gguf file: its tokenizer.chat_template, with bos_token/eos_token
+// from its vocabulary. template_file (if non-empty) overrides the template. Special tokens may be
+// strings or {content: ...}. Nullopt when the model has no template; Error for a malformed one.
+std::optional<ChatConfig> FindChatConfig(const std::filesystem::path& model, bool want_tool_use,
+                                         const std::filesystem::path& template_file = {});
+// FindChatConfig, with an Error naming the model when it has no template.
+ChatConfig LoadChatConfig(const std::filesystem::path& model, bool want_tool_use,
                           const std::filesystem::path& template_file = {});
 
 // The special tokens transformers passes to templates, from a parsed tokenizer_config.json.
