@@ -1,0 +1,45 @@
+// A task eval as the runner sees it: a fixed, sampled list of items, each asked through a
+// CompletionClient and scored to one outcome (docs/task-evals.md).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "eval/clients/completion_client.h"
+
+namespace proctor {
+
+// kUnscorable: the model answered but nothing could be read out of it (no number, none of the
+// choices seen); it counts as not correct. kRequestError: no answer came (a server error).
+enum class ItemOutcome { kCorrect, kWrong, kUnscorable, kRequestError };
+const char* ItemOutcomeName(ItemOutcome outcome);  // "correct", "wrong", ...
+// Error("[tasks] ...") for an unknown name (`source` names where it was read).
+ItemOutcome ParseItemOutcome(const std::string& name, const std::string& source);
+
+// One scored item, as --outputs keeps it.
+struct ItemRecord {
+  std::string id;          // stable within the task ("abstract_algebra/12", "1318")
+  std::string prompt;      // the raw text, or the user turn of a chat prompt
+  std::string completion;  // what the model answered ("C" for a next-token choice)
+  std::string extracted;   // the answer read out of it ("" when unscorable)
+  std::string expected;
+  ItemOutcome outcome = ItemOutcome::kWrong;
+  std::string error;  // kRequestError: why
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual const std::string& name() const = 0;
+  virtual int64_t size() const = 0;  // items after sampling
+  virtual std::string ItemId(int64_t i) const = 0;
+  virtual ItemRecord Run(int64_t i, CompletionClient& client) const = 0;
+  // The task's own settings for the results file (shots, max tokens, prompt mode, sampling).
+  virtual nlohmann::ordered_json Settings() const = 0;
+  // Said once before the run when the task had to depart from its documented form (a chat task
+  // on a client that cannot chat falls back to raw text); empty otherwise.
+  virtual std::string Note() const { return {}; }
+};
+
+}  // namespace proctor

@@ -1,0 +1,83 @@
+#include "eval/tasks/task_eval.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "eval/tasks/gsm8k.h"
+#include "eval/tasks/mmlu.h"
+#include "eval/tasks/task_data.h"
+#include "util/error.h"
+#include "util/timing.h"
+
+namespace proctor {
+
+const std::vector<std::string>& KnownTaskNames() {
+  static const std::vector<std::string> names = {"gsm8k", "mmlu"};
+  return names;
+}
+
+std::vector<std::string> ParseTaskNames(const std::string& list) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t comma = std::min(list.find(',', begin), list.size());
+    const std::string name = list.substr(begin, comma - begin);
+    begin = comma + 1;
+    if (name.empty()) continue;
+    const auto& known = KnownTaskNames();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      Fail("tasks", "unknown task '{}' (known: {})", name, fmt::join(known, ", "));
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  if (names.empty()) Fail("tasks", "no task named (e.g. mmlu,gsm8k)");
+  return names;
+}
+
+std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& names,
+                                             const TaskSetOptions& options) {
+  std::vector<std::unique_ptr<Task>> tasks;
+  for (const std::string& name : names) {
+    if (name == "mmlu") {
+      tasks.push_back(MakeMmluTask(ReadMmlu(options.data_dir / "mmlu"), options.n, options.seed));
+    } else if (name == "gsm8k") {
+      tasks.push_back(MakeGsm8kTask(ReadGsm8k(options.data_dir / "gsm8k" / "test.jsonl"), options.n,
+                                    options.seed, options.chat));
+    } else {
+      Fail("tasks", "unknown task '{}'", name);
+    }
+  }
+  return tasks;
+}
+
+TaskEvalResult RunTaskEval(const std::vector<std::unique_ptr<Task>>& tasks,
+                           CompletionClient& client, const TaskRunOptions& options) {
+  const double start = MonotonicSeconds();
+  std::vector<const Task*> list;
+  list.reserve(tasks.size());
+  for (const auto& task : tasks) list.push_back(task.get());
+  TaskEvalResult result;
+  result.client = client.Describe();
+  result.scores = RunTasks(list, client, options);
+  result.timings.total_seconds = SecondsSince(start);
+  result.timings.forward_seconds = result.timings.total_seconds;  // asking the client is the work
+  return result;
+}
+
+ResultsEnvelope TaskEvalEnvelope(const TaskEvalResult& result, nlohmann::ordered_json inputs,
+                                 nlohmann::ordered_json settings) {
+  ResultsEnvelope env{.command = "eval"};
+  env.inputs = std::move(inputs);
+  env.settings = std::move(settings);
+  env.settings["client"] = result.client;
+  nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+  for (const TaskScore& score : result.scores) {
+    tasks.push_back(TaskScoreToJson(score));
+    if (!score.note.empty()) env.warnings.push_back(score.note);
+  }
+  env.results = {{"tasks", tasks}};
+  env.timings = result.timings;
+  return env;
+}
+
+}  // namespace proctor

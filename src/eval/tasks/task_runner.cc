@@ -1,0 +1,227 @@
+#include "eval/tasks/task_runner.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "util/error.h"
+#include "util/file.h"
+#include "util/progress.h"
+#include "util/timing.h"
+
+namespace proctor {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kOutputsMagic = "proctor_eval_outputs";
+constexpr int kOutputsVersion = 1;
+
+Json RecordToJson(const std::string& task, const ItemRecord& record) {
+  Json line = {{"task", task},
+               {"id", record.id},
+               {"prompt", record.prompt},
+               {"completion", record.completion},
+               {"extracted", record.extracted},
+               {"expected", record.expected},
+               {"outcome", ItemOutcomeName(record.outcome)},
+               {"correct", record.outcome == ItemOutcome::kCorrect}};
+  if (!record.error.empty()) line["error"] = record.error;
+  return line;
+}
+
+struct ResumedFile {
+  std::map<std::pair<std::string, std::string>, ItemOutcome> outcomes;  // (task, id) -> outcome
+  uint64_t complete_bytes = 0;  // up to the last complete line (a torn last line is dropped)
+  bool exists = false;
+};
+
+// Reads an outputs file: its header must carry `run_settings`; request errors are not kept (they
+// are asked again).
+ResumedFile ReadOutputsFile(const fs::path& path, const Json& run_settings) {
+  ResumedFile file;
+  if (!fs::exists(path)) return file;
+  file.exists = true;
+  const std::string text = ReadFileToString(path);
+  const size_t last_newline = text.rfind('\n');
+  file.complete_bytes = last_newline == std::string::npos ? 0 : last_newline + 1;
+  size_t begin = 0;
+  int64_t line_number = 0;
+  while (begin < file.complete_bytes) {
+    const size_t end = text.find('\n', begin);
+    const std::string_view line(text.data() + begin, end - begin);
+    begin = end + 1;
+    ++line_number;
+    Json row;
+    try {
+      row = Json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      Fail("tasks", "{}:{}: not JSON ({}); an outputs file of `proctor eval` was expected",
+           path.string(), line_number, e.what());
+    }
+    if (line_number == 1) {
+      if (!row.is_object() || !row.contains(kOutputsMagic)) {
+        Fail("tasks", "{}: not an outputs file of `proctor eval` (its first line has no '{}')",
+             path.string(), kOutputsMagic);
+      }
+      if (row[kOutputsMagic] != kOutputsVersion) {
+        Fail("tasks", "{}: outputs format version {} (this proctor reads {})", path.string(),
+             row[kOutputsMagic].dump(), kOutputsVersion);
+      }
+      if (row.value("run", Json()) != run_settings) {
+        Fail("tasks",
+             "{}: it belongs to another run, so --resume cannot continue it: it has {}, this run "
+             "is {}. Use another --outputs file (or the same settings).",
+             path.string(), row.value("run", Json()).dump(), run_settings.dump());
+      }
+      continue;
+    }
+    if (!row.is_object() || !row.contains("task") || !row.contains("id") ||
+        !row.contains("outcome") || !row["task"].is_string() || !row["id"].is_string() ||
+        !row["outcome"].is_string()) {
+      Fail("tasks", "{}:{}: expected an item record with task, id and outcome", path.string(),
+           line_number);
+    }
+    const ItemOutcome outcome = ParseItemOutcome(row["outcome"].get<std::string>(),
+                                                 fmt::format("{}:{}", path.string(), line_number));
+    const auto key = std::make_pair(row["task"].get<std::string>(), row["id"].get<std::string>());
+    if (outcome == ItemOutcome::kRequestError) {
+      file.outcomes.erase(key);
+    } else {
+      file.outcomes[key] = outcome;
+    }
+  }
+  return file;
+}
+
+// Appends lines to the outputs file, each flushed as it is written.
+class OutputsAppender {
+ public:
+  OutputsAppender(const fs::path& path, const ResumedFile& resumed, const Json& run_settings)
+      : path_(path) {
+    if (resumed.exists) fs::resize_file(path, resumed.complete_bytes);
+    file_ = std::fopen(path.c_str(), "ab");
+    if (file_ == nullptr) Fail("tasks", "cannot write the outputs file '{}'", path.string());
+    if (resumed.complete_bytes == 0) {
+      Write(Json{{kOutputsMagic, kOutputsVersion}, {"run", run_settings}});
+    }
+  }
+  ~OutputsAppender() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  OutputsAppender(const OutputsAppender&) = delete;
+  OutputsAppender& operator=(const OutputsAppender&) = delete;
+
+  void Write(const Json& line) {
+    const std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
+      Fail("tasks", "writing the outputs file '{}' failed (disk full?)", path_.string());
+    }
+  }
+
+ private:
+  fs::path path_;
+  FILE* file_ = nullptr;
+};
+
+}  // namespace
+
+double TaskScore::accuracy() const {
+  return n == 0 ? 0.0 : static_cast<double>(count(ItemOutcome::kCorrect)) / static_cast<double>(n);
+}
+
+double TaskScore::standard_error() const {
+  if (n < 2) return 0.0;
+  const double p = accuracy();
+  return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
+}
+
+void CheckOutputsFile(const TaskRunOptions& options) {
+  if (options.outputs.empty()) return;
+  if (fs::exists(options.outputs) && !options.resume) {
+    Fail("tasks",
+         "the outputs file '{}' exists: pass --resume to continue that run, or choose another "
+         "file",
+         options.outputs.string());
+  }
+  if (options.resume) ReadOutputsFile(options.outputs, options.run_settings);
+}
+
+std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, CompletionClient& client,
+                                const TaskRunOptions& options) {
+  CheckOutputsFile(options);
+  ResumedFile resumed;
+  std::unique_ptr<OutputsAppender> appender;
+  if (!options.outputs.empty()) {
+    resumed = ReadOutputsFile(options.outputs, options.run_settings);
+    appender = std::make_unique<OutputsAppender>(options.outputs, resumed, options.run_settings);
+  }
+  std::vector<TaskScore> scores;
+  for (const Task* task : tasks) {
+    TaskScore score;
+    score.task = task->name();
+    score.n = task->size();
+    score.note = task->Note();
+    score.settings = task->Settings();
+    if (!score.note.empty() && !options.quiet) fmt::print(stderr, "note: {}\n", score.note);
+    const double start = MonotonicSeconds();
+    Progress progress({.label = task->name(),
+                       .unit = "items",
+                       .total = static_cast<uint64_t>(score.n),
+                       .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+    for (int64_t i = 0; i < score.n; ++i) {
+      const auto done = resumed.outcomes.find({task->name(), task->ItemId(i)});
+      if (done != resumed.outcomes.end()) {
+        ++score.counts[static_cast<size_t>(done->second)];
+        ++score.resumed;
+      } else {
+        const ItemRecord record = task->Run(i, client);
+        ++score.counts[static_cast<size_t>(record.outcome)];
+        if (appender) appender->Write(RecordToJson(task->name(), record));
+      }
+      progress.Advance();
+    }
+    progress.Finish();
+    score.seconds = SecondsSince(start);
+    scores.push_back(std::move(score));
+  }
+  return scores;
+}
+
+std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
+  std::string out = fmt::format("{:<10} {:>6} {:>17} {:>8} {:>6} {:>11} {:>9}\n", "task", "n",
+                                "accuracy", "correct", "wrong", "unscorable", "req.error");
+  for (const TaskScore& s : scores) {
+    out += fmt::format("{:<10} {:>6} {:>8.2f}% ± {:>5.2f} {:>8} {:>6} {:>11} {:>9}\n", s.task, s.n,
+                       100.0 * s.accuracy(), 100.0 * s.standard_error(),
+                       s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
+                       s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError));
+  }
+  out +=
+      "accuracy: correct / n, ± one standard error (sqrt(p(1-p)/(n-1))); unscorable: an answer "
+      "with nothing to read out of it; req.error: no answer came (counted as not correct).\n";
+  return out;
+}
+
+Json TaskScoreToJson(const TaskScore& score) {
+  return {{"task", score.task},
+          {"n", score.n},
+          {"accuracy", score.accuracy()},
+          {"standard_error", score.standard_error()},
+          {"correct", score.count(ItemOutcome::kCorrect)},
+          {"wrong", score.count(ItemOutcome::kWrong)},
+          {"unscorable", score.count(ItemOutcome::kUnscorable)},
+          {"request_errors", score.count(ItemOutcome::kRequestError)},
+          {"resumed", score.resumed},
+          {"seconds", score.seconds},
+          {"note", score.note},
+          {"settings", score.settings}};
+}
+
+}  // namespace proctor
