@@ -1,0 +1,145 @@
+#include "eval/clients/engine_client.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "model/greedy.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace proctor {
+namespace {
+
+// The earliest position where one of `stops` begins in `text`, or npos.
+size_t FirstStop(const std::string& text, const std::vector<std::string>& stops) {
+  size_t first = std::string::npos;
+  for (const std::string& stop : stops) {
+    if (stop.empty()) continue;
+    first = std::min(first, text.find(stop));
+  }
+  return first;
+}
+
+}  // namespace
+
+std::string EngineClient::DecodeContinuation(std::span<const int32_t> prompt,
+                                             std::span<const int32_t> generated) const {
+  // Decoded after the prompt's last token, so that a leading space a tokenizer drops at the
+  // start of a text (SentencePiece's dummy prefix) is kept.
+  std::vector<int32_t> ids(1, prompt.back());
+  ids.insert(ids.end(), generated.begin(), generated.end());
+  const std::string head = tokenizer_->Decode(prompt.last(1), /*skip_special_tokens=*/true);
+  std::string text = tokenizer_->Decode(ids, /*skip_special_tokens=*/true);
+  if (text.starts_with(head)) return text.substr(head.size());
+  return tokenizer_->Decode(generated, /*skip_special_tokens=*/true);
+}
+
+EngineClient::EngineClient(std::shared_ptr<const EvalModel> model, const RuntimeOptions& options,
+                           int64_t chunk, const std::filesystem::path& chat_template_file)
+    : model_(std::move(model)), chunk_(chunk), tokenizer_(model_->tokenizer()) {
+  if (tokenizer_ == nullptr) {
+    Fail("tasks",
+         "model '{}' has no tokenizer (tokenizer.json or a GGUF vocabulary): task evals "
+         "need text",
+         model_->spec());
+  }
+  runtime_ = model_->Runtime(options);
+  std::optional<text::ChatConfig> config;
+  if (!model_->path().empty()) {
+    config = text::FindChatConfig(model_->path(), false, chat_template_file);
+  } else if (!chat_template_file.empty()) {
+    config = text::ChatConfig{.template_source = ReadFileToString(chat_template_file),
+                              .template_origin = chat_template_file.string(),
+                              .special_tokens = nlohmann::ordered_json::object()};
+  }
+  if (config) {
+    chat_config_ = *std::move(config);
+    chat_ = text::ChatTemplate::Parse(chat_config_.template_source, chat_config_.template_origin);
+  }
+  for (const int64_t id : model_->config().eos_token_ids)
+    stop_ids_.push_back(static_cast<int32_t>(id));
+  if (tokenizer_->EosId() >= 0 &&
+      std::find(stop_ids_.begin(), stop_ids_.end(), tokenizer_->EosId()) == stop_ids_.end()) {
+    stop_ids_.push_back(tokenizer_->EosId());
+  }
+}
+
+std::vector<int32_t> EngineClient::PromptIds(const CompletionRequest& request) const {
+  if (!request.chat) return tokenizer_->Encode(request.prompt, /*add_special_tokens=*/true);
+  if (!chat_) {
+    Fail("tasks", "model '{}' has no chat template, so a chat request cannot be rendered",
+         model_->spec());
+  }
+  text::ChatOptions options;
+  options.add_generation_prompt = true;
+  options.enable_thinking = request.enable_thinking;
+  options.special_tokens = chat_config_.special_tokens;
+  const std::string rendered = chat_->Render(request.messages, options);
+  return tokenizer_->Encode(rendered, /*add_special_tokens=*/false);
+}
+
+CompletionResult EngineClient::Complete(const CompletionRequest& request) {
+  const std::vector<int32_t> prompt = PromptIds(request);
+  if (prompt.empty()) Fail("tasks", "the prompt of a request encodes to no tokens");
+  GreedyOptions greedy;
+  greedy.max_new_tokens = request.max_tokens;
+  greedy.chunk = chunk_;
+  greedy.stop_ids = stop_ids_;
+  if (!request.stop.empty()) {
+    greedy.stop_after = [&](std::span<const int32_t> generated) {
+      return FirstStop(DecodeContinuation(prompt, generated), request.stop) != std::string::npos;
+    };
+  }
+  const std::vector<int32_t> out = GreedyGenerate(*runtime_, prompt, greedy);
+  CompletionResult result;
+  result.text = DecodeContinuation(prompt, out);
+  if (const size_t stop = FirstStop(result.text, request.stop); stop != std::string::npos) {
+    result.text.resize(stop);
+  }
+  result.prompt_tokens = static_cast<int64_t>(prompt.size());
+  result.completion_tokens = static_cast<int64_t>(out.size());
+  return result;
+}
+
+int32_t EngineClient::ChoiceTokenId(const std::string& prompt,
+                                    const std::vector<int32_t>& prompt_ids,
+                                    const std::string& choice) const {
+  const std::vector<int32_t> full =
+      tokenizer_->Encode(prompt + choice, /*add_special_tokens=*/true);
+  if (full.size() > prompt_ids.size() &&
+      std::equal(prompt_ids.begin(), prompt_ids.end(), full.begin())) {
+    return full[prompt_ids.size()];
+  }
+  // The choice merged with the end of the prompt: its own first token.
+  const std::vector<int32_t> alone = tokenizer_->Encode(choice, /*add_special_tokens=*/false);
+  if (alone.empty()) Fail("tasks", "the choice '{}' encodes to no tokens", choice);
+  return alone.front();
+}
+
+ChoiceResult EngineClient::ChooseNextToken(const ChoiceRequest& request) {
+  const std::vector<int32_t> prompt = tokenizer_->Encode(request.prompt, true);
+  if (prompt.empty()) Fail("tasks", "the prompt of a request encodes to no tokens");
+  ModelCache cache = runtime_->MakeCache(static_cast<int64_t>(prompt.size()));
+  const Tensor hidden = PrefillLastHidden(*runtime_, prompt, chunk_, cache);
+  const Tensor logits = runtime_->LogitsFromHidden(hidden.View());
+  ChoiceResult result;
+  for (const std::string& choice : request.choices) {
+    const int32_t id = ChoiceTokenId(request.prompt, prompt, choice);
+    const double score = logits.RowF32(0)[id];
+    result.scores.push_back(score);
+    if (result.choice < 0 || score > result.scores[static_cast<size_t>(result.choice)]) {
+      result.choice = static_cast<int>(result.scores.size()) - 1;
+    }
+  }
+  return result;
+}
+
+nlohmann::ordered_json EngineClient::Describe() const {
+  return {{"kind", "engine"},
+          {"model", model_->spec()},
+          {"chat_template", chat_ ? chat_config_.template_origin : std::string("none")},
+          {"tokenizer", tokenizer_->Describe()}};
+}
+
+}  // namespace proctor

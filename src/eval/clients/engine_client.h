@@ -1,0 +1,51 @@
+// The local engine behind the CompletionClient seam: greedy decoding (lowest index on ties) after
+// a chunked prefill, stopping at any end-of-sequence id (not part of the text), the completion
+// decoded without special tokens as the text the new tokens add to the prompt (a leading space
+// included); chat requests rendered with the model's chat template (its
+// folder's tokenizer_config.json / chat_template.jinja, or a .gguf's tokenizer.chat_template) and
+// encoded without special tokens, raw prompts encoded with them. The run's KV scheme and compute
+// mode apply (RuntimeOptions).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "eval/clients/completion_client.h"
+#include "eval/runners/eval_model.h"
+#include "model/runtime_model.h"
+#include "text/chat_template.h"
+
+namespace proctor {
+
+class EngineClient : public CompletionClient {
+ public:
+  // Error("[tasks] ...") when the model has no tokenizer (a task needs text). A non-empty
+  // `chat_template_file` replaces the model's chat template (or gives one to a model without).
+  EngineClient(std::shared_ptr<const EvalModel> model, const RuntimeOptions& options, int64_t chunk,
+               const std::filesystem::path& chat_template_file = {});
+
+  CompletionResult Complete(const CompletionRequest& request) override;
+  ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
+  bool CanChat() const override { return chat_.has_value(); }
+  nlohmann::ordered_json Describe() const override;
+
+  // The token ids a request's prompt becomes (tests, benchmarks).
+  std::vector<int32_t> PromptIds(const CompletionRequest& request) const;
+  // The id of `choice`'s first token as it continues `prompt` (see ChooseNextToken).
+  int32_t ChoiceTokenId(const std::string& prompt, const std::vector<int32_t>& prompt_ids,
+                        const std::string& choice) const;
+  // The text `generated` adds after `prompt` (not empty), without special tokens.
+  std::string DecodeContinuation(std::span<const int32_t> prompt,
+                                 std::span<const int32_t> generated) const;
+
+ private:
+  std::shared_ptr<const EvalModel> model_;
+  std::shared_ptr<const RuntimeModel> runtime_;
+  int64_t chunk_;
+  const text::Tokenizer* tokenizer_;
+  std::optional<text::ChatTemplate> chat_;
+  text::ChatConfig chat_config_;
+  std::vector<int32_t> stop_ids_;
+};
+
+}  // namespace proctor
