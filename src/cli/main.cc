@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   cli::RegisterCorpusVerb(app);
   cli::RegisterPplVerb(app);
   cli::RegisterKvCurveVerb(app);
+  cli::RegisterEvalVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -29,5 +29,6 @@ void RegisterQuantizeVerb(CLI::App& app);
 void RegisterCorpusVerb(CLI::App& app);
 void RegisterPplVerb(CLI::App& app);
 void RegisterKvCurveVerb(CLI::App& app);
+void RegisterEvalVerb(CLI::App& app);
 
 }  // namespace proctor::cli

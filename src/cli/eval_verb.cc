@@ -1,0 +1,177 @@
+// `proctor eval TASKS --model MODEL | --endpoint URL`: task evals (eval/tasks/task_eval.h) through
+// the local engine or an OpenAI-compatible server; a table on stdout, every item in --outputs,
+// the results file with --json.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "cli/engine_flags.h"
+#include "cli/verbs.h"
+#include "eval/clients/engine_client.h"
+#include "eval/clients/http_client.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/results_json.h"
+#include "eval/tasks/task_eval.h"
+#include "util/error.h"
+#include "util/timing.h"
+
+namespace proctor::cli {
+namespace {
+
+struct EvalFlags {
+  std::string tasks;
+  std::string model;
+  std::string endpoint;
+  std::string endpoint_model;
+  int top_logprobs = 20;
+  int64_t n = 0;
+  uint32_t seed = 42;
+  std::string data_dir;
+  std::string json;
+  std::string outputs;
+  bool resume = false;
+  bool no_chat = false;
+  std::string chat_template;
+  EngineFlags engine;
+};
+
+std::filesystem::path DataDir(const EvalFlags& flags) {
+  if (!flags.data_dir.empty()) return flags.data_dir;
+  if (const char* fixtures = std::getenv("PROCTOR_FIXTURES"); fixtures != nullptr && *fixtures) {
+    return fixtures;
+  }
+  Fail("cli",
+       "give --data-dir DIR: the folder holding the task data (mmlu/dev, mmlu/test, "
+       "gsm8k/test.jsonl), or set PROCTOR_FIXTURES");
+}
+
+void RunEval(const EvalFlags& flags) {
+  const double start = MonotonicSeconds();
+  if (flags.model.empty() == flags.endpoint.empty()) {
+    Fail("cli",
+         "give exactly one of --model MODEL (the local engine) or --endpoint URL (an "
+         "OpenAI-compatible server)");
+  }
+  const std::vector<std::string> names = ParseTaskNames(flags.tasks);
+  const RuntimeOptions runtime_options = flags.engine.Options();
+  nlohmann::ordered_json settings = {
+      {"tasks", names}, {"n", flags.n}, {"seed", flags.seed}, {"chat", !flags.no_chat}};
+  if (!flags.model.empty()) {
+    settings["model"] = flags.model;
+    settings["compute"] = flags.engine.compute;
+    settings["kv"] = flags.engine.kv;
+    if (!flags.engine.kv_k.empty()) settings["kv_k"] = flags.engine.kv_k;
+    if (!flags.engine.kv_v.empty()) settings["kv_v"] = flags.engine.kv_v;
+    if (runtime_options.kv.quantized()) settings["kv_start"] = flags.engine.kv_start;
+    if (!flags.chat_template.empty()) settings["chat_template"] = flags.chat_template;
+  } else {
+    settings["endpoint"] = flags.endpoint;
+    if (!flags.endpoint_model.empty()) settings["endpoint_model"] = flags.endpoint_model;
+    settings["top_logprobs"] = flags.top_logprobs;
+  }
+  TaskRunOptions run_options{.outputs = flags.outputs,
+                             .resume = flags.resume,
+                             .run_settings = settings,
+                             .quiet = Globals().quiet};
+  CheckOutputsFile(run_options);
+  const std::filesystem::path data_dir = DataDir(flags);
+
+  double load_seconds = 0;
+  std::unique_ptr<CompletionClient> client;
+  std::shared_ptr<const EvalModel> model;
+  {
+    ScopedSeconds timer(&load_seconds);
+    if (!flags.model.empty()) {
+      model = EvalModel::Open(flags.model);
+      client = std::make_unique<EngineClient>(model, runtime_options, flags.engine.chunk,
+                                              flags.chat_template);
+    } else {
+      client = std::make_unique<HttpCompletionClient>(
+          HttpClientOptions{.endpoint = flags.endpoint,
+                            .model = flags.endpoint_model,
+                            .top_logprobs = flags.top_logprobs});
+    }
+  }
+  const std::vector<std::unique_ptr<Task>> tasks =
+      MakeTasks(names, {.data_dir = data_dir,
+                        .n = flags.n,
+                        .seed = flags.seed,
+                        .chat = !flags.no_chat && client->CanChat()});
+  TaskEvalResult result = RunTaskEval(tasks, *client, run_options);
+  result.timings.load_seconds = load_seconds;
+  result.timings.total_seconds = SecondsSince(start);
+  fmt::print("{}", FormatTaskTable(result.scores));
+  if (flags.json.empty()) return;
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+  if (model) {
+    inputs.push_back(model->Describe("model"));
+  } else {
+    inputs.push_back({{"role", "endpoint"}, {"kind", "http"}, {"url", flags.endpoint}});
+  }
+  for (const std::string& name : names) {
+    if (name == "gsm8k")
+      inputs.push_back(DescribeFileInput("gsm8k", data_dir / "gsm8k" / "test.jsonl"));
+    if (name == "mmlu")
+      inputs.push_back(
+          {{"role", "mmlu"}, {"kind", "folder"}, {"path", (data_dir / "mmlu").string()}});
+  }
+  WriteResultsJson(flags.json, TaskEvalEnvelope(result, std::move(inputs), settings));
+  if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", flags.json);
+}
+
+}  // namespace
+
+void RegisterEvalVerb(CLI::App& app) {
+  auto flags = std::make_shared<EvalFlags>();
+  auto* verb = app.add_subcommand(
+      "eval",
+      "Task evals: does the model still do the job? Accuracy ± standard error per task, every "
+      "item kept.\n"
+      "Example: proctor eval mmlu,gsm8k --model Qwen3-0.6B-4bit/ --n 200 --data-dir data/ "
+      "--outputs items.jsonl --json eval.json\n"
+      "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
+  verb->add_option("tasks", flags->tasks,
+                   "Comma-separated tasks: mmlu (5-shot, next-token "
+                   "letter choice), gsm8k (3-shot, chat, greedy 256 tokens)")
+      ->required();
+  verb->add_option("--model", flags->model,
+                   "Run the local engine: model directory, .gguf file or cached HF id");
+  verb->add_option("--endpoint", flags->endpoint,
+                   "Ask an OpenAI-compatible server instead, e.g. http://127.0.0.1:8080");
+  verb->add_option("--endpoint-model", flags->endpoint_model,
+                   "The \"model\" field of each request to --endpoint (default: omitted)");
+  verb->add_option("--top-logprobs", flags->top_logprobs,
+                   "With --endpoint: next tokens asked for by a letter-choice task (default 20); "
+                   "a choice the server does not list cannot win")
+      ->check(CLI::Range(1, 1000));
+  verb->add_option("--n", flags->n,
+                   "Items per task (default 0: all), sampled as each task "
+                   "documents")
+      ->check(CLI::NonNegativeNumber);
+  verb->add_option("--seed", flags->seed, "Sampling seed (default 42)");
+  verb->add_option("--data-dir", flags->data_dir,
+                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl (default: "
+                   "$PROCTOR_FIXTURES)");
+  verb->add_option("--outputs", flags->outputs,
+                   "JSONL file of every item (prompt, completion, extracted answer, outcome), "
+                   "written as the run goes");
+  verb->add_flag("--resume", flags->resume,
+                 "Continue the run recorded in --outputs: its items are not asked again");
+  verb->add_flag("--no-chat", flags->no_chat,
+                 "Chat tasks use their raw-text form even when the model has a chat template");
+  verb->add_option("--chat-template", flags->chat_template,
+                   "With --model: a Jinja file to use as the chat template (instead of the "
+                   "model's own, or for a model without one)");
+  verb->add_option("--json", flags->json, "Also write the results JSON to this file");
+  flags->engine.Add(*verb);
+  verb->callback([flags] {
+    if (flags->resume && flags->outputs.empty()) Fail("cli", "--resume needs --outputs FILE");
+    if (!flags->chat_template.empty() && flags->model.empty()) {
+      Fail("cli", "--chat-template applies to --model (a server renders its own template)");
+    }
+    RunEval(*flags);
+  });
+}
+
+}  // namespace proctor::cli

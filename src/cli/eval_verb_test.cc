@@ -1,0 +1,156 @@
+// `proctor eval` end to end: the real stories260K model over MMLU and GSM8K samples
+// (deterministic, every item in --outputs, the results file), bad input named clearly, and
+// llama.cpp's own HTTP server (llama-server, built from the llama-cpp-python sdist) giving the
+// same greedy GSM8K completions through the HTTP client as the local engine.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+#include "testing_oracles.h"
+
+namespace proctor::cli_test {
+namespace {
+
+fs::path Stories() { return Fixtures() / "stories260K" / "stories260K.gguf"; }
+
+bool HaveTaskData() {
+  return fs::exists(Stories()) && fs::exists(Fixtures() / "mmlu") &&
+         fs::exists(Fixtures() / "gsm8k" / "test.jsonl");
+}
+
+// task/id -> the item record of an --outputs file.
+std::map<std::string, nlohmann::json> ReadOutputs(const fs::path& path) {
+  std::map<std::string, nlohmann::json> items;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // the run header
+  while (std::getline(in, line)) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    items[row["task"].get<std::string>() + "/" + row["id"].get<std::string>()] = row;
+  }
+  return items;
+}
+
+TEST(EvalVerb, Stories260KRunsBothTasksDeterministicallyAndKeepsEveryItem) {
+  if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
+  TempDir tmp;
+  const std::string common = fmt::format("eval mmlu,gsm8k --model {} --n 4 --data-dir {} -t 2",
+                                         Stories().string(), Fixtures().string());
+  const Result first =
+      Proctor(fmt::format("{} --outputs {} --json {}", common, (tmp.path() / "a.jsonl").string(),
+                          (tmp.path() / "a.json").string()));
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_TRUE(Contains(first.out, "mmlu")) << first.out;
+  EXPECT_TRUE(Contains(first.out, "standard error")) << first.out;
+  const Result second =
+      Proctor(fmt::format("{} --outputs {}", common, (tmp.path() / "b.jsonl").string()));
+  ASSERT_EQ(second.status, 0) << second.out;
+  const auto a = ReadOutputs(tmp.path() / "a.jsonl");
+  const auto b = ReadOutputs(tmp.path() / "b.jsonl");
+  // MMLU n=4 over 57 subjects: one item from each of the first 4; GSM8K sampleIndices(1319, 4).
+  EXPECT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b);  // bit-identical for the same inputs and thread count
+  std::vector<std::string> mmlu_subjects;
+  for (const auto& [id, row] : a) {
+    if (id.starts_with("mmlu/")) mmlu_subjects.push_back(id.substr(5, id.rfind('/') - 5));
+  }
+  EXPECT_EQ(mmlu_subjects, (std::vector<std::string>{"abstract_algebra", "anatomy", "astronomy",
+                                                     "business_ethics"}));
+  std::ifstream json_file(tmp.path() / "a.json");
+  const nlohmann::json json = nlohmann::json::parse(json_file);
+  EXPECT_EQ(json["command"], "eval");
+  ASSERT_EQ(json["results"]["tasks"].size(), 2u);
+  for (const auto& task : json["results"]["tasks"]) {
+    EXPECT_EQ(task["n"], 4);
+    EXPECT_EQ(task["correct"].get<int>() + task["wrong"].get<int>() +
+                  task["unscorable"].get<int>() + task["request_errors"].get<int>(),
+              4);
+  }
+  // stories260K has no chat template: GSM8K says it fell back to raw text.
+  EXPECT_TRUE(Contains(json["warnings"].dump(), "no chat template")) << json["warnings"];
+  EXPECT_EQ(json["settings"]["client"]["kind"], "engine");
+  // --resume on a finished run asks nothing and reports the same numbers.
+  const Result resumed =
+      Proctor(fmt::format("{} --outputs {} --resume", common, (tmp.path() / "a.jsonl").string()));
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(ReadOutputs(tmp.path() / "a.jsonl"), a);
+}
+
+TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
+  if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
+  TempDir tmp;
+  const std::string model = "--model " + Stories().string();
+  const std::string data = "--data-dir " + Fixtures().string();
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const fs::path existing = tmp.path() / "exists.jsonl";
+  std::ofstream(existing) << "{}\n";
+  const Case cases[] = {
+      {"eval mmlu,nope " + model + " " + data, "unknown task 'nope' (known: gsm8k, mmlu)"},
+      {"eval mmlu " + data, "give exactly one of --model MODEL"},
+      {"eval mmlu " + model + " --endpoint http://127.0.0.1:1 " + data, "give exactly one of"},
+      {"eval mmlu --endpoint http://127.0.0.1:1 " + data, "cannot reach http://127.0.0.1:1"},
+      {"eval mmlu --endpoint ftp://x " + data, "is not an http(s) URL"},
+      {"eval mmlu " + model + " --data-dir " + tmp.path().string(), "no folder"},
+      {"eval gsm8k " + model + " --data-dir " + tmp.path().string(), "cannot open"},
+      {"eval mmlu " + model + " " + data + " --outputs " + existing.string(),
+       "exists: pass --resume"},
+      {"eval mmlu " + model + " " + data + " --resume", "--resume needs --outputs FILE"},
+      {"eval mmlu --model synthetic:tiny:f32 " + data, "has no tokenizer"},
+      {"eval mmlu " + model + " " + data + " --kv affine:7", "affine"},
+  };
+  for (const Case& c : cases) {
+    const Result r = Proctor(c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
+    EXPECT_TRUE(Contains(r.out, c.message)) << c.args << "\n" << r.out;
+  }
+  EXPECT_EQ(fs::file_size(existing), 3u);  // untouched
+}
+
+// llama-server (greedy at temperature 0, F32 KV cache, one slot) and the local engine give the
+// same GSM8K completions on stories260K through the raw-text prompt: the HTTP client against a
+// real OpenAI-compatible server.
+TEST(EvalVerb, LlamaServerAndTheEngineGiveTheSameGsm8kCompletions) {
+  if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
+  if (const std::string problem = proctor::testing::OraclesProblem({"python", "llama.cpp"});
+      !problem.empty()) {
+    GTEST_SKIP() << "oracle unavailable: " << problem;
+  }
+  TempDir tmp;
+  const int n = 12;
+  const std::string task =
+      fmt::format("eval gsm8k --n {} --data-dir {} --no-chat", n, Fixtures().string());
+  const Result server = RunShell(fmt::format(
+      "{} {}/tools/oracle/llama_server_run.py {} {} --ctx-size 2048 --parallel 1 --threads 2 "
+      "--cache-type-k f32 --cache-type-v f32 --flash-attn off -- {} -q {} --endpoint {{url}} "
+      "--outputs {} 2>&1",
+      proctor::testing::Oracles("python").Path("python"), PROCTOR_SOURCE_DIR,
+      proctor::testing::Oracles("llama.cpp").Path("llama_server"), Stories().string(), PROCTOR_BIN,
+      task, (tmp.path() / "server.jsonl").string()));
+  ASSERT_EQ(server.status, 0) << server.out;
+  const Result local = Proctor(fmt::format("{} --model {} --outputs {}", task, Stories().string(),
+                                           (tmp.path() / "local.jsonl").string()));
+  ASSERT_EQ(local.status, 0) << local.out;
+  const auto theirs = ReadOutputs(tmp.path() / "server.jsonl");
+  const auto mine = ReadOutputs(tmp.path() / "local.jsonl");
+  ASSERT_EQ(theirs.size(), static_cast<size_t>(n));
+  ASSERT_EQ(mine.size(), static_cast<size_t>(n));
+  int same = 0;
+  for (const auto& [id, row] : mine) {
+    ASSERT_TRUE(theirs.count(id)) << id;
+    EXPECT_EQ(row["completion"], theirs.at(id)["completion"]) << id;
+    same += row["completion"] == theirs.at(id)["completion"] ? 1 : 0;
+    EXPECT_EQ(theirs.at(id)["outcome"], row["outcome"]) << id;
+  }
+  std::printf("[ llama-server ] gsm8k: %d of %d greedy completions identical\n", same, n);
+}
+
+}  // namespace
+}  // namespace proctor::cli_test
