@@ -18,7 +18,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/half.h"
-#include "util/testing_files.h"  // TempDir, FixturesDir, RunCommand
+#include "util/testing_files.h"  // TempDir, FixturesDir, RunCommand, ErrorOf
 
 namespace proctor::testing {
 
@@ -32,16 +32,6 @@ inline void WriteArithmeticCorpus(const std::filesystem::path& dir, int64_t n_se
     tokens.push_back(static_cast<int32_t>((i * step + offset) % vocab));
   }
   WriteCorpus(dir, tokens, ctx_len, {{"vocab_size", vocab}});
-}
-
-// The message of the proctor::Error f() throws, or "(no error)".
-inline std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The seed's scorer fixture: vocab 12, top_k 4, ctx 6, 2 sequences, teacher logits uniform in

@@ -8,10 +8,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "util/error.h"
+
 namespace proctor::testing {
+
+// The message of the proctor::Error f() throws, or "(no error)".
+inline std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline std::filesystem::path FixturesDir() {
   const char* env = std::getenv("PROCTOR_FIXTURES");

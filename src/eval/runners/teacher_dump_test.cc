@@ -48,15 +48,6 @@ std::vector<int32_t> RandomTokens(int64_t count, int32_t vocab, uint32_t seed) {
   return tokens;
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Corpus, RoundTripsAndTheShaMatchesSha256sum) {
   TempDir temp;
   const auto tokens = RandomTokens(3 * 10, 100, 1);
@@ -77,14 +68,18 @@ TEST(Corpus, ShaMismatchSizeMismatchAndOutOfRangeTokensAreErrors) {
   std::string bytes = ReadBytes(temp.path() / "tokens.bin");
   bytes[0] ^= 1;
   testing::WriteBytes(temp.path() / "tokens.bin", bytes);
-  EXPECT_NE(ErrorOf([&] { ReadCorpus(temp.path()); }).find("but manifest.json says tokens_sha256"),
+  EXPECT_NE(testing::ErrorOf([&] {
+              ReadCorpus(temp.path());
+            }).find("but manifest.json says tokens_sha256"),
             std::string::npos);
   testing::WriteBytes(temp.path() / "tokens.bin", bytes.substr(4));
-  EXPECT_NE(ErrorOf([&] { ReadCorpus(temp.path()); }).find("is 60 bytes"), std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] { ReadCorpus(temp.path()); }).find("is 60 bytes"),
+            std::string::npos);
   tokens[5] = 50;
   WriteCorpus(temp.path(), tokens, 8, {{"vocab_size", 50}});
-  EXPECT_NE(ErrorOf([&] { ReadCorpus(temp.path()); }).find("token 50 (sequence 0, position 5)"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::ErrorOf([&] { ReadCorpus(temp.path()); }).find("token 50 (sequence 0, position 5)"),
+      std::string::npos);
 }
 
 // Every record of a dump of the synthetic LM equals a direct computation: indices by a stable
@@ -160,8 +155,9 @@ TEST(TeacherDump, SliceIsASelfContainedPartOfTheFullDump) {
   EXPECT_EQ(slice.manifest().notes.value_or(""), "sequences [1, 3) of a corpus of 4 sequences");
   options.seq_end = 5;
   options.out_dir = temp.path() / "bad";
-  EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("[1, 5) is not inside the corpus' 4"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::ErrorOf([&] { DumpTeacher(options); }).find("[1, 5) is not inside the corpus' 4"),
+      std::string::npos);
 }
 
 TEST(TeacherDump, ResumeAfterAnInterruptionIsByteIdentical) {
@@ -185,9 +181,10 @@ TEST(TeacherDump, ResumeAfterAnInterruptionIsByteIdentical) {
     if (++calls == 3) throw Error("test", "interrupted");
     return good(max_positions);
   };
-  EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("interrupted"), std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("interrupted"), std::string::npos);
   EXPECT_FALSE(fs::exists(options.out_dir / "manifest.json"));
-  EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("pass --resume"), std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("pass --resume"),
+            std::string::npos);
   options.resume = true;
   const auto result = DumpTeacher(options);
   EXPECT_EQ(result.sequences_resumed, 2);
@@ -207,12 +204,13 @@ TEST(TeacherDump, TopKAboveTheVocabularyAndAVocabularyMismatchAreErrors) {
                              .top_k = 8,
                              .forward = lm.Forward(),
                              .quiet = true};
-  EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("vocabulary of 40 but teacher"),
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("vocabulary of 40 but teacher"),
             std::string::npos);
   WriteCorpus(temp.path() / "corpus", SyntheticTokens(1, 6, 40, 1), 6, {});
   options.out_dir = temp.path() / "b";
   options.top_k = 60;
-  EXPECT_NE(ErrorOf([&] { DumpTeacher(options); }).find("--top-k 60 exceeds"), std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("--top-k 60 exceeds"),
+            std::string::npos);
 }
 
 fs::path Stories260K() {

@@ -14,15 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 void Write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
@@ -44,11 +35,11 @@ TEST(ParseCsv, ALastLineWithoutNewlineIsARecord) {
 }
 
 TEST(ParseCsv, MalformedQuotingIsAnErrorNamingFileAndLine) {
-  EXPECT_THAT(ErrorOf([] { ParseCsv("a,b\n\"open,c\n", "f.csv"); }),
+  EXPECT_THAT(testing::ErrorOf([] { ParseCsv("a,b\n\"open,c\n", "f.csv"); }),
               HasSubstr("f.csv:2: a quoted field is never closed"));
-  EXPECT_THAT(ErrorOf([] { ParseCsv("a,b\nx\"y,c\n", "f.csv"); }),
+  EXPECT_THAT(testing::ErrorOf([] { ParseCsv("a,b\nx\"y,c\n", "f.csv"); }),
               HasSubstr("f.csv:2: a quote inside an unquoted field"));
-  EXPECT_THAT(ErrorOf([] { ParseCsv("\"a\"b,c\n", "f.csv"); }),
+  EXPECT_THAT(testing::ErrorOf([] { ParseCsv("\"a\"b,c\n", "f.csv"); }),
               HasSubstr("f.csv:1: text after a closing quote"));
 }
 
@@ -82,16 +73,16 @@ TEST(ReadMmlu, MalformedRowsAndMissingFilesNameTheFileAndLine) {
   const std::string five = "q1,a,b,c,d,A\nq2,a,b,c,d,B\nq3,a,b,c,d,C\nq4,a,b,c,d,D\nq5,a,b,c,d,A\n";
   Write(dir / "dev" / "x_dev.csv", five);
   Write(dir / "test" / "x_test.csv", "q,a,b,c,d,A\nq,a,b,c,E\n");
-  EXPECT_THAT(ErrorOf([&] { ReadMmlu(dir); }),
+  EXPECT_THAT(testing::ErrorOf([&] { ReadMmlu(dir); }),
               HasSubstr("x_test.csv:2: expected 6 fields (question, A, B, C, D, answer), got 5"));
   Write(dir / "test" / "x_test.csv", "q,a,b,c,d,A\nq,a,b,c,d,E\n");
-  EXPECT_THAT(ErrorOf([&] { ReadMmlu(dir); }),
+  EXPECT_THAT(testing::ErrorOf([&] { ReadMmlu(dir); }),
               HasSubstr("x_test.csv:2: the answer must be one of A, B, C, D, got 'E'"));
   Write(dir / "test" / "x_test.csv", "q,a,b,c,d,A\n");
   Write(dir / "test" / "y_test.csv", "q,a,b,c,d,A\n");
-  EXPECT_THAT(ErrorOf([&] { ReadMmlu(dir); }),
+  EXPECT_THAT(testing::ErrorOf([&] { ReadMmlu(dir); }),
               HasSubstr("subject 'y' has a test file but no few-shot file"));
-  EXPECT_THAT(ErrorOf([&] { ReadMmlu(tmp.path() / "nowhere"); }), HasSubstr("no folder"));
+  EXPECT_THAT(testing::ErrorOf([&] { ReadMmlu(tmp.path() / "nowhere"); }), HasSubstr("no folder"));
 }
 
 TEST(ReadGsm8k, ReadsTheRealFile) {
@@ -107,16 +98,18 @@ TEST(ReadGsm8k, MalformedLinesNameTheFileAndLine) {
   const testing::TempDir tmp;
   const fs::path file = tmp.path() / "test.jsonl";
   Write(file, "{\"question\": \"q\", \"answer\": \"x\\n#### 1,234\"}\n{\"question\": 3}\n");
-  EXPECT_THAT(ErrorOf([&] { ReadGsm8k(file); }),
+  EXPECT_THAT(testing::ErrorOf([&] { ReadGsm8k(file); }),
               HasSubstr("test.jsonl:2: expected {\"question\": str, \"answer\": str}"));
   Write(file, "{\"question\": \"q\", \"answer\": \"no final answer\"}\n");
-  EXPECT_THAT(ErrorOf([&] { ReadGsm8k(file); }),
+  EXPECT_THAT(testing::ErrorOf([&] { ReadGsm8k(file); }),
               HasSubstr("test.jsonl:1: the answer does not end"));
   Write(file, "{\"question\": \"q\", \"answer\": \"x\\n#### 1,234\"}\n{truncated\n");
-  EXPECT_THAT(ErrorOf([&] { ReadGsm8k(file); }), HasSubstr("test.jsonl:2: not a JSON object"));
+  EXPECT_THAT(testing::ErrorOf([&] { ReadGsm8k(file); }),
+              HasSubstr("test.jsonl:2: not a JSON object"));
   Write(file, "{\"question\": \"q\", \"answer\": \"x\\n#### -1,234.5\"}\n");
   EXPECT_EQ(ReadGsm8k(file)[0].answer, -1234.5);
-  EXPECT_THAT(ErrorOf([&] { ReadGsm8k(tmp.path() / "absent.jsonl"); }), HasSubstr("cannot open"));
+  EXPECT_THAT(testing::ErrorOf([&] { ReadGsm8k(tmp.path() / "absent.jsonl"); }),
+              HasSubstr("cannot open"));
 }
 
 }  // namespace
