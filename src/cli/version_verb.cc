@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "cli/verbs.h"
+#include "util/machine.h"
 
 namespace proctor::cli {
 
@@ -13,6 +14,7 @@ void RegisterVersionVerb(CLI::App& app) {
   verb->callback([] {
     fmt::print("proctor {}\n", PROCTOR_VERSION);
     fmt::print("hardware threads: {}\n", std::thread::hardware_concurrency());
+    fmt::print("machine: {}\n", DescribeMachine(ReadMachineFacts()));
   });
 }
 
