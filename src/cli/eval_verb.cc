@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
@@ -12,6 +13,7 @@
 #include "eval/clients/http_client.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/results_json.h"
+#include "eval/runs/run_database.h"
 #include "eval/tasks/task_eval.h"
 #include "util/error.h"
 #include "util/timing.h"
@@ -33,6 +35,8 @@ struct EvalFlags {
   bool resume = false;
   bool no_chat = false;
   std::string chat_template;
+  std::string db;
+  bool no_db = false;
   EngineFlags engine;
 };
 
@@ -76,6 +80,11 @@ void RunEval(const EvalFlags& flags) {
                              .quiet = Globals().quiet};
   CheckOutputsFile(run_options);
   const std::filesystem::path data_dir = DataDir(flags);
+  std::optional<RunDatabase> database;
+  if (!flags.no_db) {
+    database = RunDatabase::Open(flags.db.empty() ? DefaultRunDatabasePath()
+                                                  : std::filesystem::path(flags.db));
+  }
 
   double load_seconds = 0;
   std::unique_ptr<CompletionClient> client;
@@ -102,10 +111,24 @@ void RunEval(const EvalFlags& flags) {
   result.timings.load_seconds = load_seconds;
   result.timings.total_seconds = SecondsSince(start);
   fmt::print("{}", FormatTaskTable(result.scores));
+  const nlohmann::ordered_json description = model && (database || !flags.json.empty())
+                                                 ? model->Describe("model")
+                                                 : nlohmann::ordered_json();
+  if (database) {
+    std::vector<int64_t> ids;
+    for (const RunRecord& record :
+         TaskEvalRunRecords(result, model ? flags.model : flags.endpoint, description, settings)) {
+      ids.push_back(database->Insert(record));
+    }
+    if (!Globals().quiet) {
+      fmt::print(stderr, "recorded as run {} in {} (proctor runs list)\n", fmt::join(ids, ", "),
+                 database->path().string());
+    }
+  }
   if (flags.json.empty()) return;
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
   if (model) {
-    inputs.push_back(model->Describe("model"));
+    inputs.push_back(description);
   } else {
     inputs.push_back({{"role", "endpoint"}, {"kind", "http"}, {"url", flags.endpoint}});
   }
@@ -163,10 +186,15 @@ void RegisterEvalVerb(CLI::App& app) {
   verb->add_option("--chat-template", flags->chat_template,
                    "With --model: a Jinja file to use as the chat template (instead of the "
                    "model's own, or for a model without one)");
+  verb->add_option("--db", flags->db,
+                   "The run database every run is recorded in (default: "
+                   "~/.cache/proctor/runs.sqlite; see `proctor runs`)");
+  verb->add_flag("--no-db", flags->no_db, "Do not record this run in the run database");
   verb->add_option("--json", flags->json, "Also write the results JSON to this file");
   flags->engine.Add(*verb);
   verb->callback([flags] {
     if (flags->resume && flags->outputs.empty()) Fail("cli", "--resume needs --outputs FILE");
+    if (flags->no_db && !flags->db.empty()) Fail("cli", "--db and --no-db contradict each other");
     if (!flags->chat_template.empty() && flags->model.empty()) {
       Fail("cli", "--chat-template applies to --model (a server renders its own template)");
     }

@@ -39,8 +39,10 @@ std::map<std::string, nlohmann::json> ReadOutputs(const fs::path& path) {
 TEST(EvalVerb, Stories260KRunsBothTasksDeterministicallyAndKeepsEveryItem) {
   if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
   TempDir tmp;
-  const std::string common = fmt::format("eval mmlu,gsm8k --model {} --n 4 --data-dir {} -t 2",
-                                         Stories().string(), Fixtures().string());
+  const fs::path db = tmp.path() / "runs.sqlite";
+  const std::string common =
+      fmt::format("eval mmlu,gsm8k --model {} --n 4 --data-dir {} -t 2 --db {}", Stories().string(),
+                  Fixtures().string(), db.string());
   const Result first =
       Proctor(fmt::format("{} --outputs {} --json {}", common, (tmp.path() / "a.jsonl").string(),
                           (tmp.path() / "a.json").string()));
@@ -79,13 +81,49 @@ TEST(EvalVerb, Stories260KRunsBothTasksDeterministicallyAndKeepsEveryItem) {
       Proctor(fmt::format("{} --outputs {} --resume", common, (tmp.path() / "a.jsonl").string()));
   ASSERT_EQ(resumed.status, 0) << resumed.out;
   EXPECT_EQ(ReadOutputs(tmp.path() / "a.jsonl"), a);
+
+  // Every run is in the database: 3 runs x 2 tasks, newest first.
+  const Result list = Proctor(fmt::format("runs --db {} list --json", db.string()));
+  ASSERT_EQ(list.status, 0) << list.out;
+  const nlohmann::json runs = nlohmann::json::parse(list.out);
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs[0]["id"], 6);
+  EXPECT_EQ(runs[5]["task"], "mmlu");
+  EXPECT_EQ(runs[5]["model_sha256"],
+            "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d");  // SOURCES.md
+  EXPECT_EQ(runs[5]["disk_bytes"], 1185376);
+  EXPECT_EQ(runs[5]["n"], 4);
+  const Result show = Proctor(fmt::format("runs --db {} show 1", db.string()));
+  ASSERT_EQ(show.status, 0) << show.out;
+  const nlohmann::json run = nlohmann::json::parse(show.out);
+  ASSERT_EQ(run["items"].size(), 4u);
+  for (const auto& item : run["items"]) {
+    EXPECT_EQ(item["outcome"], a.at("mmlu/" + item["id"].get<std::string>())["outcome"]);
+  }
+  // The same model twice: paired on the same 4 items, no difference.
+  const Result compare = Proctor(fmt::format("runs --db {} compare 1 3", db.string()));
+  ASSERT_EQ(compare.status, 0) << compare.out;
+  EXPECT_TRUE(Contains(compare.out, "task mmlu: 4 items scored by both runs")) << compare.out;
+  EXPECT_TRUE(Contains(compare.out, "B - A: +0.00 points")) << compare.out;
+  EXPECT_TRUE(Contains(compare.out, "McNemar exact p = 1")) << compare.out;
+  const Result mixed = Proctor(fmt::format("runs --db {} compare 1 2", db.string()));
+  EXPECT_EQ(mixed.status, 1);
+  EXPECT_TRUE(Contains(mixed.out, "only runs of the same task pair up")) << mixed.out;
+  const Result missing = Proctor(fmt::format("runs --db {} show 99", db.string()));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_TRUE(Contains(missing.out, "has no run 99")) << missing.out;
+  const Result no_db =
+      Proctor(fmt::format("runs --db {} list", (tmp.path() / "absent.sqlite").string()));
+  EXPECT_EQ(no_db.status, 1);
+  EXPECT_TRUE(Contains(no_db.out, "no run database at")) << no_db.out;
 }
 
 TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
   if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
   TempDir tmp;
   const std::string model = "--model " + Stories().string();
-  const std::string data = "--data-dir " + Fixtures().string();
+  const std::string data =
+      "--data-dir " + Fixtures().string() + " --db " + (tmp.path() / "runs.sqlite").string();
   struct Case {
     std::string args;
     std::string message;
@@ -98,8 +136,9 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
       {"eval mmlu " + model + " --endpoint http://127.0.0.1:1 " + data, "give exactly one of"},
       {"eval mmlu --endpoint http://127.0.0.1:1 " + data, "cannot reach http://127.0.0.1:1"},
       {"eval mmlu --endpoint ftp://x " + data, "is not an http(s) URL"},
-      {"eval mmlu " + model + " --data-dir " + tmp.path().string(), "no folder"},
-      {"eval gsm8k " + model + " --data-dir " + tmp.path().string(), "cannot open"},
+      {"eval mmlu " + model + " --no-db --data-dir " + tmp.path().string(), "no folder"},
+      {"eval gsm8k " + model + " --no-db --data-dir " + tmp.path().string(), "cannot open"},
+      {"eval gsm8k " + model + " " + data + " --no-db", "--db and --no-db contradict"},
       {"eval mmlu " + model + " " + data + " --outputs " + existing.string(),
        "exists: pass --resume"},
       {"eval mmlu " + model + " " + data + " --resume", "--resume needs --outputs FILE"},
@@ -130,13 +169,24 @@ TEST(EvalVerb, LlamaServerAndTheEngineGiveTheSameGsm8kCompletions) {
   const Result server = RunShell(fmt::format(
       "{} {}/tools/oracle/llama_server_run.py {} {} --ctx-size 2048 --parallel 1 --threads 2 "
       "--cache-type-k f32 --cache-type-v f32 --flash-attn off -- {} -q {} --endpoint {{url}} "
-      "--outputs {} 2>&1",
+      "--outputs {} --db {} 2>&1",
       proctor::testing::Oracles("python").Path("python"), PROCTOR_SOURCE_DIR,
       proctor::testing::Oracles("llama.cpp").Path("llama_server"), Stories().string(), PROCTOR_BIN,
-      task, (tmp.path() / "server.jsonl").string()));
+      task, (tmp.path() / "server.jsonl").string(), (tmp.path() / "runs.sqlite").string()));
   ASSERT_EQ(server.status, 0) << server.out;
-  const Result local = Proctor(fmt::format("{} --model {} --outputs {}", task, Stories().string(),
-                                           (tmp.path() / "local.jsonl").string()));
+  // The server's run is recorded: the endpoint as its model, nothing to hash.
+  const Result runs =
+      Proctor(fmt::format("runs --db {} list --json", (tmp.path() / "runs.sqlite").string()));
+  ASSERT_EQ(runs.status, 0) << runs.out;
+  const nlohmann::json recorded = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_TRUE(recorded[0]["model"].get<std::string>().starts_with("http://127.0.0.1:"));
+  EXPECT_EQ(recorded[0]["model_sha256"], "");
+  EXPECT_TRUE(recorded[0]["disk_bytes"].is_null());
+  EXPECT_EQ(recorded[0]["settings"]["client"]["kind"], "http");
+  const Result local =
+      Proctor(fmt::format("{} --no-db --model {} --outputs {}", task, Stories().string(),
+                          (tmp.path() / "local.jsonl").string()));
   ASSERT_EQ(local.status, 0) << local.out;
   const auto theirs = ReadOutputs(tmp.path() / "server.jsonl");
   const auto mine = ReadOutputs(tmp.path() / "local.jsonl");

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   cli::RegisterPplVerb(app);
   cli::RegisterKvCurveVerb(app);
   cli::RegisterEvalVerb(app);
+  cli::RegisterRunsVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -30,5 +30,6 @@ void RegisterCorpusVerb(CLI::App& app);
 void RegisterPplVerb(CLI::App& app);
 void RegisterKvCurveVerb(CLI::App& app);
 void RegisterEvalVerb(CLI::App& app);
+void RegisterRunsVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -7,6 +7,7 @@
 #include "eval/tasks/mmlu.h"
 #include "eval/tasks/task_data.h"
 #include "util/error.h"
+#include "util/machine.h"
 #include "util/timing.h"
 
 namespace proctor {
@@ -78,6 +79,38 @@ ResultsEnvelope TaskEvalEnvelope(const TaskEvalResult& result, nlohmann::ordered
   env.results = {{"tasks", tasks}};
   env.timings = result.timings;
   return env;
+}
+
+std::vector<RunRecord> TaskEvalRunRecords(const TaskEvalResult& result, const std::string& model,
+                                          const nlohmann::ordered_json& model_description,
+                                          const nlohmann::ordered_json& settings) {
+  const auto [sha256, disk_bytes] = ModelIdentity(model_description);
+  const std::string created = UtcNow();
+  const std::string machine = DescribeMachine(ReadMachineFacts());
+  std::vector<RunRecord> records;
+  records.reserve(result.scores.size());
+  for (const TaskScore& score : result.scores) {
+    RunRecord r;
+    r.created = created;
+    r.task = score.task;
+    r.model = model;
+    r.model_sha256 = sha256;
+    r.proctor_version = PROCTOR_VERSION;
+    r.settings = settings;
+    r.settings["client"] = result.client;
+    r.settings["task"] = score.settings;
+    r.n = score.n;
+    r.correct = score.count(ItemOutcome::kCorrect);
+    r.accuracy = score.accuracy();
+    r.standard_error = score.standard_error();
+    r.disk_bytes = disk_bytes;
+    r.machine = machine;
+    r.items.reserve(score.items.size());
+    for (const auto& [id, outcome] : score.items)
+      r.items.emplace_back(id, ItemOutcomeName(outcome));
+    records.push_back(std::move(r));
+  }
+  return records;
 }
 
 }  // namespace proctor

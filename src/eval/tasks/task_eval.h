@@ -10,6 +10,7 @@
 
 #include "eval/clients/completion_client.h"
 #include "eval/runners/results_json.h"
+#include "eval/runs/run_database.h"
 #include "eval/tasks/task.h"
 #include "eval/tasks/task_runner.h"
 
@@ -46,5 +47,11 @@ TaskEvalResult RunTaskEval(const std::vector<std::unique_ptr<Task>>& tasks,
 // settings = the run's, results = {"tasks": [TaskScoreToJson...]}.
 ResultsEnvelope TaskEvalEnvelope(const TaskEvalResult& result, nlohmann::ordered_json inputs,
                                  nlohmann::ordered_json settings);
+
+// One run-database row per task: `model` is the spec or endpoint, `model_description` what
+// EvalModel::Describe gave (null for a server: no sha256, no disk size).
+std::vector<RunRecord> TaskEvalRunRecords(const TaskEvalResult& result, const std::string& model,
+                                          const nlohmann::ordered_json& model_description,
+                                          const nlohmann::ordered_json& settings);
 
 }  // namespace proctor

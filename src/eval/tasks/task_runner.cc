@@ -171,20 +171,25 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
     score.settings = task->Settings();
     if (!score.note.empty() && !options.quiet) fmt::print(stderr, "note: {}\n", score.note);
     const double start = MonotonicSeconds();
+    score.items.reserve(static_cast<size_t>(score.n));
     Progress progress({.label = task->name(),
                        .unit = "items",
                        .total = static_cast<uint64_t>(score.n),
                        .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
     for (int64_t i = 0; i < score.n; ++i) {
-      const auto done = resumed.outcomes.find({task->name(), task->ItemId(i)});
+      const std::string id = task->ItemId(i);
+      const auto done = resumed.outcomes.find({task->name(), id});
+      ItemOutcome outcome;
       if (done != resumed.outcomes.end()) {
-        ++score.counts[static_cast<size_t>(done->second)];
+        outcome = done->second;
         ++score.resumed;
       } else {
         const ItemRecord record = task->Run(i, client);
-        ++score.counts[static_cast<size_t>(record.outcome)];
+        outcome = record.outcome;
         if (appender) appender->Write(RecordToJson(task->name(), record));
       }
+      ++score.counts[static_cast<size_t>(outcome)];
+      score.items.emplace_back(id, outcome);
       progress.Advance();
     }
     progress.Finish();

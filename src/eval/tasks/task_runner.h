@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eval/tasks/task.h"
@@ -22,6 +23,8 @@ struct TaskScore {
   double seconds = 0;               // this run's time on the task
   std::string note;                 // Task::Note()
   nlohmann::ordered_json settings;  // Task::Settings()
+  // Every item's outcome in task order (resumed ones included), for the run database.
+  std::vector<std::pair<std::string, ItemOutcome>> items;
 
   int64_t count(ItemOutcome outcome) const { return counts[static_cast<size_t>(outcome)]; }
   // correct / n (unscorable items and request errors count as not correct); 0 when n is 0.
