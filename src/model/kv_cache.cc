@@ -280,10 +280,28 @@ size_t FullAttentionKvCache::MemoryBytes() const {
   return total;
 }
 
+std::unique_ptr<LayerCache> FullAttentionKvCache::Clone() const {
+  auto copy = std::make_unique<FullAttentionKvCache>(kv_dim_, scheme_);
+  copy->length_ = length_;
+  copy->keys_ = keys_.Copy();
+  copy->values_ = values_.Copy();
+  for (const auto& [from, to] : {std::pair{&quantized_keys_, &copy->quantized_keys_},
+                                 std::pair{&quantized_values_, &copy->quantized_values_}}) {
+    to->packed = from->packed.Copy();
+    to->scales = from->scales.Copy();
+    to->biases = from->biases.Copy();
+  }
+  return copy;
+}
+
 RecurrentState::RecurrentState(int64_t conv_channels, int64_t conv_kernel, int64_t heads,
                                int64_t key_dim, int64_t value_dim)
     : conv_state_(Tensor::F32(std::max<int64_t>(conv_kernel - 1, 1), conv_channels)),
       ssm_state_(Tensor::F32(heads * key_dim, value_dim)) {}
+
+std::unique_ptr<LayerCache> RecurrentState::Clone() const {
+  return std::unique_ptr<LayerCache>(new RecurrentState(conv_state_.Copy(), ssm_state_.Copy()));
+}
 
 size_t RecurrentState::MemoryBytes() const {
   return conv_state_.size_bytes() + ssm_state_.size_bytes();
@@ -302,6 +320,13 @@ void ModelCache::EndStep(int64_t tokens) {
       static_cast<FullAttentionKvCache&>(*l).EndStep();
     }
   }
+}
+
+ModelCache ModelCache::Clone() const {
+  ModelCache copy;
+  for (const auto& l : layers_) copy.AddLayer(l->Clone());
+  copy.position_ = position_;
+  return copy;
 }
 
 size_t ModelCache::MemoryBytes() const {

@@ -81,6 +81,8 @@ class LayerCache {
   virtual ~LayerCache() = default;
   virtual LayerCacheKind kind() const = 0;
   virtual size_t MemoryBytes() const = 0;  // bytes of storage allocated now
+  // An independent copy of the state (a shared prefix evaluated once, continued many ways).
+  virtual std::unique_ptr<LayerCache> Clone() const = 0;
 };
 
 // Keys and values for positions 0..length()-1, rows = positions: K [length, kv_dim] and
@@ -92,6 +94,7 @@ class FullAttentionKvCache final : public LayerCache {
 
   LayerCacheKind kind() const override { return LayerCacheKind::kFullAttention; }
   size_t MemoryBytes() const override;
+  std::unique_ptr<LayerCache> Clone() const override;
 
   // Appends T rows of keys and values (f32 [T, kv_dim] each) at positions length()..+T-1.
   void Append(const MatView& keys, const MatView& values);
@@ -133,12 +136,16 @@ class RecurrentState final : public LayerCache {
   RecurrentState(int64_t conv_channels, int64_t conv_kernel, int64_t heads, int64_t key_dim,
                  int64_t value_dim);
   LayerCacheKind kind() const override { return LayerCacheKind::kRecurrent; }
+  std::unique_ptr<LayerCache> Clone() const override;
   size_t MemoryBytes() const override;
 
   Tensor& conv_state() { return conv_state_; }  // [conv_kernel - 1, conv_channels]
   Tensor& ssm_state() { return ssm_state_; }    // [heads * key_dim, value_dim]
 
  private:
+  RecurrentState(Tensor conv_state, Tensor ssm_state)
+      : conv_state_(std::move(conv_state)), ssm_state_(std::move(ssm_state)) {}
+
   Tensor conv_state_;
   Tensor ssm_state_;
 };
@@ -161,6 +168,8 @@ class ModelCache {
   // attention layer apply its scheme's conversion rule (FullAttentionKvCache::EndStep).
   void EndStep(int64_t tokens);
   size_t MemoryBytes() const;
+  // An independent copy: every layer's state and the position.
+  ModelCache Clone() const;
 
  private:
   std::vector<std::unique_ptr<LayerCache>> layers_;

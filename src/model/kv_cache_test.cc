@@ -271,5 +271,41 @@ TEST(QuantizedKvModel, BelowStartBitIdenticalThenConvertedOnceAndClose) {
   EXPECT_ERROR_CONTAINS(RuntimeModel(m.config, m.weights, g64), "64", "head_dim 32");
 }
 
+// A shared prefix evaluated once and continued many ways: the clone continues bit-identically to
+// a cache that never was cloned, and the original is untouched by what the clone sees.
+TEST(ModelCache, ACloneContinuesExactlyAndIndependently) {
+  const SyntheticModel m = BuildSyntheticModel(SyntheticConfig("tiny"), DType::kF32);
+  std::vector<int32_t> tokens;
+  tokens.reserve(40);
+  for (int i = 0; i < 40; ++i) tokens.push_back((i * 31 + 5) % 512);
+  const std::span<const int32_t> prefix(tokens.data(), 24), rest(tokens.data() + 24, 16);
+  for (const char* scheme : {"f32", "bf16", "affine:4:g32", "ggml:q8_0"}) {
+    SCOPED_TRACE(scheme);
+    RuntimeOptions options;
+    options.kv = ParseKvScheme(scheme);
+    options.kv.start = 0;
+    const RuntimeModel model(m.config, m.weights, options);
+    ModelCache straight = model.MakeCache();
+    model.ForwardHidden(prefix, straight);
+    const Tensor expected = model.ForwardHidden(rest, straight);
+    ModelCache original = model.MakeCache();
+    model.ForwardHidden(prefix, original);
+    const size_t bytes_before = original.MemoryBytes();
+    ModelCache clone = original.Clone();
+    EXPECT_EQ(clone.position(), 24);
+    model.ForwardHidden(std::span<const int32_t>(tokens.data() + 30, 5), clone);  // another way
+    ModelCache second = original.Clone();
+    const Tensor got = model.ForwardHidden(rest, second);
+    EXPECT_EQ(original.position(), 24);
+    EXPECT_EQ(original.MemoryBytes(), bytes_before);
+    ASSERT_EQ(got.rows(), expected.rows());
+    for (int64_t r = 0; r < got.rows(); ++r) {
+      for (int64_t c = 0; c < got.cols(); ++c) {
+        ASSERT_EQ(got.RowF32(r)[c], expected.RowF32(r)[c]) << r << "," << c;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace proctor
