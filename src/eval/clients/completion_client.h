@@ -30,6 +30,16 @@ struct ChoiceRequest {
   std::vector<std::string> choices;  // e.g. " A", " B", " C", " D"
 };
 
+// The log-probability of `continuation` following `context` (raw text), as
+// lm-evaluation-harness's loglikelihood requests define it: the context is encoded as a prompt
+// (special tokens as the tokenizer prescribes), the continuation as the tokens that
+// context + continuation adds after it; trailing spaces of the context move to the
+// continuation.
+struct LoglikelihoodRequest {
+  std::string context;
+  std::string continuation;
+};
+
 // How a request ended. kRequestError: the client could not get an answer (the server failed,
 // or it lacks what the task needs); `error` says why.
 enum class ClientStatus { kOk, kRequestError };
@@ -50,11 +60,21 @@ struct ChoiceResult {
   std::string error{};
 };
 
+struct LoglikelihoodResult {
+  ClientStatus status = ClientStatus::kOk;
+  std::vector<double> logprobs{};  // per request: the sum over the continuation's tokens
+  std::vector<bool> greedy{};      // per request: every continuation token was the argmax
+  std::string error{};
+};
+
 class CompletionClient {
  public:
   virtual ~CompletionClient() = default;
   virtual CompletionResult Complete(const CompletionRequest& request) = 0;
   virtual ChoiceResult ChooseNextToken(const ChoiceRequest& request) = 0;
+  // Several requests at once (the choices of one item): requests with the same context share
+  // its evaluation where the client can.
+  virtual LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) = 0;
   // False when conversations cannot be rendered (a local model without a chat template); chat
   // tasks then fall back to raw text, as each task documents.
   virtual bool CanChat() const = 0;

@@ -135,6 +135,78 @@ ChoiceResult EngineClient::ChooseNextToken(const ChoiceRequest& request) {
   return result;
 }
 
+std::pair<std::vector<int32_t>, std::vector<int32_t>> EngineClient::EncodePair(
+    const LoglikelihoodRequest& request) const {
+  std::string context = request.context;
+  std::string continuation = request.continuation;
+  const size_t kept = context.find_last_not_of(' ') + 1;  // npos + 1 == 0: all spaces
+  if (kept < context.size()) {
+    continuation = context.substr(kept) + continuation;
+    context.resize(kept);
+  }
+  const size_t context_length = tokenizer_->Encode(context, /*add_special_tokens=*/true).size();
+  std::vector<int32_t> whole = tokenizer_->Encode(context + continuation, true);
+  if (whole.size() <= context_length || context_length == 0) {
+    Fail("tasks",
+         "the continuation '{}' adds no token after its context (or the context '{}' "
+         "encodes to none)",
+         request.continuation, request.context.substr(0, 80));
+  }
+  std::vector<int32_t> tail(whole.begin() + static_cast<std::ptrdiff_t>(context_length),
+                            whole.end());
+  whole.resize(context_length);
+  return {std::move(whole), std::move(tail)};
+}
+
+LoglikelihoodResult EngineClient::Loglikelihoods(
+    const std::vector<LoglikelihoodRequest>& requests) {
+  LoglikelihoodResult result;
+  result.logprobs.assign(requests.size(), 0.0);
+  result.greedy.assign(requests.size(), true);
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> encoded;
+  encoded.reserve(requests.size());
+  for (const LoglikelihoodRequest& request : requests) encoded.push_back(EncodePair(request));
+  std::vector<bool> done(requests.size(), false);
+  const size_t vocab = static_cast<size_t>(runtime_->vocab_size());
+  for (size_t first = 0; first < requests.size(); ++first) {
+    if (done[first]) continue;
+    const std::vector<int32_t>& context = encoded[first].first;
+    ModelCache cache = runtime_->MakeCache(static_cast<int64_t>(context.size()));
+    const Tensor last = PrefillLastHidden(*runtime_, context, chunk_, cache);
+    for (size_t i = first; i < requests.size(); ++i) {
+      if (done[i] || encoded[i].first != context) continue;
+      done[i] = true;
+      const std::vector<int32_t>& continuation = encoded[i].second;
+      // Row j predicts continuation[j]: the context's last position, then the continuation's
+      // own positions but the last.
+      Tensor hidden =
+          Tensor::F32(static_cast<int64_t>(continuation.size()), runtime_->hidden_size());
+      std::copy_n(last.RowF32(0), runtime_->hidden_size(), hidden.RowF32(0));
+      if (continuation.size() > 1) {
+        ModelCache branch = cache.Clone();
+        const Tensor rest = runtime_->ForwardHidden(
+            std::span<const int32_t>(continuation.data(), continuation.size() - 1), branch);
+        for (int64_t r = 0; r < rest.rows(); ++r) {
+          std::copy_n(rest.RowF32(r), runtime_->hidden_size(), hidden.RowF32(r + 1));
+        }
+      }
+      const Tensor logits = runtime_->LogitsFromHidden(hidden.View());
+      for (size_t j = 0; j < continuation.size(); ++j) {
+        const std::span<const float> row(logits.RowF32(static_cast<int64_t>(j)), vocab);
+        double max = -INFINITY;
+        for (const float v : row) max = std::max(max, static_cast<double>(v));
+        double sum = 0;
+        for (const float v : row) sum += std::exp(static_cast<double>(v) - max);
+        const int32_t target = continuation[j];
+        result.logprobs[i] +=
+            static_cast<double>(row[static_cast<size_t>(target)]) - max - std::log(sum);
+        if (ArgmaxLowestIndex(row) != target) result.greedy[i] = false;
+      }
+    }
+  }
+  return result;
+}
+
 nlohmann::ordered_json EngineClient::Describe() const {
   return {{"kind", "engine"},
           {"model", model_->spec()},

@@ -26,6 +26,8 @@ class EngineClient : public CompletionClient {
 
   CompletionResult Complete(const CompletionRequest& request) override;
   ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
+  // Requests with the same context evaluate it once (its cache is cloned per continuation).
+  LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) override;
   bool CanChat() const override { return chat_.has_value(); }
   nlohmann::ordered_json Describe() const override;
 
@@ -34,6 +36,11 @@ class EngineClient : public CompletionClient {
   // The id of `choice`'s first token as it continues `prompt` (see ChooseNextToken).
   int32_t ChoiceTokenId(const std::string& prompt, const std::vector<int32_t>& prompt_ids,
                         const std::string& choice) const;
+  // lm-evaluation-harness's encoding of a pair: trailing spaces of the context move to the
+  // continuation; context + continuation is encoded whole and split after as many tokens as
+  // the context alone has. Error when the continuation adds no token.
+  std::pair<std::vector<int32_t>, std::vector<int32_t>> EncodePair(
+      const LoglikelihoodRequest& request) const;
   // The text `generated` adds after `prompt` (not empty), without special tokens.
   std::string DecodeContinuation(std::span<const int32_t> prompt,
                                  std::span<const int32_t> generated) const;

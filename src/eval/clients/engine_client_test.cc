@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "model/greedy.h"
 #include "util/error.h"
 #include "util/testing_files.h"
@@ -106,6 +108,55 @@ TEST_F(EngineClientTest, AChatRequestIsTheRenderedTemplateEncodedWithoutSpecialT
       "</think>\n\n";
   EXPECT_EQ(client.PromptIds(chat), model_->tokenizer()->Encode(rendered, false));
   EXPECT_EQ(client.Complete(chat).status, ClientStatus::kOk);
+}
+
+// The shared-context path (the context's cache cloned per continuation) against one plain
+// teacher-forced pass over context + continuation per request, log-softmax summed here in
+// double; and lm-eval's split: the context's trailing space moves to the continuation.
+TEST_F(EngineClientTest, LoglikelihoodsEqualATeacherForcedPassOverTheWholeText) {
+  EngineClient client(model_, {}, 4);
+  const std::vector<LoglikelihoodRequest> requests = {
+      {"Once upon a time, there was a", " little girl named Lily."},
+      {"Once upon a time, there was a", " big dog."},
+      {"Once upon a time, there was a", " x"},
+      {"One day, Tim went to the ", "park."},  // trailing space: moves to the continuation
+  };
+  const LoglikelihoodResult result = client.Loglikelihoods(requests);
+  ASSERT_EQ(result.status, ClientStatus::kOk);
+  ASSERT_EQ(result.logprobs.size(), requests.size());
+  const text::Tokenizer& tok = *model_->tokenizer();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(requests[i].continuation);
+    std::string context = requests[i].context, continuation = requests[i].continuation;
+    if (context.back() == ' ') {
+      context.pop_back();
+      continuation.insert(continuation.begin(), ' ');
+    }
+    const size_t split = tok.Encode(context, true).size();
+    const std::vector<int32_t> whole = tok.Encode(context + continuation, true);
+    ASSERT_GT(whole.size(), split);
+    const MatView logits = model_->Forward({})(static_cast<int64_t>(whole.size()))->Step(whole);
+    double expected = 0;
+    bool greedy = true;
+    for (size_t t = split; t < whole.size(); ++t) {
+      const float* row = logits.RowAs<float>(static_cast<int64_t>(t) - 1);
+      double max = -INFINITY, sum = 0;
+      int32_t best = 0;
+      for (int64_t v = 0; v < logits.cols; ++v) {
+        if (row[v] > max) {
+          max = row[v];
+          best = static_cast<int32_t>(v);
+        }
+      }
+      for (int64_t v = 0; v < logits.cols; ++v) sum += std::exp(row[v] - max);
+      expected += row[whole[t]] - max - std::log(sum);
+      greedy = greedy && best == whole[t];
+    }
+    EXPECT_NEAR(result.logprobs[i], expected, 1e-4 * std::max(1.0, std::fabs(expected)));
+    EXPECT_EQ(result.greedy[i], greedy);
+  }
+  // The story model prefers its own story.
+  EXPECT_GT(result.logprobs[0] / 7, result.logprobs[2] / 1);
 }
 
 TEST(EngineClient, AModelWithoutATokenizerIsAnError) {

@@ -220,6 +220,58 @@ ChoiceResult HttpCompletionClient::ChooseNextToken(const ChoiceRequest& request)
   return result;
 }
 
+LoglikelihoodResult HttpCompletionClient::Loglikelihoods(
+    const std::vector<LoglikelihoodRequest>& requests) {
+  LoglikelihoodResult result;
+  for (const LoglikelihoodRequest& request : requests) {
+    Json body = {{"prompt", request.context + request.continuation},
+                 {"max_tokens", 0},
+                 {"temperature", 0},
+                 {"echo", true},
+                 {"logprobs", 1}};
+    if (!options_.model.empty()) body["model"] = options_.model;
+    const std::optional<Json> answer = Post("/v1/completions", body, &result.error);
+    if (!answer) {
+      result.status = ClientStatus::kRequestError;
+      return result;
+    }
+    const Json* logprobs = nullptr;
+    if (answer->contains("choices") && (*answer)["choices"].is_array() &&
+        !(*answer)["choices"].empty() && (*answer)["choices"][0].contains("logprobs")) {
+      logprobs = &(*answer)["choices"][0]["logprobs"];
+    }
+    if (logprobs == nullptr || !logprobs->is_object() || !logprobs->contains("token_logprobs") ||
+        !logprobs->contains("text_offset") || !(*logprobs)["token_logprobs"].is_array() ||
+        !(*logprobs)["text_offset"].is_array() ||
+        (*logprobs)["token_logprobs"].size() != (*logprobs)["text_offset"].size()) {
+      result.status = ClientStatus::kRequestError;
+      result.error =
+          "POST /v1/completions with echo: the answer has no prompt token_logprobs and "
+          "text_offset (the server does not echo prompt log-probabilities, which "
+          "log-likelihood tasks need; vLLM and OpenAI's legacy completions do)";
+      return result;
+    }
+    double sum = 0;
+    bool greedy = true;
+    const Json& values = (*logprobs)["token_logprobs"];
+    const Json& offsets = (*logprobs)["text_offset"];
+    const Json* top = logprobs->contains("top_logprobs") ? &(*logprobs)["top_logprobs"] : nullptr;
+    for (size_t t = 0; t < values.size(); ++t) {
+      if (!offsets[t].is_number() || offsets[t].get<size_t>() < request.context.size()) continue;
+      if (!values[t].is_number()) continue;
+      sum += values[t].get<double>();
+      if (top != nullptr && top->is_array() && t < top->size() && (*top)[t].is_object()) {
+        for (const auto& [token, value] : (*top)[t].items()) {
+          if (value.is_number() && value.get<double>() > values[t].get<double>()) greedy = false;
+        }
+      }
+    }
+    result.logprobs.push_back(sum);
+    result.greedy.push_back(greedy);
+  }
+  return result;
+}
+
 nlohmann::ordered_json HttpCompletionClient::Describe() const {
   nlohmann::ordered_json out = {{"kind", "http"}, {"endpoint", options_.endpoint}};
   if (!options_.model.empty()) out["model"] = options_.model;

@@ -34,6 +34,10 @@ class HttpCompletionClient : public CompletionClient {
 
   CompletionResult Complete(const CompletionRequest& request) override;
   ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
+  // /v1/completions with echo, max_tokens 0 and logprobs (OpenAI's legacy completions, vLLM):
+  // the prompt's own token log-probabilities after the context's characters. A server without
+  // them (llama-server) makes every such item a request error that says so.
+  LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) override;
   bool CanChat() const override { return true; }  // the server renders conversations
   nlohmann::ordered_json Describe() const override;
 
