@@ -46,8 +46,8 @@ std::filesystem::path DataDir(const EvalFlags& flags) {
     return fixtures;
   }
   Fail("cli",
-       "give --data-dir DIR: the folder holding the task data (mmlu/dev, mmlu/test, "
-       "gsm8k/test.jsonl), or set PROCTOR_FIXTURES");
+       "give --data-dir DIR: the folder holding the task data (mmlu/, gsm8k/, hellaswag/, "
+       "arc/, piqa/, winogrande/), or set PROCTOR_FIXTURES");
 }
 
 void RunEval(const EvalFlags& flags) {
@@ -132,13 +132,7 @@ void RunEval(const EvalFlags& flags) {
   } else {
     inputs.push_back({{"role", "endpoint"}, {"kind", "http"}, {"url", flags.endpoint}});
   }
-  for (const std::string& name : names) {
-    if (name == "gsm8k")
-      inputs.push_back(DescribeFileInput("gsm8k", data_dir / "gsm8k" / "test.jsonl"));
-    if (name == "mmlu")
-      inputs.push_back(
-          {{"role", "mmlu"}, {"kind", "folder"}, {"path", (data_dir / "mmlu").string()}});
-  }
+  for (auto& input : DescribeTaskInputs(names, data_dir)) inputs.push_back(std::move(input));
   WriteResultsJson(flags.json, TaskEvalEnvelope(result, std::move(inputs), settings));
   if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", flags.json);
 }
@@ -155,8 +149,9 @@ void RegisterEvalVerb(CLI::App& app) {
       "--outputs items.jsonl --json eval.json\n"
       "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
   verb->add_option("tasks", flags->tasks,
-                   "Comma-separated tasks: mmlu (5-shot, next-token "
-                   "letter choice), gsm8k (3-shot, chat, greedy 256 tokens)")
+                   "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
+                   "(3-shot, chat, greedy 256 tokens), hellaswag, arc-easy, arc-challenge, piqa, "
+                   "winogrande (0-shot log-likelihood: acc, acc_norm)")
       ->required();
   verb->add_option("--model", flags->model,
                    "Run the local engine: model directory, .gguf file or cached HF id");
@@ -174,7 +169,8 @@ void RegisterEvalVerb(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--seed", flags->seed, "Sampling seed (default 42)");
   verb->add_option("--data-dir", flags->data_dir,
-                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl (default: "
+                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl, "
+                   "hellaswag/, arc/, piqa/, winogrande/ in their original layouts (default: "
                    "$PROCTOR_FIXTURES)");
   verb->add_option("--outputs", flags->outputs,
                    "JSONL file of every item (prompt, completion, extracted answer, outcome), "

@@ -131,7 +131,9 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
   const fs::path existing = tmp.path() / "exists.jsonl";
   std::ofstream(existing) << "{}\n";
   const Case cases[] = {
-      {"eval mmlu,nope " + model + " " + data, "unknown task 'nope' (known: gsm8k, mmlu)"},
+      {"eval mmlu,nope " + model + " " + data,
+       "unknown task 'nope' (known: gsm8k, mmlu, hellaswag, arc-easy, arc-challenge, piqa, "
+       "winogrande)"},
       {"eval mmlu " + data, "give exactly one of --model MODEL"},
       {"eval mmlu " + model + " --endpoint http://127.0.0.1:1 " + data, "give exactly one of"},
       {"eval mmlu --endpoint http://127.0.0.1:1 " + data, "cannot reach http://127.0.0.1:1"},

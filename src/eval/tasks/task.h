@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "eval/clients/completion_client.h"
@@ -26,6 +27,8 @@ struct ItemRecord {
   std::string expected;
   ItemOutcome outcome = ItemOutcome::kWrong;
   std::string error;  // kRequestError: why
+  // Tasks with a length-normalised second metric (acc_norm): whether it picked the answer.
+  std::optional<bool> correct_norm;
 };
 
 class Task {

@@ -5,6 +5,7 @@
 
 #include "eval/tasks/gsm8k.h"
 #include "eval/tasks/mmlu.h"
+#include "eval/tasks/multiple_choice.h"
 #include "eval/tasks/task_data.h"
 #include "util/error.h"
 #include "util/machine.h"
@@ -13,7 +14,8 @@
 namespace proctor {
 
 const std::vector<std::string>& KnownTaskNames() {
-  static const std::vector<std::string> names = {"gsm8k", "mmlu"};
+  static const std::vector<std::string> names = {"gsm8k",         "mmlu", "hellaswag", "arc-easy",
+                                                 "arc-challenge", "piqa", "winogrande"};
   return names;
 }
 
@@ -35,20 +37,58 @@ std::vector<std::string> ParseTaskNames(const std::string& list) {
   return names;
 }
 
+std::vector<std::filesystem::path> TaskFiles(const std::string& name,
+                                             const std::filesystem::path& data_dir) {
+  if (name == "mmlu") return {data_dir / "mmlu"};
+  if (name == "gsm8k") return {data_dir / "gsm8k" / "test.jsonl"};
+  if (name == "hellaswag") return {data_dir / "hellaswag" / "hellaswag_val_1000.jsonl"};
+  if (name == "arc-easy") return {data_dir / "arc" / "ARC-Easy-Test.jsonl"};
+  if (name == "arc-challenge") return {data_dir / "arc" / "ARC-Challenge-Test.jsonl"};
+  if (name == "piqa")
+    return {data_dir / "piqa" / "dev.jsonl", data_dir / "piqa" / "dev-labels.lst"};
+  if (name == "winogrande") return {data_dir / "winogrande" / "dev.jsonl"};
+  Fail("tasks", "unknown task '{}'", name);
+}
+
 std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& names,
                                              const TaskSetOptions& options) {
   std::vector<std::unique_ptr<Task>> tasks;
   for (const std::string& name : names) {
+    const std::vector<std::filesystem::path> files = TaskFiles(name, options.data_dir);
     if (name == "mmlu") {
-      tasks.push_back(MakeMmluTask(ReadMmlu(options.data_dir / "mmlu"), options.n, options.seed));
+      tasks.push_back(MakeMmluTask(ReadMmlu(files[0]), options.n, options.seed));
     } else if (name == "gsm8k") {
-      tasks.push_back(MakeGsm8kTask(ReadGsm8k(options.data_dir / "gsm8k" / "test.jsonl"), options.n,
-                                    options.seed, options.chat));
-    } else {
-      Fail("tasks", "unknown task '{}'", name);
+      tasks.push_back(MakeGsm8kTask(ReadGsm8k(files[0]), options.n, options.seed, options.chat));
+    } else if (name == "hellaswag") {
+      tasks.push_back(
+          MakeMultipleChoiceTask(name, ReadHellaswag(files[0]), options.n, options.seed, true));
+    } else if (name == "arc-easy" || name == "arc-challenge") {
+      tasks.push_back(
+          MakeMultipleChoiceTask(name, ReadArc(files[0]), options.n, options.seed, true));
+    } else if (name == "piqa") {
+      tasks.push_back(MakeMultipleChoiceTask(name, ReadPiqa(files[0], files[1]), options.n,
+                                             options.seed, true));
+    } else if (name == "winogrande") {
+      tasks.push_back(
+          MakeMultipleChoiceTask(name, ReadWinogrande(files[0]), options.n, options.seed, false));
     }
   }
   return tasks;
+}
+
+nlohmann::ordered_json DescribeTaskInputs(const std::vector<std::string>& names,
+                                          const std::filesystem::path& data_dir) {
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+  for (const std::string& name : names) {
+    for (const std::filesystem::path& file : TaskFiles(name, data_dir)) {
+      if (std::filesystem::is_directory(file)) {
+        inputs.push_back({{"role", name}, {"kind", "folder"}, {"path", file.string()}});
+      } else {
+        inputs.push_back(DescribeFileInput(name, file));
+      }
+    }
+  }
+  return inputs;
 }
 
 TaskEvalResult RunTaskEval(const std::vector<std::unique_ptr<Task>>& tasks,

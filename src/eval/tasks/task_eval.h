@@ -30,9 +30,17 @@ struct TaskSetOptions {
   bool chat = true;  // chat tasks use the chat template (false: their raw-text fallback)
 };
 
+// The data files (or folder) a task reads under `data_dir`.
+std::vector<std::filesystem::path> TaskFiles(const std::string& name,
+                                             const std::filesystem::path& data_dir);
+
 // Reads each task's data (Error naming a missing or malformed file) and samples its items.
 std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& names,
                                              const TaskSetOptions& options);
+
+// The results-file inputs of the tasks' data: each file with its sha256, a folder by path.
+nlohmann::ordered_json DescribeTaskInputs(const std::vector<std::string>& names,
+                                          const std::filesystem::path& data_dir);
 
 struct TaskEvalResult {
   std::vector<TaskScore> scores;

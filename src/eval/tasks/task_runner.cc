@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "util/error.h"
@@ -32,12 +33,18 @@ Json RecordToJson(const std::string& task, const ItemRecord& record) {
                {"expected", record.expected},
                {"outcome", ItemOutcomeName(record.outcome)},
                {"correct", record.outcome == ItemOutcome::kCorrect}};
+  if (record.correct_norm) line["correct_norm"] = *record.correct_norm;
   if (!record.error.empty()) line["error"] = record.error;
   return line;
 }
 
+struct ResumedItem {
+  ItemOutcome outcome = ItemOutcome::kWrong;
+  std::optional<bool> correct_norm;
+};
+
 struct ResumedFile {
-  std::map<std::pair<std::string, std::string>, ItemOutcome> outcomes;  // (task, id) -> outcome
+  std::map<std::pair<std::string, std::string>, ResumedItem> outcomes;  // (task, id) -> item
   uint64_t complete_bytes = 0;  // up to the last complete line (a torn last line is dropped)
   bool exists = false;
 };
@@ -94,7 +101,11 @@ ResumedFile ReadOutputsFile(const fs::path& path, const Json& run_settings) {
     if (outcome == ItemOutcome::kRequestError) {
       file.outcomes.erase(key);
     } else {
-      file.outcomes[key] = outcome;
+      ResumedItem item{.outcome = outcome, .correct_norm = std::nullopt};
+      if (row.contains("correct_norm") && row["correct_norm"].is_boolean()) {
+        item.correct_norm = row["correct_norm"].get<bool>();
+      }
+      file.outcomes[key] = item;
     }
   }
   return file;
@@ -142,6 +153,16 @@ double TaskScore::standard_error() const {
   return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
 }
 
+double TaskScore::accuracy_norm() const {
+  return n == 0 ? 0.0 : static_cast<double>(correct_norm) / static_cast<double>(n);
+}
+
+double TaskScore::standard_error_norm() const {
+  if (n < 2) return 0.0;
+  const double p = accuracy_norm();
+  return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
+}
+
 void CheckOutputsFile(const TaskRunOptions& options) {
   if (options.outputs.empty()) return;
   if (fs::exists(options.outputs) && !options.resume) {
@@ -180,15 +201,22 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
       const std::string id = task->ItemId(i);
       const auto done = resumed.outcomes.find({task->name(), id});
       ItemOutcome outcome;
+      std::optional<bool> correct_norm;
       if (done != resumed.outcomes.end()) {
-        outcome = done->second;
+        outcome = done->second.outcome;
+        correct_norm = done->second.correct_norm;
         ++score.resumed;
       } else {
         const ItemRecord record = task->Run(i, client);
         outcome = record.outcome;
+        correct_norm = record.correct_norm;
         if (appender) appender->Write(RecordToJson(task->name(), record));
       }
       ++score.counts[static_cast<size_t>(outcome)];
+      if (correct_norm) {
+        score.has_norm = true;
+        if (*correct_norm) ++score.correct_norm;
+      }
       score.items.emplace_back(id, outcome);
       progress.Advance();
     }
@@ -200,17 +228,31 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
 }
 
 std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
-  std::string out = fmt::format("{:<10} {:>6} {:>17} {:>8} {:>6} {:>11} {:>9}\n", "task", "n",
-                                "accuracy", "correct", "wrong", "unscorable", "req.error");
+  bool any_norm = false;
+  for (const TaskScore& s : scores) any_norm = any_norm || s.has_norm;
+  std::string out = fmt::format("{:<13} {:>6} {:>17} {:>8} {:>6} {:>11} {:>9}{}\n", "task", "n",
+                                "accuracy", "correct", "wrong", "unscorable", "req.error",
+                                any_norm ? fmt::format(" {:>17}", "acc_norm") : "");
   for (const TaskScore& s : scores) {
-    out += fmt::format("{:<10} {:>6} {:>8.2f}% ± {:>5.2f} {:>8} {:>6} {:>11} {:>9}\n", s.task, s.n,
-                       100.0 * s.accuracy(), 100.0 * s.standard_error(),
-                       s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
-                       s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError));
+    std::string norm;
+    if (s.has_norm) {
+      norm = fmt::format(" {:>8.2f}% ± {:>5.2f}", 100.0 * s.accuracy_norm(),
+                         100.0 * s.standard_error_norm());
+    } else if (any_norm) {
+      norm = fmt::format(" {:>17}", "-");
+    }
+    out +=
+        fmt::format("{:<13} {:>6} {:>8.2f}% ± {:>5.2f} {:>8} {:>6} {:>11} {:>9}{}\n", s.task, s.n,
+                    100.0 * s.accuracy(), 100.0 * s.standard_error(),
+                    s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
+                    s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError), norm);
   }
   out +=
       "accuracy: correct / n, ± one standard error (sqrt(p(1-p)/(n-1))); unscorable: an answer "
       "with nothing to read out of it; req.error: no answer came (counted as not correct).\n";
+  if (any_norm) {
+    out += "acc_norm: the choice with the largest log-likelihood per character (lm-eval's).\n";
+  }
   return out;
 }
 
@@ -223,6 +265,8 @@ Json TaskScoreToJson(const TaskScore& score) {
           {"wrong", score.count(ItemOutcome::kWrong)},
           {"unscorable", score.count(ItemOutcome::kUnscorable)},
           {"request_errors", score.count(ItemOutcome::kRequestError)},
+          {"accuracy_norm", score.has_norm ? Json(score.accuracy_norm()) : Json()},
+          {"standard_error_norm", score.has_norm ? Json(score.standard_error_norm()) : Json()},
           {"resumed", score.resumed},
           {"seconds", score.seconds},
           {"note", score.note},

@@ -19,6 +19,8 @@ struct TaskScore {
   std::string task;
   int64_t n = 0;
   std::array<int64_t, 4> counts{};  // by ItemOutcome
+  bool has_norm = false;            // the task reports acc_norm
+  int64_t correct_norm = 0;         // items acc_norm got right
   int64_t resumed = 0;              // items read back from the outputs file, not asked again
   double seconds = 0;               // this run's time on the task
   std::string note;                 // Task::Note()
@@ -32,6 +34,8 @@ struct TaskScore {
   // The standard error of that mean as lm-evaluation-harness computes it (sample standard
   // deviation / sqrt(n)): sqrt(p (1 - p) / (n - 1)); 0 when n < 2.
   double standard_error() const;
+  double accuracy_norm() const;  // correct_norm / n (has_norm tasks)
+  double standard_error_norm() const;
 };
 
 struct TaskRunOptions {
