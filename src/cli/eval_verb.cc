@@ -150,7 +150,8 @@ void RegisterEvalVerb(CLI::App& app) {
       "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
   verb->add_option("tasks", flags->tasks,
                    "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
-                   "(3-shot, chat, greedy 256 tokens), hellaswag, arc-easy, arc-challenge, piqa, "
+                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), hellaswag, "
+                   "arc-easy, arc-challenge, piqa, "
                    "winogrande (0-shot log-likelihood: acc, acc_norm)")
       ->required();
   verb->add_option("--model", flags->model,

@@ -132,7 +132,8 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
   std::ofstream(existing) << "{}\n";
   const Case cases[] = {
       {"eval mmlu,nope " + model + " " + data,
-       "unknown task 'nope' (known: gsm8k, mmlu, hellaswag, arc-easy, arc-challenge, piqa, "
+       "unknown task 'nope' (known: gsm8k, mmlu, hashhop, hellaswag, arc-easy, arc-challenge, "
+       "piqa, "
        "winogrande)"},
       {"eval mmlu " + data, "give exactly one of --model MODEL"},
       {"eval mmlu " + model + " --endpoint http://127.0.0.1:1 " + data, "give exactly one of"},

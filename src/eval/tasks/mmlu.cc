@@ -46,6 +46,7 @@ class MmluTask : public Task {
     const MmluItem& item = subject.test[static_cast<size_t>(pick.item)];
     ItemRecord record;
     record.id = ItemId(i);
+    record.group = subject.name;
     record.prompt = MmluPrompt(subject, item);
     record.expected = kLetters[item.answer];
     const ChoiceResult result =

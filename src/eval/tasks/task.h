@@ -29,6 +29,8 @@ struct ItemRecord {
   std::string error;  // kRequestError: why
   // Tasks with a length-normalised second metric (acc_norm): whether it picked the answer.
   std::optional<bool> correct_norm;
+  // The slice the item belongs to, for per-slice accuracy ("hops=2", an MMLU subject).
+  std::string group;
 };
 
 class Task {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "eval/tasks/gsm8k.h"
+#include "eval/tasks/hashhop.h"
 #include "eval/tasks/mmlu.h"
 #include "eval/tasks/multiple_choice.h"
 #include "eval/tasks/task_data.h"
@@ -14,8 +15,8 @@
 namespace proctor {
 
 const std::vector<std::string>& KnownTaskNames() {
-  static const std::vector<std::string> names = {"gsm8k",         "mmlu", "hellaswag", "arc-easy",
-                                                 "arc-challenge", "piqa", "winogrande"};
+  static const std::vector<std::string> names = {
+      "gsm8k", "mmlu", "hashhop", "hellaswag", "arc-easy", "arc-challenge", "piqa", "winogrande"};
   return names;
 }
 
@@ -47,6 +48,7 @@ std::vector<std::filesystem::path> TaskFiles(const std::string& name,
   if (name == "piqa")
     return {data_dir / "piqa" / "dev.jsonl", data_dir / "piqa" / "dev-labels.lst"};
   if (name == "winogrande") return {data_dir / "winogrande" / "dev.jsonl"};
+  if (name == "hashhop") return {};  // generated
   Fail("tasks", "unknown task '{}'", name);
 }
 
@@ -59,6 +61,8 @@ std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& nam
       tasks.push_back(MakeMmluTask(ReadMmlu(files[0]), options.n, options.seed));
     } else if (name == "gsm8k") {
       tasks.push_back(MakeGsm8kTask(ReadGsm8k(files[0]), options.n, options.seed, options.chat));
+    } else if (name == "hashhop") {
+      tasks.push_back(MakeHashHopTask(options.n, options.seed, options.chat));
     } else if (name == "hellaswag") {
       tasks.push_back(
           MakeMultipleChoiceTask(name, ReadHellaswag(files[0]), options.n, options.seed, true));

@@ -34,6 +34,7 @@ Json RecordToJson(const std::string& task, const ItemRecord& record) {
                {"outcome", ItemOutcomeName(record.outcome)},
                {"correct", record.outcome == ItemOutcome::kCorrect}};
   if (record.correct_norm) line["correct_norm"] = *record.correct_norm;
+  if (!record.group.empty()) line["group"] = record.group;
   if (!record.error.empty()) line["error"] = record.error;
   return line;
 }
@@ -41,6 +42,7 @@ Json RecordToJson(const std::string& task, const ItemRecord& record) {
 struct ResumedItem {
   ItemOutcome outcome = ItemOutcome::kWrong;
   std::optional<bool> correct_norm;
+  std::string group;
 };
 
 struct ResumedFile {
@@ -101,9 +103,12 @@ ResumedFile ReadOutputsFile(const fs::path& path, const Json& run_settings) {
     if (outcome == ItemOutcome::kRequestError) {
       file.outcomes.erase(key);
     } else {
-      ResumedItem item{.outcome = outcome, .correct_norm = std::nullopt};
+      ResumedItem item{.outcome = outcome, .correct_norm = std::nullopt, .group = ""};
       if (row.contains("correct_norm") && row["correct_norm"].is_boolean()) {
         item.correct_norm = row["correct_norm"].get<bool>();
+      }
+      if (row.contains("group") && row["group"].is_string()) {
+        item.group = row["group"].get<std::string>();
       }
       file.outcomes[key] = item;
     }
@@ -202,15 +207,23 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
       const auto done = resumed.outcomes.find({task->name(), id});
       ItemOutcome outcome;
       std::optional<bool> correct_norm;
+      std::string group;
       if (done != resumed.outcomes.end()) {
         outcome = done->second.outcome;
         correct_norm = done->second.correct_norm;
+        group = done->second.group;
         ++score.resumed;
       } else {
         const ItemRecord record = task->Run(i, client);
         outcome = record.outcome;
         correct_norm = record.correct_norm;
+        group = record.group;
         if (appender) appender->Write(RecordToJson(task->name(), record));
+      }
+      if (!group.empty()) {
+        auto& slice = score.groups[group];
+        ++slice[0];
+        if (outcome == ItemOutcome::kCorrect) ++slice[1];
       }
       ++score.counts[static_cast<size_t>(outcome)];
       if (correct_norm) {
@@ -225,6 +238,22 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
     scores.push_back(std::move(score));
   }
   return scores;
+}
+
+// Tasks with at most this many slices list them under their row (the hops of hashhop); more
+// (MMLU's 57 subjects) are in the results JSON only.
+constexpr size_t kMaxGroupRows = 8;
+
+double Share(int64_t part, int64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+Json GroupsToJson(const TaskScore& score) {
+  Json out = Json::object();
+  for (const auto& [name, slice] : score.groups) {
+    out[name] = {{"n", slice[0]}, {"correct", slice[1]}, {"accuracy", Share(slice[1], slice[0])}};
+  }
+  return out;
 }
 
 std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
@@ -246,6 +275,15 @@ std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
                     100.0 * s.accuracy(), 100.0 * s.standard_error(),
                     s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
                     s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError), norm);
+    if (s.groups.size() <= kMaxGroupRows) {
+      for (const auto& [name, slice] : s.groups) {
+        const double p = Share(slice[1], slice[0]);
+        const double se =
+            slice[0] < 2 ? 0.0 : std::sqrt(p * (1 - p) / static_cast<double>(slice[0] - 1));
+        out += fmt::format("  {:<11} {:>6} {:>8.2f}% ± {:>5.2f} {:>8}\n", name, slice[0], 100 * p,
+                           100 * se, slice[1]);
+      }
+    }
   }
   out +=
       "accuracy: correct / n, ± one standard error (sqrt(p(1-p)/(n-1))); unscorable: an answer "
@@ -268,6 +306,7 @@ Json TaskScoreToJson(const TaskScore& score) {
           {"accuracy_norm", score.has_norm ? Json(score.accuracy_norm()) : Json()},
           {"standard_error_norm", score.has_norm ? Json(score.standard_error_norm()) : Json()},
           {"resumed", score.resumed},
+          {"groups", GroupsToJson(score)},
           {"seconds", score.seconds},
           {"note", score.note},
           {"settings", score.settings}};

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -25,6 +26,8 @@ struct TaskScore {
   double seconds = 0;               // this run's time on the task
   std::string note;                 // Task::Note()
   nlohmann::ordered_json settings;  // Task::Settings()
+  // Per slice (ItemRecord::group): {n, correct}, for tasks that report slices.
+  std::map<std::string, std::array<int64_t, 2>> groups;
   // Every item's outcome in task order (resumed ones included), for the run database.
   std::vector<std::pair<std::string, ItemOutcome>> items;
 
@@ -39,7 +42,7 @@ struct TaskScore {
 };
 
 struct TaskRunOptions {
-  std::filesystem::path outputs;  // JSONL of every item; empty: none
+  std::filesystem::path outputs{};  // JSONL of every item; empty: none
   bool resume = false;            // continue `outputs` (items already scored are not asked again)
   // The run's identity, the first line of `outputs`; a resumed file must carry the same.
   nlohmann::ordered_json run_settings = nlohmann::ordered_json::object();
