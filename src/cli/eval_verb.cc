@@ -37,6 +37,7 @@ struct EvalFlags {
   std::string chat_template;
   std::string db;
   bool no_db = false;
+  bool no_context_reuse = false;
   EngineFlags engine;
 };
 
@@ -93,8 +94,10 @@ void RunEval(const EvalFlags& flags) {
     ScopedSeconds timer(&load_seconds);
     if (!flags.model.empty()) {
       model = EvalModel::Open(flags.model);
-      client = std::make_unique<EngineClient>(model, runtime_options, flags.engine.chunk,
-                                              flags.chat_template);
+      auto engine = std::make_unique<EngineClient>(model, runtime_options, flags.engine.chunk,
+                                                   flags.chat_template);
+      engine->set_context_reuse(!flags.no_context_reuse);
+      client = std::move(engine);
     } else {
       client = std::make_unique<HttpCompletionClient>(
           HttpClientOptions{.endpoint = flags.endpoint,
@@ -187,6 +190,10 @@ void RegisterEvalVerb(CLI::App& app) {
                    "The run database every run is recorded in (default: "
                    "~/.cache/proctor/runs.sqlite; see `proctor runs`)");
   verb->add_flag("--no-db", flags->no_db, "Do not record this run in the run database");
+  verb->add_flag("--no-context-reuse", flags->no_context_reuse,
+                 "With --model: evaluate every prompt from its first token (MMLU's shared 5-shot "
+                 "prefix and a multiple-choice item's shared context are otherwise evaluated "
+                 "once); for measuring what the reuse saves");
   verb->add_option("--json", flags->json, "Also write the results JSON to this file");
   flags->engine.Add(*verb);
   verb->callback([flags] {

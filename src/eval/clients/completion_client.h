@@ -28,6 +28,9 @@ struct CompletionRequest {
 struct ChoiceRequest {
   std::string prompt;
   std::vector<std::string> choices;  // e.g. " A", " B", " C", " D"
+  // The start of `prompt` that many requests share (MMLU's header and shots): a client may
+  // evaluate it once and reuse it. Empty: none.
+  std::string shared_prefix{};
 };
 
 // The log-probability of `continuation` following `context` (raw text), as

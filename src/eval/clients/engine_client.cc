@@ -120,8 +120,30 @@ int32_t EngineClient::ChoiceTokenId(const std::string& prompt,
 ChoiceResult EngineClient::ChooseNextToken(const ChoiceRequest& request) {
   const std::vector<int32_t> prompt = tokenizer_->Encode(request.prompt, true);
   if (prompt.empty()) Fail("tasks", "the prompt of a request encodes to no tokens");
-  ModelCache cache = runtime_->MakeCache(static_cast<int64_t>(prompt.size()));
-  const Tensor hidden = PrefillLastHidden(*runtime_, prompt, chunk_, cache);
+  Tensor hidden;
+  bool reused = false;
+  if (context_reuse_ && !request.shared_prefix.empty() &&
+      request.prompt.starts_with(request.shared_prefix)) {
+    if (prefix_.text != request.shared_prefix) {
+      prefix_.text = request.shared_prefix;
+      prefix_.ids = tokenizer_->Encode(request.shared_prefix, true);
+      prefix_.cache = runtime_->MakeCache(static_cast<int64_t>(prefix_.ids.size()));
+      if (!prefix_.ids.empty()) PrefillLastHidden(*runtime_, prefix_.ids, chunk_, *prefix_.cache);
+    }
+    // Reused only where the prompt's tokens begin with the prefix's own (no merge across it).
+    if (!prefix_.ids.empty() && prompt.size() > prefix_.ids.size() &&
+        std::equal(prefix_.ids.begin(), prefix_.ids.end(), prompt.begin())) {
+      ModelCache cache = prefix_.cache->Clone();
+      hidden = PrefillLastHidden(
+          *runtime_, std::span<const int32_t>(prompt).subspan(prefix_.ids.size()), chunk_, cache);
+      reused = true;
+      ++prefix_reuses_;
+    }
+  }
+  if (!reused) {
+    ModelCache cache = runtime_->MakeCache(static_cast<int64_t>(prompt.size()));
+    hidden = PrefillLastHidden(*runtime_, prompt, chunk_, cache);
+  }
   const Tensor logits = runtime_->LogitsFromHidden(hidden.View());
   ChoiceResult result;
   for (const std::string& choice : request.choices) {
@@ -175,6 +197,7 @@ LoglikelihoodResult EngineClient::Loglikelihoods(
     const Tensor last = PrefillLastHidden(*runtime_, context, chunk_, cache);
     for (size_t i = first; i < requests.size(); ++i) {
       if (done[i] || encoded[i].first != context) continue;
+      if (i != first && !context_reuse_) continue;  // evaluated from scratch on its own turn
       done[i] = true;
       const std::vector<int32_t>& continuation = encoded[i].second;
       // Row j predicts continuation[j]: the context's last position, then the continuation's

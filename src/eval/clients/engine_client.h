@@ -24,6 +24,12 @@ class EngineClient : public CompletionClient {
   EngineClient(std::shared_ptr<const EvalModel> model, const RuntimeOptions& options, int64_t chunk,
                const std::filesystem::path& chat_template_file = {});
 
+  // Off: every request is evaluated from its first token (no shared prefix kept, no shared
+  // context evaluated once); for measuring what the reuse saves.
+  void set_context_reuse(bool on) { context_reuse_ = on; }
+  // Requests that continued a kept shared prefix instead of evaluating it again.
+  int64_t prefix_reuses() const { return prefix_reuses_; }
+
   CompletionResult Complete(const CompletionRequest& request) override;
   ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
   // Requests with the same context evaluate it once (its cache is cloned per continuation).
@@ -53,6 +59,15 @@ class EngineClient : public CompletionClient {
   std::optional<text::ChatTemplate> chat_;
   text::ChatConfig chat_config_;
   std::vector<int32_t> stop_ids_;
+  bool context_reuse_ = true;
+  int64_t prefix_reuses_ = 0;
+  // The last shared prefix evaluated: its text, its tokens and its cache.
+  struct PrefixState {
+    std::string text;
+    std::vector<int32_t> ids;
+    std::optional<ModelCache> cache;
+  };
+  PrefixState prefix_;
 };
 
 }  // namespace proctor

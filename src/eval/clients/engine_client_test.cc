@@ -159,6 +159,30 @@ TEST_F(EngineClientTest, LoglikelihoodsEqualATeacherForcedPassOverTheWholeText) 
   EXPECT_GT(result.logprobs[0] / 7, result.logprobs[2] / 1);
 }
 
+// MMLU's shared prefix evaluated once and its cache cloned: the same letter and (to float
+// rounding of a different chunking) the same logits as the prompt evaluated whole.
+TEST_F(EngineClientTest, ASharedPrefixIsEvaluatedOnceWithTheSameChoices) {
+  EngineClient reuse(model_, {}, 64), whole(model_, {}, 64);
+  whole.set_context_reuse(false);
+  const std::string prefix = "Once upon a time, there was a little girl named Lily.\n\n";
+  for (const char* question : {"She liked the", "One day she saw a big", "Tom and"}) {
+    SCOPED_TRACE(question);
+    const ChoiceRequest request{.prompt = prefix + question,
+                                .choices = {" park", " ball", " dog", " cat"},
+                                .shared_prefix = prefix};
+    const ChoiceResult a = reuse.ChooseNextToken(request);
+    const ChoiceResult b = whole.ChooseNextToken(request);
+    EXPECT_EQ(a.choice, b.choice);
+    ASSERT_EQ(a.scores.size(), b.scores.size());
+    for (size_t c = 0; c < a.scores.size(); ++c) EXPECT_NEAR(a.scores[c], b.scores[c], 1e-4);
+  }
+  EXPECT_EQ(reuse.prefix_reuses(), 3);
+  EXPECT_EQ(whole.prefix_reuses(), 0);
+  // A prompt that does not start with the prefix is evaluated whole.
+  const ChoiceRequest other{.prompt = "Tom went", .choices = {" home"}, .shared_prefix = prefix};
+  EXPECT_NEAR(reuse.ChooseNextToken(other).scores[0], whole.ChooseNextToken(other).scores[0], 1e-6);
+}
+
 TEST(EngineClient, AModelWithoutATokenizerIsAnError) {
   const auto model = EvalModel::Open("synthetic:tiny:f32");
   try {

@@ -50,7 +50,9 @@ class MmluTask : public Task {
     record.prompt = MmluPrompt(subject, item);
     record.expected = kLetters[item.answer];
     const ChoiceResult result =
-        client.ChooseNextToken({.prompt = record.prompt, .choices = {" A", " B", " C", " D"}});
+        client.ChooseNextToken({.prompt = record.prompt,
+                                .choices = {" A", " B", " C", " D"},
+                                .shared_prefix = MmluFewShotPrefix(subject)});
     if (result.status == ClientStatus::kRequestError) {
       record.outcome = ItemOutcome::kRequestError;
       record.error = result.error;

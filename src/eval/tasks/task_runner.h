@@ -43,7 +43,7 @@ struct TaskScore {
 
 struct TaskRunOptions {
   std::filesystem::path outputs{};  // JSONL of every item; empty: none
-  bool resume = false;            // continue `outputs` (items already scored are not asked again)
+  bool resume = false;              // continue `outputs` (items already scored are not asked again)
   // The run's identity, the first line of `outputs`; a resumed file must carry the same.
   nlohmann::ordered_json run_settings = nlohmann::ordered_json::object();
   bool quiet = false;  // no progress lines
