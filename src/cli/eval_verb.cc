@@ -3,6 +3,7 @@
 // the results file with --json.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "eval/clients/engine_client.h"
 #include "eval/clients/http_client.h"
 #include "eval/runners/eval_model.h"
+#include "eval/runners/kl_eval.h"
 #include "eval/runners/results_json.h"
 #include "eval/runs/run_database.h"
 #include "eval/tasks/task_eval.h"
@@ -38,6 +40,8 @@ struct EvalFlags {
   std::string db;
   bool no_db = false;
   bool no_context_reuse = false;
+  std::string reference_logits;
+  int64_t kl_seqs = 0;
   EngineFlags engine;
 };
 
@@ -58,10 +62,20 @@ void RunEval(const EvalFlags& flags) {
          "give exactly one of --model MODEL (the local engine) or --endpoint URL (an "
          "OpenAI-compatible server)");
   }
-  const std::vector<std::string> names = ParseTaskNames(flags.tasks);
+  const TaskSelection selection = ParseTaskSelection(flags.tasks);
+  const std::vector<std::string>& names = selection.tasks;
+  const bool smoketest = std::any_of(selection.suites.begin(), selection.suites.end(),
+                                     [](const TaskSuite& s) { return s.name == "smoketest"; });
+  if (!flags.reference_logits.empty() && flags.model.empty()) {
+    Fail("cli", "--reference-logits scores the local model: give --model MODEL");
+  }
   const RuntimeOptions runtime_options = flags.engine.Options();
   nlohmann::ordered_json settings = {
       {"tasks", names}, {"n", flags.n}, {"seed", flags.seed}, {"chat", !flags.no_chat}};
+  if (!flags.reference_logits.empty()) {
+    settings["reference_logits"] = flags.reference_logits;
+    settings["kl_seqs"] = flags.kl_seqs;
+  }
   if (!flags.model.empty()) {
     settings["model"] = flags.model;
     settings["compute"] = flags.engine.compute;
@@ -109,14 +123,33 @@ void RunEval(const EvalFlags& flags) {
       MakeTasks(names, {.data_dir = data_dir,
                         .n = flags.n,
                         .seed = flags.seed,
-                        .chat = !flags.no_chat && client->CanChat()});
+                        .chat = !flags.no_chat && client->CanChat(),
+                        .smoketest = smoketest});
+  nlohmann::ordered_json kl;
+  if (!flags.reference_logits.empty()) {
+    KlEvalOptions kl_options;
+    kl_options.reference_dir = flags.reference_logits;
+    kl_options.candidate = flags.model;
+    kl_options.max_seqs = flags.kl_seqs;
+    kl_options.chunk_size = flags.engine.chunk;
+    kl_options.forward = model->Forward(runtime_options);
+    kl_options.runtime = runtime_options;
+    kl_options.quiet = Globals().quiet;
+    const KlEvalResult kl_result = EvaluateKlVsReferenceLogits(kl_options);
+    fmt::print("{}\n", FormatKlTable({kl_result}));
+    kl = KlEvalResultToJson(kl_result);
+  }
   TaskEvalResult result = RunTaskEval(tasks, *client, run_options);
+  result.kl = std::move(kl);
+  result.suites = ScoreSuites(selection.suites, result.scores);
   result.timings.load_seconds = load_seconds;
   result.timings.total_seconds = SecondsSince(start);
   fmt::print("{}", FormatTaskTable(result.scores));
-  const nlohmann::ordered_json description = model && (database || !flags.json.empty())
-                                                 ? model->Describe("model")
-                                                 : nlohmann::ordered_json();
+  const nlohmann::ordered_json description =
+      model && (database || !flags.json.empty() || !selection.suites.empty())
+          ? model->Describe("model")
+          : nlohmann::ordered_json();
+  fmt::print("{}", FormatSuiteScores(result.suites, ModelIdentity(description).second));
   if (database) {
     std::vector<int64_t> ids;
     for (const RunRecord& record :
@@ -153,9 +186,11 @@ void RegisterEvalVerb(CLI::App& app) {
       "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
   verb->add_option("tasks", flags->tasks,
                    "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
-                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), hellaswag, "
-                   "arc-easy, arc-challenge, piqa, "
-                   "winogrande (0-shot log-likelihood: acc, acc_norm)")
+                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), "
+                   "hellaswag, arc-easy, arc-challenge, piqa, winogrande (0-shot "
+                   "log-likelihood: acc, acc_norm); or a suite: capability (gsm8k, mmlu, "
+                   "hashhop and their mean), smoketest (gsm8k on 50 items, with the KL of "
+                   "--reference-logits)")
       ->required();
   verb->add_option("--model", flags->model,
                    "Run the local engine: model directory, .gguf file or cached HF id");
@@ -190,6 +225,12 @@ void RegisterEvalVerb(CLI::App& app) {
                    "The run database every run is recorded in (default: "
                    "~/.cache/proctor/runs.sqlite; see `proctor runs`)");
   verb->add_flag("--no-db", flags->no_db, "Do not record this run in the run database");
+  verb->add_option("--reference-logits", flags->reference_logits,
+                   "With --model: also score the model against this teacher dump (`proctor dump`) "
+                   "first: KL, top-1, mass, as `proctor kl` (kept in the run database)");
+  verb->add_option("--kl-seqs", flags->kl_seqs,
+                   "With --reference-logits: score the first N sequences (default 0: all)")
+      ->check(CLI::NonNegativeNumber);
   verb->add_flag("--no-context-reuse", flags->no_context_reuse,
                  "With --model: evaluate every prompt from its first token (MMLU's shared 5-shot "
                  "prefix and a multiple-choice item's shared context are otherwise evaluated "

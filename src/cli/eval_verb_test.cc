@@ -133,8 +133,9 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
   const Case cases[] = {
       {"eval mmlu,nope " + model + " " + data,
        "unknown task 'nope' (known: gsm8k, mmlu, hashhop, hellaswag, arc-easy, arc-challenge, "
-       "piqa, "
-       "winogrande)"},
+       "piqa, winogrande; suites: capability, smoketest)"},
+      {"eval smoketest --endpoint http://127.0.0.1:1 --reference-logits x " + data,
+       "--reference-logits scores the local model"},
       {"eval mmlu " + data, "give exactly one of --model MODEL"},
       {"eval mmlu " + model + " --endpoint http://127.0.0.1:1 " + data, "give exactly one of"},
       {"eval mmlu --endpoint http://127.0.0.1:1 " + data, "cannot reach http://127.0.0.1:1"},
@@ -154,6 +155,61 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
     EXPECT_TRUE(Contains(r.out, c.message)) << c.args << "\n" << r.out;
   }
   EXPECT_EQ(fs::file_size(existing), 3u);  // untouched
+}
+
+// The suites: smoketest = the KL against a teacher dump plus gsm8k on sampleIndices(1319, 50,
+// 42); capability = gsm8k, mmlu, hashhop and the mean of their percentages, the weights' size
+// beside it; both kept in the run database.
+TEST(EvalVerb, SmoketestAndCapabilitySuites) {
+  if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
+  TempDir tmp;
+  const fs::path corpus = tmp.path() / "corpus", dump = tmp.path() / "dump";
+  const fs::path db = tmp.path() / "runs.sqlite";
+  Result r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 64 --n-seqs 3 {}",
+                                 Stories().string(), corpus.string(),
+                                 (Fixtures() / "tinystories" / "tinystories_sample.txt").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 32", Stories().string(),
+                          corpus.string(), dump.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = Proctor(
+      fmt::format("eval smoketest --model {} --data-dir {} --reference-logits {} --db {} "
+                  "--json {} --outputs {}",
+                  Stories().string(), Fixtures().string(), dump.string(), db.string(),
+                  (tmp.path() / "smoke.json").string(), (tmp.path() / "smoke.jsonl").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "KL mean")) << r.out;
+  std::ifstream smoke_file(tmp.path() / "smoke.json");
+  const nlohmann::json smoke = nlohmann::json::parse(smoke_file);
+  // The model against its own dump: KL at the fp16 storage floor, top-1 all but exact.
+  EXPECT_LT(smoke["results"]["kl"]["kl"]["mean"].get<double>(), 1e-3);
+  ASSERT_EQ(smoke["results"]["tasks"].size(), 1u);
+  EXPECT_EQ(smoke["results"]["tasks"][0]["task"], "gsm8k");
+  EXPECT_EQ(smoke["results"]["tasks"][0]["n"], 50);
+  // The items are sampleIndices(1319, 50, 42) (FORMATS.md section 5: it starts 2, 91, 134).
+  const auto items = ReadOutputs(tmp.path() / "smoke.jsonl");
+  EXPECT_TRUE(items.count("gsm8k/2") && items.count("gsm8k/91") && items.count("gsm8k/1313"));
+
+  r = Proctor(fmt::format("eval capability --model {} --data-dir {} --n 4 --db {} --json {}",
+                          Stories().string(), Fixtures().string(), db.string(),
+                          (tmp.path() / "cap.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream cap_file(tmp.path() / "cap.json");
+  const nlohmann::json cap = nlohmann::json::parse(cap_file);
+  double sum = 0;
+  for (const auto& task : cap["results"]["tasks"]) sum += 100 * task["accuracy"].get<double>();
+  ASSERT_EQ(cap["results"]["tasks"].size(), 3u);
+  EXPECT_NEAR(cap["results"]["capability"]["score"].get<double>(), sum / 3, 1e-9);
+  EXPECT_EQ(cap["results"]["capability"]["not_run"],
+            nlohmann::json({"ifeval", "bfcl", "humaneval"}));
+  EXPECT_TRUE(Contains(r.out, "capability: ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "weights on disk 1.2 MB")) << r.out;
+  const Result list = Proctor(fmt::format("runs --db {} list --json", db.string()));
+  const nlohmann::json runs = nlohmann::json::parse(list.out);
+  ASSERT_EQ(runs.size(), 4u);  // smoketest's gsm8k, then capability's three
+  EXPECT_FALSE(runs[3]["kl"].is_null());
+  EXPECT_TRUE(runs[3]["capability"].is_null());
+  EXPECT_NEAR(runs[0]["capability"].get<double>(), sum / 3, 1e-9);
 }
 
 // llama-server (greedy at temperature 0, F32 KV cache, one slot) and the local engine give the

@@ -71,6 +71,8 @@ class HashHopTask : public Task {
             {"seed", seed_}};
   }
 
+  bool ShowsGroups() const override { return true; }
+
   std::string Note() const override {
     if (chat_) return {};
     return "hashhop: no chat template, so the prompt is raw text ending in 'Answer:'";

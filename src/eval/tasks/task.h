@@ -45,6 +45,9 @@ class Task {
   // Said once before the run when the task had to depart from its documented form (a chat task
   // on a client that cannot chat falls back to raw text); empty otherwise.
   virtual std::string Note() const { return {}; }
+  // Whether the table lists the accuracy of each group under the task's row (hashhop's hop
+  // counts); groups are in the results JSON either way.
+  virtual bool ShowsGroups() const { return false; }
 };
 
 }  // namespace proctor

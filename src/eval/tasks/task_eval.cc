@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "eval/tasks/gsm8k.h"
 #include "eval/tasks/hashhop.h"
@@ -20,8 +22,23 @@ const std::vector<std::string>& KnownTaskNames() {
   return names;
 }
 
-std::vector<std::string> ParseTaskNames(const std::string& list) {
-  std::vector<std::string> names;
+const std::vector<TaskSuite>& KnownSuites() {
+  static const std::vector<TaskSuite> suites = {
+      {.name = "capability",
+       .tasks = {"gsm8k", "mmlu", "hashhop"},
+       .not_run = {"ifeval", "bfcl", "humaneval"}},
+      {.name = "smoketest", .tasks = {"gsm8k"}, .not_run = {}},
+  };
+  return suites;
+}
+
+TaskSelection ParseTaskSelection(const std::string& list) {
+  TaskSelection selection;
+  auto add = [&](const std::string& name) {
+    if (std::find(selection.tasks.begin(), selection.tasks.end(), name) == selection.tasks.end()) {
+      selection.tasks.push_back(name);
+    }
+  };
   size_t begin = 0;
   while (begin <= list.size()) {
     const size_t comma = std::min(list.find(',', begin), list.size());
@@ -29,13 +46,71 @@ std::vector<std::string> ParseTaskNames(const std::string& list) {
     begin = comma + 1;
     if (name.empty()) continue;
     const auto& known = KnownTaskNames();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      Fail("tasks", "unknown task '{}' (known: {})", name, fmt::join(known, ", "));
+    const auto suite = std::find_if(KnownSuites().begin(), KnownSuites().end(),
+                                    [&](const TaskSuite& s) { return s.name == name; });
+    if (suite != KnownSuites().end()) {
+      selection.suites.push_back(*suite);
+      for (const std::string& task : suite->tasks) add(task);
+    } else if (std::find(known.begin(), known.end(), name) != known.end()) {
+      add(name);
+    } else {
+      std::vector<std::string> suites;
+      for (const TaskSuite& s : KnownSuites()) suites.push_back(s.name);
+      Fail("tasks", "unknown task '{}' (known: {}; suites: {})", name, fmt::join(known, ", "),
+           fmt::join(suites, ", "));
     }
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  if (names.empty()) Fail("tasks", "no task named (e.g. mmlu,gsm8k)");
-  return names;
+  if (selection.tasks.empty()) Fail("tasks", "no task named (e.g. mmlu,gsm8k)");
+  return selection;
+}
+
+std::vector<std::string> ParseTaskNames(const std::string& list) {
+  return ParseTaskSelection(list).tasks;
+}
+
+std::vector<SuiteScore> ScoreSuites(const std::vector<TaskSuite>& suites,
+                                    const std::vector<TaskScore>& scores) {
+  std::vector<SuiteScore> out;
+  for (const TaskSuite& suite : suites) {
+    SuiteScore score;
+    score.suite = suite.name;
+    score.not_run = suite.not_run;
+    if (suite.name != "capability") {
+      score.score = std::numeric_limits<double>::quiet_NaN();
+      out.push_back(std::move(score));
+      continue;
+    }
+    double sum = 0;
+    for (const std::string& task : suite.tasks) {
+      const auto found = std::find_if(scores.begin(), scores.end(),
+                                      [&](const TaskScore& s) { return s.task == task; });
+      if (found == scores.end() || found->n == 0) {
+        score.not_run.push_back(task);
+        continue;
+      }
+      score.tasks_run.push_back(task);
+      sum += 100.0 * found->accuracy();
+    }
+    score.score = score.tasks_run.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                          : sum / static_cast<double>(score.tasks_run.size());
+    out.push_back(std::move(score));
+  }
+  return out;
+}
+
+std::string FormatSuiteScores(const std::vector<SuiteScore>& suites,
+                              std::optional<int64_t> disk_bytes) {
+  std::string out;
+  for (const SuiteScore& s : suites) {
+    if (std::isnan(s.score)) continue;
+    out += fmt::format("{}: {:.2f} (the unweighted mean of {}", s.suite, s.score,
+                       fmt::join(s.tasks_run, ", "));
+    if (!s.not_run.empty()) out += fmt::format("; not run: {}", fmt::join(s.not_run, ", "));
+    out += ")";
+    if (disk_bytes) out += fmt::format(" · weights on disk {:.1f} MB", *disk_bytes / 1e6);
+    out += "\n";
+  }
+  return out;
 }
 
 std::vector<std::filesystem::path> TaskFiles(const std::string& name,
@@ -53,9 +128,11 @@ std::vector<std::filesystem::path> TaskFiles(const std::string& name,
 }
 
 std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& names,
-                                             const TaskSetOptions& options) {
+                                             const TaskSetOptions& base) {
   std::vector<std::unique_ptr<Task>> tasks;
   for (const std::string& name : names) {
+    TaskSetOptions options = base;
+    if (options.n == 0 && name == "gsm8k" && options.smoketest) options.n = kSmoketestItems;
     const std::vector<std::filesystem::path> files = TaskFiles(name, options.data_dir);
     if (name == "mmlu") {
       tasks.push_back(MakeMmluTask(ReadMmlu(files[0]), options.n, options.seed));
@@ -121,6 +198,14 @@ ResultsEnvelope TaskEvalEnvelope(const TaskEvalResult& result, nlohmann::ordered
     if (!score.note.empty()) env.warnings.push_back(score.note);
   }
   env.results = {{"tasks", tasks}};
+  for (const SuiteScore& suite : result.suites) {
+    env.results[suite.suite] = {
+        {"score",
+         std::isnan(suite.score) ? nlohmann::ordered_json() : nlohmann::ordered_json(suite.score)},
+        {"tasks_run", suite.tasks_run},
+        {"not_run", suite.not_run}};
+  }
+  if (!result.kl.is_null()) env.results["kl"] = result.kl;
   env.timings = result.timings;
   return env;
 }
@@ -148,6 +233,13 @@ std::vector<RunRecord> TaskEvalRunRecords(const TaskEvalResult& result, const st
     r.accuracy = score.accuracy();
     r.standard_error = score.standard_error();
     r.disk_bytes = disk_bytes;
+    r.kl = result.kl;
+    for (const SuiteScore& suite : result.suites) {
+      if (!std::isnan(suite.score) && std::find(suite.tasks_run.begin(), suite.tasks_run.end(),
+                                                score.task) != suite.tasks_run.end()) {
+        r.capability = suite.score;
+      }
+    }
     r.machine = machine;
     r.items.reserve(score.items.size());
     for (const auto& [id, outcome] : score.items)

@@ -195,6 +195,7 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
     score.n = task->size();
     score.note = task->Note();
     score.settings = task->Settings();
+    score.show_groups = task->ShowsGroups();
     if (!score.note.empty() && !options.quiet) fmt::print(stderr, "note: {}\n", score.note);
     const double start = MonotonicSeconds();
     score.items.reserve(static_cast<size_t>(score.n));
@@ -240,10 +241,6 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
   return scores;
 }
 
-// Tasks with at most this many slices list them under their row (the hops of hashhop); more
-// (MMLU's 57 subjects) are in the results JSON only.
-constexpr size_t kMaxGroupRows = 8;
-
 double Share(int64_t part, int64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -275,7 +272,7 @@ std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
                     100.0 * s.accuracy(), 100.0 * s.standard_error(),
                     s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
                     s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError), norm);
-    if (s.groups.size() <= kMaxGroupRows) {
+    if (s.show_groups) {
       for (const auto& [name, slice] : s.groups) {
         const double p = Share(slice[1], slice[0]);
         const double se =

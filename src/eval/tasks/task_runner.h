@@ -28,6 +28,7 @@ struct TaskScore {
   nlohmann::ordered_json settings;  // Task::Settings()
   // Per slice (ItemRecord::group): {n, correct}, for tasks that report slices.
   std::map<std::string, std::array<int64_t, 2>> groups;
+  bool show_groups = false;  // Task::ShowsGroups()
   // Every item's outcome in task order (resumed ones included), for the run database.
   std::vector<std::pair<std::string, ItemOutcome>> items;
 
