@@ -51,7 +51,7 @@ std::filesystem::path DataDir(const EvalFlags& flags) {
     return fixtures;
   }
   Fail("cli",
-       "give --data-dir DIR: the folder holding the task data (mmlu/, gsm8k/, hellaswag/, "
+       "give --data-dir DIR: the folder holding the task data (mmlu/, gsm8k/, bfcl/, hellaswag/, "
        "arc/, piqa/, winogrande/), or set PROCTOR_FIXTURES");
 }
 
@@ -124,7 +124,8 @@ void RunEval(const EvalFlags& flags) {
                         .n = flags.n,
                         .seed = flags.seed,
                         .chat = !flags.no_chat && client->CanChat(),
-                        .smoketest = smoketest});
+                        .smoketest = smoketest,
+                        .tools = client->CanUseTools()});
   nlohmann::ordered_json kl;
   if (!flags.reference_logits.empty()) {
     KlEvalOptions kl_options;
@@ -186,11 +187,11 @@ void RegisterEvalVerb(CLI::App& app) {
       "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
   verb->add_option("tasks", flags->tasks,
                    "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
-                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), "
-                   "hellaswag, arc-easy, arc-challenge, piqa, winogrande (0-shot "
-                   "log-likelihood: acc, acc_norm); or a suite: capability (gsm8k, mmlu, "
-                   "hashhop and their mean), smoketest (gsm8k on 50 items, with the KL of "
-                   "--reference-logits)")
+                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), bfcl "
+                   "(v3 simple function calls, AST-matched), hellaswag, arc-easy, "
+                   "arc-challenge, piqa, winogrande (0-shot log-likelihood: acc, acc_norm); or a "
+                   "suite: capability (gsm8k, mmlu, bfcl, hashhop and their mean), smoketest "
+                   "(gsm8k on 50 items, with the KL of --reference-logits)")
       ->required();
   verb->add_option("--model", flags->model,
                    "Run the local engine: model directory, .gguf file or cached HF id");
@@ -208,7 +209,7 @@ void RegisterEvalVerb(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--seed", flags->seed, "Sampling seed (default 42)");
   verb->add_option("--data-dir", flags->data_dir,
-                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl, "
+                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl, bfcl/, "
                    "hellaswag/, arc/, piqa/, winogrande/ in their original layouts (default: "
                    "$PROCTOR_FIXTURES)");
   verb->add_option("--outputs", flags->outputs,

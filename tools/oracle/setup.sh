@@ -22,6 +22,11 @@ cache=${PROCTOR_ORACLE_CACHE:-${XDG_CACHE_HOME:-${HOME:?set HOME or PROCTOR_ORAC
 fixtures=${PROCTOR_FIXTURES:-$source_dir/../shared/fixtures}
 llama_cpp_python_version=0.3.36
 llama_cpp_python_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+# BFCL's own AST checker (the bfcl-eval wheel, unpacked beside the environment, not installed:
+# its pinned dependencies conflict with the environment's; tools/oracle/bfcl_check.py imports
+# only the checker).
+bfcl_eval_version=2026.3.23
+bfcl_eval_sha256=3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a
 
 parts=("$@")
 ((${#parts[@]})) || parts=(python tokenizers llama.cpp)
@@ -65,6 +70,29 @@ python_part() {
   "$venv/bin/python" -m pip freeze --disable-pip-version-check >"$venv/versions.txt"
   touch "$venv/.complete"
   took "python environment" "$start"
+}
+
+# The bfcl-eval wheel, downloaded without its dependencies and unpacked.
+bfcl_eval_part() {
+  bfcl_root=$cache/bfcl-eval-$bfcl_eval_version
+  [[ -f "$bfcl_root/.complete" ]] && return 0
+  local wheel log
+  rm -rf "$bfcl_root"
+  mkdir -p "$bfcl_root/wheel"
+  log=$bfcl_root/pip-download.log
+  echo "oracle setup: fetching the bfcl-eval $bfcl_eval_version wheel" >&2
+  if ! "$venv/bin/python" -m pip download --disable-pip-version-check --no-input --timeout 15 \
+      --retries 1 --no-deps --only-binary :all: -d "$bfcl_root/wheel" \
+      "bfcl-eval==$bfcl_eval_version" >"$log" 2>&1; then
+    tail -5 "$log" >&2
+    fail "python: pip could not download bfcl-eval==$bfcl_eval_version (see $log)"
+  fi
+  wheel=$bfcl_root/wheel/bfcl_eval-$bfcl_eval_version-py3-none-any.whl
+  [[ -f "$wheel" && $(sha256 "$wheel") == "$bfcl_eval_sha256" ]] ||
+    fail "python: $wheel is missing or its sha256 is not $bfcl_eval_sha256"
+  "$venv/bin/python" -m zipfile -e "$wheel" "$bfcl_root/pkg" ||
+    fail "python: cannot unpack $wheel"
+  touch "$bfcl_root/.complete"
 }
 
 # --- tokenizers: the real tokenizer files, decompressed once -----------------------------------
@@ -188,12 +216,14 @@ tool() {
 
 venv=
 if wants python || wants llama.cpp; then python_part; fi
+if wants python; then bfcl_eval_part; fi
 if wants tokenizers; then tokenizers_part; fi
 if wants llama.cpp; then llama_cpp_part; fi
 
 if wants python; then
   echo "python=$venv/bin/python"
   echo "python_versions=$venv/versions.txt"
+  echo "bfcl_eval=$bfcl_root/pkg"
 fi
 if wants tokenizers; then echo "tokenizers=$tokenizers"; fi
 if wants llama.cpp; then

@@ -18,7 +18,8 @@ struct CompletionRequest {
   bool chat = false;
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // chat: [{role, content}]
   bool enable_thinking = false;                                       // chat: the template flag
-  std::string prompt{};                                               // raw text
+  nlohmann::ordered_json tools = nlohmann::ordered_json();  // chat: OpenAI tools; null: none
+  std::string prompt{};                                     // raw text
   int max_tokens = 256;
   std::vector<std::string> stop{};
 };
@@ -51,6 +52,9 @@ struct CompletionResult {
   ClientStatus status = ClientStatus::kOk;
   std::string text{};
   std::string error{};
+  // Calls a server returned as structured tool_calls: [{"name", "arguments"}]; empty otherwise
+  // (the calls are then in the text).
+  nlohmann::json tool_calls = nlohmann::json::array();
   int64_t prompt_tokens = 0;      // 0 when unknown
   int64_t completion_tokens = 0;  // 0 when unknown
 };
@@ -81,6 +85,9 @@ class CompletionClient {
   // False when conversations cannot be rendered (a local model without a chat template); chat
   // tasks then fall back to raw text, as each task documents.
   virtual bool CanChat() const = 0;
+  // Whether a chat request's `tools` reach the model (a template that renders them, or a
+  // server); false: a tool task describes its functions in the text instead.
+  virtual bool CanUseTools() const = 0;
   // What answers: {"kind": "engine" | "http" | "scripted", ...} for the results file.
   virtual nlohmann::ordered_json Describe() const = 0;
 };

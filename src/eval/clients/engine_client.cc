@@ -56,6 +56,24 @@ EngineClient::EngineClient(std::shared_ptr<const EvalModel> model, const Runtime
   if (config) {
     chat_config_ = *std::move(config);
     chat_ = text::ChatTemplate::Parse(chat_config_.template_source, chat_config_.template_origin);
+    const nlohmann::ordered_json probe =
+        nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}});
+    text::ChatOptions plain;
+    plain.add_generation_prompt = true;
+    plain.special_tokens = chat_config_.special_tokens;
+    text::ChatOptions with_tool = plain;
+    with_tool.tools = nlohmann::ordered_json::array(
+        {{{"type", "function"},
+          {"function",
+           {{"name", "probe_tool"},
+            {"description", "d"},
+            {"parameters",
+             {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}}}}}}});
+    try {
+      renders_tools_ = chat_->Render(probe, plain) != chat_->Render(probe, with_tool);
+    } catch (const Error&) {
+      renders_tools_ = false;  // a template that cannot render a bare user turn: no tools
+    }
   }
   for (const int64_t id : model_->config().eos_token_ids)
     stop_ids_.push_back(static_cast<int32_t>(id));
@@ -75,6 +93,7 @@ std::vector<int32_t> EngineClient::PromptIds(const CompletionRequest& request) c
   options.add_generation_prompt = true;
   options.enable_thinking = request.enable_thinking;
   options.special_tokens = chat_config_.special_tokens;
+  if (!request.tools.is_null()) options.tools = request.tools;
   const std::string rendered = chat_->Render(request.messages, options);
   return tokenizer_->Encode(rendered, /*add_special_tokens=*/false);
 }

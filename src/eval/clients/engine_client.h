@@ -35,6 +35,8 @@ class EngineClient : public CompletionClient {
   // Requests with the same context evaluate it once (its cache is cloned per continuation).
   LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) override;
   bool CanChat() const override { return chat_.has_value(); }
+  // The template renders tools: a conversation renders differently with a tool than without.
+  bool CanUseTools() const override { return renders_tools_; }
   nlohmann::ordered_json Describe() const override;
 
   // The token ids a request's prompt becomes (tests, benchmarks).
@@ -60,6 +62,7 @@ class EngineClient : public CompletionClient {
   text::ChatConfig chat_config_;
   std::vector<int32_t> stop_ids_;
   bool context_reuse_ = true;
+  bool renders_tools_ = false;
   int64_t prefix_reuses_ = 0;
   // The last shared prefix evaluated: its text, its tokens and its cache.
   struct PrefixState {

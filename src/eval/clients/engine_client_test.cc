@@ -100,6 +100,9 @@ TEST_F(EngineClientTest, AChatRequestIsTheRenderedTemplateEncodedWithoutSpecialT
   if (!fs::exists(jinja)) GTEST_SKIP() << "fixture absent: " << jinja;
   EngineClient client(model_, {}, 512, jinja);
   EXPECT_TRUE(client.CanChat());
+  EXPECT_TRUE(client.CanUseTools());  // Qwen3's template renders tools
+  const fs::path gemma = testing::FixturesDir() / "chat-templates" / "google-gemma-2-2b-it.jinja";
+  EXPECT_FALSE(EngineClient(model_, {}, 512, gemma).CanUseTools());  // Gemma 2's does not
   CompletionRequest chat{.chat = true, .enable_thinking = false};
   chat.messages = {{{"role", "user"}, {"content", "Tell me a story."}}};
   // transformers' rendering of this template (chat_template_oracle_test.cc checks the renderer).

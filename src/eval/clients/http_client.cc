@@ -146,6 +146,7 @@ CompletionResult HttpCompletionClient::Complete(const CompletionRequest& request
     path = "/v1/chat/completions";
     body["messages"] = request.messages;
     body["chat_template_kwargs"] = {{"enable_thinking", request.enable_thinking}};
+    if (!request.tools.is_null()) body["tools"] = request.tools;
   } else {
     path = "/v1/completions";
     body["prompt"] = request.prompt;
@@ -173,6 +174,16 @@ CompletionResult HttpCompletionClient::Complete(const CompletionRequest& request
     return result;
   }
   if (text->is_string()) result.text = text->get<std::string>();
+  if (request.chat) {
+    const Json& message = (*answer)["choices"][0]["message"];
+    if (message.contains("tool_calls") && message["tool_calls"].is_array()) {
+      for (const Json& call : message["tool_calls"]) {
+        if (!call.contains("function") || !call["function"].is_object()) continue;
+        result.tool_calls.push_back({{"name", call["function"].value("name", "")},
+                                     {"arguments", call["function"].value("arguments", Json())}});
+      }
+    }
+  }
   if (answer->contains("usage") && (*answer)["usage"].is_object()) {
     result.prompt_tokens = (*answer)["usage"].value("prompt_tokens", int64_t{0});
     result.completion_tokens = (*answer)["usage"].value("completion_tokens", int64_t{0});

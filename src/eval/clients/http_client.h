@@ -39,6 +39,7 @@ class HttpCompletionClient : public CompletionClient {
   // them (llama-server) makes every such item a request error that says so.
   LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) override;
   bool CanChat() const override { return true; }  // the server renders conversations
+  bool CanUseTools() const override { return true; }
   nlohmann::ordered_json Describe() const override;
 
  private:

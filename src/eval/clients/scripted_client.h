@@ -40,6 +40,7 @@ class ScriptedClient : public CompletionClient {
     return loglikelihoods_(requests);
   }
   bool CanChat() const override { return can_chat_; }
+  bool CanUseTools() const override { return can_chat_; }
   nlohmann::ordered_json Describe() const override { return {{"kind", "scripted"}}; }
 
   std::vector<CompletionRequest> completions;  // every Complete request, in order

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "eval/tasks/bfcl.h"
 #include "eval/tasks/gsm8k.h"
 #include "eval/tasks/hashhop.h"
 #include "eval/tasks/mmlu.h"
@@ -17,16 +18,17 @@
 namespace proctor {
 
 const std::vector<std::string>& KnownTaskNames() {
-  static const std::vector<std::string> names = {
-      "gsm8k", "mmlu", "hashhop", "hellaswag", "arc-easy", "arc-challenge", "piqa", "winogrande"};
+  static const std::vector<std::string> names = {"gsm8k",         "mmlu",      "hashhop",
+                                                 "bfcl",          "hellaswag", "arc-easy",
+                                                 "arc-challenge", "piqa",      "winogrande"};
   return names;
 }
 
 const std::vector<TaskSuite>& KnownSuites() {
   static const std::vector<TaskSuite> suites = {
       {.name = "capability",
-       .tasks = {"gsm8k", "mmlu", "hashhop"},
-       .not_run = {"ifeval", "bfcl", "humaneval"}},
+       .tasks = {"gsm8k", "mmlu", "bfcl", "hashhop"},
+       .not_run = {"ifeval", "humaneval"}},
       {.name = "smoketest", .tasks = {"gsm8k"}, .not_run = {}},
   };
   return suites;
@@ -124,6 +126,10 @@ std::vector<std::filesystem::path> TaskFiles(const std::string& name,
     return {data_dir / "piqa" / "dev.jsonl", data_dir / "piqa" / "dev-labels.lst"};
   if (name == "winogrande") return {data_dir / "winogrande" / "dev.jsonl"};
   if (name == "hashhop") return {};  // generated
+  if (name == "bfcl") {
+    return {data_dir / "bfcl" / "BFCL_v3_simple.json",
+            data_dir / "bfcl" / "possible_answer" / "BFCL_v3_simple.json"};
+  }
   Fail("tasks", "unknown task '{}'", name);
 }
 
@@ -138,6 +144,10 @@ std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& nam
       tasks.push_back(MakeMmluTask(ReadMmlu(files[0]), options.n, options.seed));
     } else if (name == "gsm8k") {
       tasks.push_back(MakeGsm8kTask(ReadGsm8k(files[0]), options.n, options.seed, options.chat));
+    } else if (name == "bfcl") {
+      const std::string mode = !options.chat ? "raw" : options.tools ? "tools" : "text";
+      tasks.push_back(
+          MakeBfclTask(ReadBfcl(files[0].parent_path()), options.n, options.seed, mode));
     } else if (name == "hashhop") {
       tasks.push_back(MakeHashHopTask(options.n, options.seed, options.chat));
     } else if (name == "hellaswag") {

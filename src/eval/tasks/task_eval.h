@@ -50,6 +50,7 @@ struct TaskSetOptions {
   uint32_t seed = 42;
   bool chat = true;        // chat tasks use the chat template (false: their raw-text fallback)
   bool smoketest = false;  // gsm8k runs kSmoketestItems items when n is 0
+  bool tools = true;       // chat requests may carry tools (CompletionClient::CanUseTools)
 };
 
 // The data files (or folder) a task reads under `data_dir`.
