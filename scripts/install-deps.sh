@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libhwy-dev nlohmann-json3-dev libfmt-dev libcli11-dev libssl-dev
-  libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev
+  libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev bubblewrap
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-numpy python3-jinja2 python3-venv xz-utils

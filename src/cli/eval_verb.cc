@@ -40,6 +40,7 @@ struct EvalFlags {
   std::string db;
   bool no_db = false;
   bool no_context_reuse = false;
+  bool unsafe_exec = false;
   std::string reference_logits;
   int64_t kl_seqs = 0;
   EngineFlags engine;
@@ -125,7 +126,8 @@ void RunEval(const EvalFlags& flags) {
                         .seed = flags.seed,
                         .chat = !flags.no_chat && client->CanChat(),
                         .smoketest = smoketest,
-                        .tools = client->CanUseTools()});
+                        .tools = client->CanUseTools(),
+                        .unsafe_exec = flags.unsafe_exec});
   nlohmann::ordered_json kl;
   if (!flags.reference_logits.empty()) {
     KlEvalOptions kl_options;
@@ -188,9 +190,10 @@ void RegisterEvalVerb(CLI::App& app) {
   verb->add_option("tasks", flags->tasks,
                    "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
                    "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), bfcl "
-                   "(v3 simple function calls, AST-matched), hellaswag, arc-easy, "
-                   "arc-challenge, piqa, winogrande (0-shot log-likelihood: acc, acc_norm); or a "
-                   "suite: capability (gsm8k, mmlu, bfcl, hashhop and their mean), smoketest "
+                   "(v3 simple function calls, AST-matched), humaneval (pass@1, run in a "
+                   "sandbox), hellaswag, arc-easy, arc-challenge, piqa, winogrande (0-shot "
+                   "log-likelihood: acc, acc_norm); or a suite: capability (gsm8k, mmlu, bfcl, "
+                   "humaneval, hashhop and their mean), smoketest "
                    "(gsm8k on 50 items, with the KL of --reference-logits)")
       ->required();
   verb->add_option("--model", flags->model,
@@ -232,6 +235,9 @@ void RegisterEvalVerb(CLI::App& app) {
   verb->add_option("--kl-seqs", flags->kl_seqs,
                    "With --reference-logits: score the first N sequences (default 0: all)")
       ->check(CLI::NonNegativeNumber);
+  verb->add_flag("--unsafe-exec", flags->unsafe_exec,
+                 "humaneval: run model-written programs WITHOUT the bubblewrap sandbox (only where "
+                 "the sandbox cannot work, and at your own risk)");
   verb->add_flag("--no-context-reuse", flags->no_context_reuse,
                  "With --model: evaluate every prompt from its first token (MMLU's shared 5-shot "
                  "prefix and a multiple-choice item's shared context are otherwise evaluated "

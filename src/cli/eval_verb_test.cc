@@ -132,8 +132,8 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
   std::ofstream(existing) << "{}\n";
   const Case cases[] = {
       {"eval mmlu,nope " + model + " " + data,
-       "unknown task 'nope' (known: gsm8k, mmlu, hashhop, bfcl, hellaswag, arc-easy, "
-       "arc-challenge, piqa, winogrande; suites: capability, smoketest)"},
+       "unknown task 'nope' (known: gsm8k, mmlu, hashhop, bfcl, humaneval, hellaswag, "
+       "arc-easy, arc-challenge, piqa, winogrande; suites: capability, smoketest)"},
       {"eval smoketest --endpoint http://127.0.0.1:1 --reference-logits x " + data,
        "--reference-logits scores the local model"},
       {"eval mmlu " + data, "give exactly one of --model MODEL"},
@@ -158,8 +158,8 @@ TEST(EvalVerb, BadInputIsNamedBeforeAnythingRuns) {
 }
 
 // The suites: smoketest = the KL against a teacher dump plus gsm8k on sampleIndices(1319, 50,
-// 42); capability = gsm8k, mmlu, bfcl, hashhop and the mean of their percentages, the weights' size
-// beside it; both kept in the run database.
+// 42); capability = gsm8k, mmlu, bfcl, humaneval, hashhop and the mean of their percentages, the
+// weights' size beside it; both kept in the run database.
 TEST(EvalVerb, SmoketestAndCapabilitySuites) {
   if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
   TempDir tmp;
@@ -198,17 +198,17 @@ TEST(EvalVerb, SmoketestAndCapabilitySuites) {
   const nlohmann::json cap = nlohmann::json::parse(cap_file);
   double sum = 0;
   for (const auto& task : cap["results"]["tasks"]) sum += 100 * task["accuracy"].get<double>();
-  ASSERT_EQ(cap["results"]["tasks"].size(), 4u);
-  EXPECT_NEAR(cap["results"]["capability"]["score"].get<double>(), sum / 4, 1e-9);
-  EXPECT_EQ(cap["results"]["capability"]["not_run"], nlohmann::json({"ifeval", "humaneval"}));
+  ASSERT_EQ(cap["results"]["tasks"].size(), 5u);
+  EXPECT_NEAR(cap["results"]["capability"]["score"].get<double>(), sum / 5, 1e-9);
+  EXPECT_EQ(cap["results"]["capability"]["not_run"], nlohmann::json({"ifeval"}));
   EXPECT_TRUE(Contains(r.out, "capability: ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "weights on disk 1.2 MB")) << r.out;
   const Result list = Proctor(fmt::format("runs --db {} list --json", db.string()));
   const nlohmann::json runs = nlohmann::json::parse(list.out);
-  ASSERT_EQ(runs.size(), 5u);  // smoketest's gsm8k, then capability's four
-  EXPECT_FALSE(runs[4]["kl"].is_null());
-  EXPECT_TRUE(runs[4]["capability"].is_null());
-  EXPECT_NEAR(runs[0]["capability"].get<double>(), sum / 4, 1e-9);
+  ASSERT_EQ(runs.size(), 6u);  // smoketest's gsm8k, then capability's five
+  EXPECT_FALSE(runs[5]["kl"].is_null());
+  EXPECT_TRUE(runs[5]["capability"].is_null());
+  EXPECT_NEAR(runs[0]["capability"].get<double>(), sum / 5, 1e-9);
 }
 
 // llama-server (greedy at temperature 0, F32 KV cache, one slot) and the local engine give the

@@ -8,6 +8,7 @@
 #include "eval/tasks/bfcl.h"
 #include "eval/tasks/gsm8k.h"
 #include "eval/tasks/hashhop.h"
+#include "eval/tasks/humaneval.h"
 #include "eval/tasks/mmlu.h"
 #include "eval/tasks/multiple_choice.h"
 #include "eval/tasks/task_data.h"
@@ -18,17 +19,17 @@
 namespace proctor {
 
 const std::vector<std::string>& KnownTaskNames() {
-  static const std::vector<std::string> names = {"gsm8k",         "mmlu",      "hashhop",
-                                                 "bfcl",          "hellaswag", "arc-easy",
-                                                 "arc-challenge", "piqa",      "winogrande"};
+  static const std::vector<std::string> names = {
+      "gsm8k",     "mmlu",     "hashhop",       "bfcl", "humaneval",
+      "hellaswag", "arc-easy", "arc-challenge", "piqa", "winogrande"};
   return names;
 }
 
 const std::vector<TaskSuite>& KnownSuites() {
   static const std::vector<TaskSuite> suites = {
       {.name = "capability",
-       .tasks = {"gsm8k", "mmlu", "bfcl", "hashhop"},
-       .not_run = {"ifeval", "humaneval"}},
+       .tasks = {"gsm8k", "mmlu", "bfcl", "humaneval", "hashhop"},
+       .not_run = {"ifeval"}},
       {.name = "smoketest", .tasks = {"gsm8k"}, .not_run = {}},
   };
   return suites;
@@ -126,6 +127,7 @@ std::vector<std::filesystem::path> TaskFiles(const std::string& name,
     return {data_dir / "piqa" / "dev.jsonl", data_dir / "piqa" / "dev-labels.lst"};
   if (name == "winogrande") return {data_dir / "winogrande" / "dev.jsonl"};
   if (name == "hashhop") return {};  // generated
+  if (name == "humaneval") return {data_dir / "humaneval" / "HumanEval.jsonl"};
   if (name == "bfcl") {
     return {data_dir / "bfcl" / "BFCL_v3_simple.json",
             data_dir / "bfcl" / "possible_answer" / "BFCL_v3_simple.json"};
@@ -148,6 +150,9 @@ std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& nam
       const std::string mode = !options.chat ? "raw" : options.tools ? "tools" : "text";
       tasks.push_back(
           MakeBfclTask(ReadBfcl(files[0].parent_path()), options.n, options.seed, mode));
+    } else if (name == "humaneval") {
+      tasks.push_back(MakeHumanEvalTask(ReadHumanEval(files[0]), options.n, options.seed,
+                                        options.chat, options.unsafe_exec));
     } else if (name == "hashhop") {
       tasks.push_back(MakeHashHopTask(options.n, options.seed, options.chat));
     } else if (name == "hellaswag") {

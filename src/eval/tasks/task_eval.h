@@ -48,9 +48,10 @@ struct TaskSetOptions {
   std::filesystem::path data_dir;  // holds mmlu/ (dev/, test/) and gsm8k/test.jsonl
   int64_t n = 0;                   // items per task (0: all, or the suite's own count)
   uint32_t seed = 42;
-  bool chat = true;        // chat tasks use the chat template (false: their raw-text fallback)
-  bool smoketest = false;  // gsm8k runs kSmoketestItems items when n is 0
-  bool tools = true;       // chat requests may carry tools (CompletionClient::CanUseTools)
+  bool chat = true;          // chat tasks use the chat template (false: their raw-text fallback)
+  bool smoketest = false;    // gsm8k runs kSmoketestItems items when n is 0
+  bool tools = true;         // chat requests may carry tools (CompletionClient::CanUseTools)
+  bool unsafe_exec = false;  // humaneval runs programs without the sandbox
 };
 
 // The data files (or folder) a task reads under `data_dir`.
