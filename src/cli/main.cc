@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::RegisterKvCurveVerb(app);
   cli::RegisterEvalVerb(app);
   cli::RegisterRunsVerb(app);
+  cli::RegisterKlDiffVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -31,5 +31,6 @@ void RegisterPplVerb(CLI::App& app);
 void RegisterKvCurveVerb(CLI::App& app);
 void RegisterEvalVerb(CLI::App& app);
 void RegisterRunsVerb(CLI::App& app);
+void RegisterKlDiffVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "eval/formats/per_position.h"
@@ -116,9 +117,21 @@ void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHea
   result->stats = AggregateKlRun(scores, result->timings.total_seconds);
   for (const auto& seq : scores) {
     if (seq.empty()) continue;
-    double sum = 0;
-    for (const auto& p : seq) sum += p.kl;
-    result->sequence_mean_kl.push_back(sum / static_cast<double>(seq.size()));
+    double kl = 0, nll = 0;
+    int64_t hits = 0, known = 0;
+    for (const auto& p : seq) {
+      kl += p.kl;
+      hits += p.top1 ? 1 : 0;
+      if (!std::isnan(p.candidate_nll)) {
+        nll += p.candidate_nll;
+        ++known;
+      }
+    }
+    const double n = static_cast<double>(seq.size());
+    result->sequence_mean_kl.push_back(kl / n);
+    result->sequence_top1.push_back(static_cast<double>(hits) / n);
+    result->sequence_mean_nll.push_back(known == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                                   : nll / static_cast<double>(known));
   }
 }
 
@@ -160,6 +173,10 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
   j["positions"] = r.stats.positions;
   j["sequences"] = r.stats.sequences;
   j["sequence_mean_kl"] = r.sequence_mean_kl;
+  j["sequence_top1"] = r.sequence_top1;
+  nlohmann::ordered_json nll = nlohmann::ordered_json::array();
+  for (const double v : r.sequence_mean_nll) nll.push_back(number_or_null(v));
+  j["sequence_mean_nll"] = nll;
   j["candidate_vocab"] = r.candidate_vocab;
   j["chunk_size"] = r.chunk_size;
   j["elapsed_seconds"] = r.stats.elapsed_seconds;

@@ -57,6 +57,10 @@ struct KlEvalResult {
   int threads = 0;
   KlRunStats stats;
   std::vector<double> sequence_mean_kl;  // per scored sequence
+  std::vector<double> sequence_top1;     // per scored sequence: top-1 agreement
+  // Per scored sequence: the candidate's mean NLL over its positions with a known next token
+  // (NaN when none).
+  std::vector<double> sequence_mean_nll;
   std::vector<std::string> warnings;
   ResultsTimings timings;                // forward / scoring / I/O split of the run
   double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
@@ -72,7 +76,7 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
 
 // The common end of both evaluations: writes the per-position file (when `per_position` is not
 // empty) with `header` and `scores` [sequence][position], then sets result->timings.total_seconds
-// (since `start`, a MonotonicSeconds() value), result->stats and result->sequence_mean_kl.
+// (since `start`, a MonotonicSeconds() value), result->stats and the per-sequence means.
 void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
                  const std::vector<std::vector<PositionScore>>& scores, double start,
                  KlEvalResult* result);
