@@ -6,7 +6,6 @@
 #include <fstream>
 #include <map>
 
-#include "eval/scoring/sample_indices.h"
 #include "eval/tasks/answer_extraction.h"
 #include "util/error.h"
 
@@ -497,8 +496,7 @@ class BfclTask : public Task {
  public:
   BfclTask(std::vector<BfclItem> items, int64_t n, uint32_t seed, std::string mode)
       : items_(std::move(items)),
-        picks_(SampleIndices(static_cast<int64_t>(items_.size()),
-                             n <= 0 ? static_cast<int64_t>(items_.size()) : n, seed)),
+        picks_(SampleTaskItems(static_cast<int64_t>(items_.size()), n, seed)),
         n_(n),
         seed_(seed),
         mode_(std::move(mode)) {}
@@ -522,15 +520,12 @@ class BfclTask : public Task {
     } else {
       request.chat = true;
       record.prompt = mode_ == "tools" ? item.question : BfclTextualPrompt(item);
-      request.messages = OJson::array({OJson{{"role", "user"}, {"content", record.prompt}}});
+      request.messages = UserTurn(record.prompt);
       if (mode_ == "tools") request.tools = OJson::array({BfclTool(item.function)});
     }
-    const CompletionResult result = client.Complete(request);
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    const std::optional<CompletionResult> answer = Ask(client, request, &record);
+    if (!answer) return record;
+    const CompletionResult& result = *answer;
     record.completion = result.text;
     std::vector<FunctionCall> calls;
     for (const Json& call : result.tool_calls) AddCalls(call, &calls);

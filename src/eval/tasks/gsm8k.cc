@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "eval/scoring/sample_indices.h"
 #include "eval/tasks/answer_extraction.h"
 
 namespace proctor {
@@ -34,8 +33,7 @@ class Gsm8kTask : public Task {
  public:
   Gsm8kTask(std::vector<Gsm8kItem> items, int64_t n, uint32_t seed, bool chat)
       : items_(std::move(items)),
-        picks_(SampleIndices(static_cast<int64_t>(items_.size()),
-                             n <= 0 ? static_cast<int64_t>(items_.size()) : n, seed)),
+        picks_(SampleTaskItems(static_cast<int64_t>(items_.size()), n, seed)),
         n_(n),
         seed_(seed),
         chat_(chat) {}
@@ -56,19 +54,15 @@ class Gsm8kTask : public Task {
     request.max_tokens = kGsm8kMaxTokens;
     if (chat_) {
       request.chat = true;
-      request.messages = nlohmann::ordered_json::array(
-          {nlohmann::ordered_json{{"role", "user"}, {"content", record.prompt}}});
+      request.messages = UserTurn(record.prompt);
       request.enable_thinking = false;
     } else {
       request.prompt = record.prompt;
       request.stop = {kGsm8kRawStop};
     }
-    const CompletionResult result = client.Complete(request);
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    const std::optional<CompletionResult> reply = Ask(client, request, &record);
+    if (!reply) return record;
+    const CompletionResult& result = *reply;
     record.completion = result.text;
     const NumericAnswer answer = ExtractGsm8kAnswer(result.text);
     if (!answer.value) {

@@ -38,17 +38,13 @@ class HashHopTask : public Task {
     request.max_tokens = kHashHopMaxTokens;
     if (chat_) {
       request.chat = true;
-      request.messages = nlohmann::ordered_json::array(
-          {nlohmann::ordered_json{{"role", "user"}, {"content", record.prompt}}});
+      request.messages = UserTurn(record.prompt);
     } else {
       request.prompt = record.prompt + "\nAnswer:";
     }
-    const CompletionResult result = client.Complete(request);
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    const std::optional<CompletionResult> answer = Ask(client, request, &record);
+    if (!answer) return record;
+    const CompletionResult& result = *answer;
     record.completion = result.text;
     record.extracted = FirstHash(result.text);
     if (record.extracted.empty()) {

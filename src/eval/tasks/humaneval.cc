@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/sandbox/sandbox.h"
-#include "eval/scoring/sample_indices.h"
 #include "eval/tasks/answer_extraction.h"
 #include "util/error.h"
 
@@ -91,8 +90,7 @@ class HumanEvalTask : public Task {
   HumanEvalTask(std::vector<HumanEvalProblem> problems, int64_t n, uint32_t seed, bool chat,
                 bool unsafe)
       : problems_(std::move(problems)),
-        picks_(SampleIndices(static_cast<int64_t>(problems_.size()),
-                             n <= 0 ? static_cast<int64_t>(problems_.size()) : n, seed)),
+        picks_(SampleTaskItems(static_cast<int64_t>(problems_.size()), n, seed)),
         n_(n),
         seed_(seed),
         chat_(chat),
@@ -122,19 +120,15 @@ class HumanEvalTask : public Task {
     if (chat_) {
       request.chat = true;
       record.prompt = HumanEvalChatPrompt(problem);
-      request.messages = nlohmann::ordered_json::array(
-          {nlohmann::ordered_json{{"role", "user"}, {"content", record.prompt}}});
+      request.messages = UserTurn(record.prompt);
     } else {
       record.prompt = problem.prompt;
       request.prompt = problem.prompt;
       request.stop = {"\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint("};
     }
-    const CompletionResult result = client.Complete(request);
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    const std::optional<CompletionResult> answer = Ask(client, request, &record);
+    if (!answer) return record;
+    const CompletionResult& result = *answer;
     record.completion = result.text;
     record.extracted = HumanEvalCompletion(result.text, chat_);
     const std::string program = HumanEvalProgram(problem, record.extracted);

@@ -53,11 +53,7 @@ class MmluTask : public Task {
         client.ChooseNextToken({.prompt = record.prompt,
                                 .choices = {" A", " B", " C", " D"},
                                 .shared_prefix = MmluFewShotPrefix(subject)});
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    if (MarkRequestError(result.status, result.error, &record)) return record;
     if (result.choice < 0) {
       record.outcome = ItemOutcome::kUnscorable;
       return record;

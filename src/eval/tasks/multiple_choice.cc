@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "eval/scoring/sample_indices.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -111,8 +110,7 @@ class MultipleChoiceTask : public Task {
                      bool normalized)
       : name_(std::move(name)),
         items_(std::move(items)),
-        picks_(SampleIndices(static_cast<int64_t>(items_.size()),
-                             n <= 0 ? static_cast<int64_t>(items_.size()) : n, seed)),
+        picks_(SampleTaskItems(static_cast<int64_t>(items_.size()), n, seed)),
         n_(n),
         seed_(seed),
         normalized_(normalized) {}
@@ -128,11 +126,7 @@ class MultipleChoiceTask : public Task {
     record.prompt = item.requests.front().context;
     record.expected = std::to_string(item.gold);
     const LoglikelihoodResult result = client.Loglikelihoods(item.requests);
-    if (result.status == ClientStatus::kRequestError) {
-      record.outcome = ItemOutcome::kRequestError;
-      record.error = result.error;
-      return record;
-    }
+    if (MarkRequestError(result.status, result.error, &record)) return record;
     const int best = BestOf(result.logprobs);
     record.completion = item.choices[static_cast<size_t>(best)];
     record.extracted = std::to_string(best);

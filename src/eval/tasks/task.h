@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "eval/clients/completion_client.h"
 
@@ -32,6 +33,19 @@ struct ItemRecord {
   // The slice the item belongs to, for per-slice accuracy ("hops=2", an MMLU subject).
   std::string group;
 };
+
+// SampleIndices(total, n, seed) (FORMATS.md section 5); every item when n <= 0.
+std::vector<int64_t> SampleTaskItems(int64_t total, int64_t n, uint32_t seed);
+
+// A conversation of one user turn.
+nlohmann::ordered_json UserTurn(const std::string& content);
+
+// Marks `record` as a request error when `status` says no answer came; returns whether it did.
+bool MarkRequestError(ClientStatus status, const std::string& error, ItemRecord* record);
+
+// client.Complete(request), or nullopt with `record` marked as a request error.
+std::optional<CompletionResult> Ask(CompletionClient& client, const CompletionRequest& request,
+                                    ItemRecord* record);
 
 class Task {
  public:
