@@ -6,8 +6,10 @@ original files under FIXTURES (the Hugging Face datasets are not reachable here)
 converted with the standard library to the Hugging Face dataset's schema and loaded with
 datasets' local "json" builder.
 
-usage: lm_eval_mc_requests.py FIXTURES TASK INDEX [INDEX ...] | all
+usage: lm_eval_mc_requests.py FIXTURES TASK INDEX [INDEX ...] | all [--scores LLS_JSON]
   TASK: hellaswag | arc-easy | arc-challenge | piqa | winogrande; INDEX: the item's line index.
+  LLS_JSON: a list, per INDEX, of the log-likelihoods of its choices (a model's); then each entry
+  also has "scores": lm-eval's own process_results on them ({"acc": ..., "acc_norm": ...}).
 Prints a JSON list, one entry per INDEX: {"requests": [[context, continuation], ...], "gold": N}.
 """
 import json
@@ -62,11 +64,17 @@ def hf_rows(fixtures, task):
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    fixtures, task = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    scores = None
+    if "--scores" in args:
+        with open(args[args.index("--scores") + 1]) as f:
+            scores = json.load(f)
+        args = args[:args.index("--scores")]
+    fixtures, task = args[0], args[1]
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
     rows, yaml_path = hf_rows(fixtures, task)
-    indices = range(len(rows)) if sys.argv[3:] == ["all"] else [int(i) for i in sys.argv[3:]]
+    indices = range(len(rows)) if args[2:] == ["all"] else [int(i) for i in args[2:]]
     picked = [rows[i] for i in indices]
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "items.jsonl")
@@ -84,12 +92,18 @@ def main():
         config["training_split"] = None
         task_object = ConfigurableTask(config=config)
         out = []
-        for doc in task_object.validation_docs():
+        for n, doc in enumerate(task_object.validation_docs()):
             context = task_object.fewshot_context(doc, num_fewshot=0)
             instances = task_object.construct_requests(doc, context, metadata=(task, 0, 1))
-            out.append({"requests": [list(i.arguments) for i in instances],
-                        "gold": task_object.doc_to_target(doc)
-                        if not task_object.multiple_input else task_object.doc_to_text(doc)})
+            entry = {"requests": [list(i.arguments) for i in instances],
+                     "gold": task_object.doc_to_target(doc)
+                     if not task_object.multiple_input else task_object.doc_to_text(doc)}
+            if scores is not None:
+                results = [(ll, False) for ll in scores[n]]
+                entry["scores"] = {k: float(v) for k, v in
+                                   task_object.process_results(doc, results).items()
+                                   if k in ("acc", "acc_norm")}
+            out.append(entry)
     print(json.dumps(out))
 
 

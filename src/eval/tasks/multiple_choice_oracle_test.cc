@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "eval/clients/engine_client.h"
+#include "eval/runners/eval_model.h"
 #include "eval/tasks/multiple_choice.h"
 #include "util/testing_files.h"
 #include "util/testing_oracles.h"
@@ -61,6 +64,60 @@ TEST_P(McOracle, RequestsEqualLmEvaluationHarnesssOwn) {
   }
   std::printf("[ lm-eval ] %s: %zu of %zu items' requests identical\n", task.c_str(), same,
               mine.size());
+}
+
+// lm-eval's own scoring (process_results: acc, and acc_norm by characters) on the real
+// stories260K's log-likelihoods from proctor's engine equals proctor's per item (the first 40
+// items of each task).
+TEST_P(McOracle, ScoringOnAFixedModelsLoglikelihoodsEqualsLmEvaluationHarnesss) {
+  const std::string task = GetParam();
+  const fs::path dir = testing::FixturesDir();
+  const fs::path gguf = dir / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(dir / "arc") || !fs::exists(gguf)) GTEST_SKIP() << "fixtures absent";
+  if (const std::string problem = testing::OraclesProblem({"python"}); !problem.empty()) {
+    GTEST_SKIP() << "oracle unavailable: " << problem;
+  }
+  std::vector<McItem> items = Read(task, dir);
+  items.resize(40);
+  EngineClient client(EvalModel::Open(gguf.string()), {}, 512);
+  const auto scored = MakeMultipleChoiceTask(task, items, 0, 42, task != "winogrande");
+  nlohmann::json loglikelihoods = nlohmann::json::array();
+  std::vector<ItemRecord> records;
+  std::string indices;
+  for (int64_t i = 0; i < 40; ++i) {
+    const McItem& item = items[static_cast<size_t>(i)];
+    loglikelihoods.push_back(client.Loglikelihoods(item.requests).logprobs);
+    records.push_back(scored->Run(i, client));
+    indices += fmt::format(" {}", i);
+  }
+  ASSERT_EQ(scored->ItemId(0), items[0].id);  // n = 0: every item, in order
+  const testing::TempDir tmp;
+  std::ofstream(tmp.path() / "lls.json") << loglikelihoods.dump();
+  const testing::CommandOutput out = testing::RunCommand(
+      fmt::format("{} {}/tools/oracle/lm_eval_mc_requests.py {} {}{} --scores {} 2>/dev/null",
+                  testing::Oracles("python").Path("python"), PROCTOR_SOURCE_DIR, dir.string(), task,
+                  indices, (tmp.path() / "lls.json").string()));
+  ASSERT_EQ(out.status, 0) << out.output.substr(0, 2000);
+  const nlohmann::json theirs = nlohmann::json::parse(out.output);
+  ASSERT_EQ(theirs.size(), 40u);
+  int same = 0, correct = 0;
+  for (size_t i = 0; i < 40; ++i) {
+    const nlohmann::json& s = theirs[i]["scores"];
+    const bool acc = records[i].outcome == ItemOutcome::kCorrect;
+    bool equal = s["acc"].get<double>() == (acc ? 1.0 : 0.0);
+    if (s.contains("acc_norm")) {
+      equal = equal && records[i].correct_norm.has_value() &&
+              s["acc_norm"].get<double>() == (*records[i].correct_norm ? 1.0 : 0.0);
+    } else {
+      equal = equal && !records[i].correct_norm.has_value();
+    }
+    EXPECT_TRUE(equal) << task << " item " << i << ": lm-eval " << s.dump() << ", proctor acc "
+                       << acc;
+    same += equal ? 1 : 0;
+    correct += acc ? 1 : 0;
+  }
+  std::printf("[ lm-eval ] %s scoring: %d of 40 items agree (%d correct)\n", task.c_str(), same,
+              correct);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tasks, McOracle,
