@@ -190,3 +190,26 @@ TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {
 
 }  // namespace
 }  // namespace proctor::text
+
+namespace proctor::text {
+namespace {
+
+// 30,000 nested lists in a messages file (60 KB) once overflowed the stack (issue 18, class 2):
+// now a clear error; nesting up to the limit still renders.
+TEST(ChatTemplate, DeeplyNestedMessagesAreRefusedNotACrash) {
+  const ChatTemplate chat = ChatTemplate::Parse("{{ messages[0].content | length }}");
+  const auto nested = [](int depth) {
+    std::string text = "[{\"role\": \"user\", \"content\": ";
+    text +=
+        std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    return nlohmann::ordered_json::parse(text + "}]");
+  };
+  EXPECT_NE(ErrorOf([&] {
+              chat.Render(nested(30000), ChatOptions{});
+            }).find("nests deeper than 256 levels"),
+            std::string::npos);
+  EXPECT_EQ(chat.Render(nested(250), ChatOptions{}), "1");
+}
+
+}  // namespace
+}  // namespace proctor::text

@@ -299,7 +299,15 @@ bool Equals(const Value& a, const Value& b) {
 
 // ---- JSON -----------------------------------------------------------------------------------
 
-Value FromJson(const nlohmann::ordered_json& json) {
+namespace {
+
+Value FromJsonAt(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxJsonDepth) {
+    ThrowEval(ErrorKind::kType,
+              fmt::format("the JSON nests deeper than {} levels (lists and objects inside each "
+                          "other); templates take data, not such structures",
+                          kMaxJsonDepth));
+  }
   using T = nlohmann::ordered_json::value_t;
   switch (json.type()) {
     case T::null:
@@ -323,18 +331,22 @@ Value FromJson(const nlohmann::ordered_json& json) {
     case T::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(FromJson(item));
+      for (const auto& item : json) items.push_back(FromJsonAt(item, depth + 1));
       return Value::MakeList(std::move(items));
     }
     case T::object: {
       Dict dict;
-      for (const auto& [k, v] : json.items()) dict.Set(k, FromJson(v));
+      for (const auto& [k, v] : json.items()) dict.Set(k, FromJsonAt(v, depth + 1));
       return Value::MakeDict(std::move(dict));
     }
     default:
       ThrowEval(ErrorKind::kType, "unsupported JSON value (binary)");
   }
 }
+
+}  // namespace
+
+Value FromJson(const nlohmann::ordered_json& json) { return FromJsonAt(json, 1); }
 
 namespace {
 

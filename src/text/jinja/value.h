@@ -174,7 +174,9 @@ std::string FloatRepr(double value);
 // Python's repr of a string ('abc', "it's", with escapes).
 std::string StringRepr(std::string_view s);
 
-// JSON (nlohmann, key order kept) to Value: objects -> Dict, arrays -> List.
+// JSON (nlohmann, key order kept) to Value: objects -> Dict, arrays -> List. Nesting deeper than
+// kMaxJsonDepth is an error (the conversion and the values it builds are recursive).
+inline constexpr int kMaxJsonDepth = 256;
 Value FromJson(const nlohmann::ordered_json& json);
 
 // Python's json.dumps as transformers' tojson calls it (ensure_ascii=False by default).
