@@ -154,8 +154,42 @@ void WriteFileAtomic(const std::filesystem::path& path, std::string_view content
   writer.Commit();
 }
 
+namespace {
+
+// What a path that is not a regular file is, for the refusal.
+const char* FileKind(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a directory";
+    case std::filesystem::file_type::symlink:
+      return "a symbolic link";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
+  }
+}
+
+}  // namespace
+
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
     : path_(std::move(path)), temp_path_(TempPathFor(path_)) {
+  // The finished file is renamed over the target: a device, FIFO or link there would be replaced.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::symlink_status(path_, ec);
+  if (!ec && std::filesystem::exists(status) &&
+      status.type() != std::filesystem::file_type::regular) {
+    Fail("io",
+         "'{}' is {}: proctor writes a file whole and renames it into place, which would replace "
+         "it; give the path of a regular file (or a new one)",
+         path_.string(), FileKind(status.type()));
+  }
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) Fail("io", "cannot create '{}': {}", temp_path_.string(), Errno());
 }

@@ -1,11 +1,13 @@
 #include "util/file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "util/error.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -64,6 +66,41 @@ TEST(FileTest, MissingFileIsAnErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/proctor/x.bin"), std::string::npos);
     EXPECT_EQ(std::string(e.what()).rfind("[io]", 0), 0u);
   }
+}
+
+}  // namespace
+}  // namespace proctor
+
+namespace proctor {
+namespace {
+
+// A writer never replaces what is not a regular file (issue 18, class 10): /dev/null, a FIFO, a
+// symbolic link and a directory are refused by name and left as they were.
+TEST(FileTest, WritersRefuseSpecialFilesAndLinks) {
+  const testing::TempDir tmp;
+  const std::filesystem::path fifo = tmp.path() / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::filesystem::path target = tmp.path() / "real.txt";
+  std::ofstream(target) << "keep";
+  const std::filesystem::path link = tmp.path() / "link.txt";
+  std::filesystem::create_symlink(target, link);
+  const std::pair<std::filesystem::path, const char*> cases[] = {
+      {"/dev/null", "is a character device"},
+      {fifo, "is a FIFO"},
+      {link, "is a symbolic link"},
+      {tmp.path(), "is a directory"}};
+  for (const auto& entry : cases) {
+    const std::filesystem::path& path = entry.first;
+    const std::string error = testing::ErrorOf([&] { WriteFileAtomic(path, "x"); });
+    EXPECT_NE(error.find(path.string()), std::string::npos) << error;
+    EXPECT_NE(error.find(entry.second), std::string::npos) << error;
+  }
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(ReadFileToString(target), "keep");
+  WriteFileAtomic(target, "new");  // a regular file is replaced as before
+  EXPECT_EQ(ReadFileToString(target), "new");
 }
 
 }  // namespace
