@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "eval/formats/ref_logits.h"
 
@@ -20,6 +22,12 @@ struct IntegrityReport {
 // are non-negative. Throws Error("[ref-logits] ...") naming the file, sequence and record.
 IntegrityReport CheckReferenceLogitsIntegrity(const ReferenceLogitsDump& dump,
                                               Progress* progress = nullptr);
+
+// The per-record part of that check, for record `r` of `records` (`file` and `record` name it in
+// the error): what every reader of records runs on each one before using it. `seen` is scratch
+// (kept between calls; grows to the largest index).
+void CheckReferenceRecord(const ReferenceRecords& records, int64_t r, const std::string& file,
+                          int64_t record, std::vector<uint8_t>* seen);
 
 // Half the fp16 spacing at |v| (the most fp16 rounding can move v).
 double HalfF16Spacing(float v);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "eval/formats/per_position.h"
+#include "eval/formats/ref_logits_integrity.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "eval/runners/vocab_check.h"
@@ -70,6 +71,7 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   }
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   ReferenceRecords records;
+  std::vector<uint8_t> seen;  // CheckReferenceRecord's scratch
   for (int64_t s = 0; s < n_seqs; ++s) {
     std::vector<int32_t> tokens;
     {
@@ -84,6 +86,13 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
       {
         ScopedSeconds io(&timings.io_seconds);
         dump.ReadRecords(s, chunk.start, chunk.start + chunk.scored, &records);
+      }
+      {
+        // The record checks of `proctor inspect`, on every record scored (O(top-k) each).
+        ScopedSeconds scoring(&timings.scoring_seconds);
+        for (int64_t r = 0; r < records.count; ++r) {
+          CheckReferenceRecord(records, r, dump.SequencePath(s).string(), chunk.start + r, &seen);
+        }
       }
       ScopedSeconds scoring(&timings.scoring_seconds);
       ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),

@@ -258,3 +258,48 @@ TEST(KlEval, JsonHasEveryStatisticAndTheLabel) {
 
 }  // namespace
 }  // namespace proctor
+
+namespace proctor {
+namespace {
+
+// kl runs `proctor inspect`'s record checks on every record it scores (issue 18, class 6): a
+// damaged record is refused with the file and the record, never scored into impossible numbers.
+TEST(KlEval, DamagedRecordsAreRefusedNotScored) {
+  const TinyCase c = TinyCase();
+  struct Damage {
+    size_t at;
+    std::string bytes;
+    const char* message;
+  };
+  const auto bytes = [](const void* p, size_t n) {
+    return std::string(static_cast<const char*>(p), n);
+  };
+  const uint16_t nan = 0x7E00, inf16 = 0x7C00;
+  const float below = -0.01f, inf = std::numeric_limits<float>::infinity();
+  std::vector<Damage> damages = {
+      {16 + 2, bytes(&nan, 2), "logit 1 is NaN"},
+      {16, bytes(&inf16, 2), "not finite"},
+      {24, bytes(&below, 4), "is below the top logit"},
+      {24, bytes(&inf, 4), "not finite"},
+  };
+  {
+    testing::TempDir probe;
+    c.WriteDump(probe.path());
+    const std::string data = testing::ReadBytes(probe.path() / "seq-1.bin");
+    damages.push_back({8, data.substr(3 * 28, 4), "appears twice"});  // index 1 = index 0
+  }
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.message);
+    testing::TempDir dir;
+    c.WriteDump(dir.path());
+    std::string data = testing::ReadBytes(dir.path() / "seq-1.bin");
+    data.replace(3 * 28 + d.at, d.bytes.size(), d.bytes);
+    testing::WriteBytes(dir.path() / "seq-1.bin", data);
+    const std::string error = testing::ErrorOf([&] { Score(c, dir.path(), 4); });
+    EXPECT_NE(error.find("seq-1.bin' record 3"), std::string::npos) << error;
+    EXPECT_NE(error.find(d.message), std::string::npos) << error;
+  }
+}
+
+}  // namespace
+}  // namespace proctor
