@@ -1,6 +1,7 @@
 #include "eval/formats/corpus.h"
 
 #include <cstring>
+#include <limits>
 
 #include "util/error.h"
 #include "util/file.h"
@@ -69,11 +70,16 @@ Corpus ReadCorpus(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(tokens_path)) {
     Fail(kComponent, "'{}' is missing", tokens_path.string());
   }
-  const uint64_t expected = static_cast<uint64_t>(corpus.n_seqs * corpus.ctx_len) * 4;
+  // In 128 bits: n_seqs and ctx_len come from the file and their product must not wrap around.
+  const unsigned __int128 expected = static_cast<unsigned __int128>(corpus.n_seqs) *
+                                     static_cast<unsigned __int128>(corpus.ctx_len) * 4;
   const uint64_t size = std::filesystem::file_size(tokens_path);
-  if (size != expected) {
+  if (static_cast<unsigned __int128>(size) != expected) {
     Fail(kComponent, "'{}' is {} bytes; n_seqs {} x ctx_len {} x 4 needs {}", tokens_path.string(),
-         size, corpus.n_seqs, corpus.ctx_len, expected);
+         size, corpus.n_seqs, corpus.ctx_len,
+         expected > std::numeric_limits<uint64_t>::max()
+             ? std::string("more than 2^64")
+             : std::to_string(static_cast<uint64_t>(expected)));
   }
   const std::string bytes = ReadFileToString(tokens_path);
   const std::string actual = Sha256Hex(std::string_view(bytes));

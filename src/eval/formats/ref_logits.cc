@@ -160,11 +160,16 @@ ReferenceLogitsDump ReferenceLogitsDump::Open(const std::filesystem::path& dir) 
   dump.manifest_ = ReferenceLogitsManifest::Parse(ReadFileToString(manifest_path), manifest_path);
   const auto& m = dump.manifest_;
 
-  const uint64_t tokens_expected = static_cast<uint64_t>(m.n_seqs) * m.ctx_len * 4;
+  // In 128 bits: at the field bound (2^31 each) the product times 4 reaches 2^64.
+  const unsigned __int128 tokens_expected =
+      static_cast<unsigned __int128>(m.n_seqs) * static_cast<unsigned __int128>(m.ctx_len) * 4;
   const uint64_t tokens_size = FileSizeOrFail(dump.TokensPath(), "token file");
-  if (tokens_size != tokens_expected) {
+  if (static_cast<unsigned __int128>(tokens_size) != tokens_expected) {
     Fail(kComponent, "'{}' is {} bytes; n_seqs {} x ctx_len {} x 4 needs exactly {}",
-         dump.TokensPath().string(), tokens_size, m.n_seqs, m.ctx_len, tokens_expected);
+         dump.TokensPath().string(), tokens_size, m.n_seqs, m.ctx_len,
+         tokens_expected > std::numeric_limits<uint64_t>::max()
+             ? std::string("2^64 or more")
+             : std::to_string(static_cast<uint64_t>(tokens_expected)));
   }
 
   const uint64_t record = dump.record_bytes();

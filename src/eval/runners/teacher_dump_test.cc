@@ -82,6 +82,23 @@ TEST(Corpus, ShaMismatchSizeMismatchAndOutOfRangeTokensAreErrors) {
       std::string::npos);
 }
 
+// A manifest whose n_seqs x ctx_len x 4 wraps around 64 bits to the token file's real size is
+// refused (issue 18, class 4: it used to pass the size check and corrupt the heap).
+TEST(Corpus, SizesThatWrapAroundAreRefused) {
+  TempDir temp;
+  WriteCorpus(temp.path(), RandomTokens(4 * 128, 50, 3), 128, {{"vocab_size", 50}});
+  const auto manifest_path = temp.path() / "manifest.json";
+  auto manifest = nlohmann::json::parse(ReadBytes(manifest_path));
+  // (2^62 + 128) x 4 sequences x 4 bytes = 2^66 + 2048: 2048 modulo 2^64, this file's size.
+  manifest["ctx_len"] = (int64_t{1} << 62) + 128;
+  testing::WriteBytes(manifest_path, manifest.dump());
+  const std::string error = testing::ErrorOf([&] { ReadCorpus(temp.path()); });
+  EXPECT_NE(error.find("is 2048 bytes; n_seqs 4 x ctx_len 4611686018427388032 x 4 needs more "
+                       "than 2^64"),
+            std::string::npos)
+      << error;
+}
+
 // Every record of a dump of the synthetic LM equals a direct computation: indices by a stable
 // sort (ties to the lower index), logits shifted by the top logit within fp16 rounding, and the
 // logsumexp in double.
