@@ -7,6 +7,7 @@
 #include <map>
 
 #include "eval/tasks/answer_extraction.h"
+#include "eval/tasks/task_data.h"
 #include "util/error.h"
 
 namespace proctor {
@@ -15,33 +16,6 @@ using Json = nlohmann::json;
 using OJson = nlohmann::ordered_json;
 
 namespace {
-
-std::vector<OJson> ReadJsonLines(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("tasks", "cannot open '{}'", file.string());
-  std::vector<OJson> rows;
-  int64_t line_number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_number;
-    if (line.empty()) continue;
-    try {
-      rows.push_back(OJson::parse(line));
-    } catch (const OJson::exception& e) {
-      Fail("tasks", "{}:{}: not a JSON object: {}", file.string(), line_number, e.what());
-    }
-    if (!rows.back().is_object() || !rows.back().contains("id")) {
-      Fail("tasks", "{}:{}: expected an object with \"id\"", file.string(), line_number);
-    }
-  }
-  return rows;
-}
-
-std::string Trim(std::string_view text) {
-  const char* space = " \t\n\r";
-  const size_t begin = text.find_first_not_of(space);
-  if (begin == std::string_view::npos) return {};
-  return std::string(text.substr(begin, text.find_last_not_of(space) - begin + 1));
-}
 
 // ---- extraction ----
 
@@ -115,15 +89,16 @@ std::vector<FunctionCall> XmlCalls(std::string_view text) {
     const size_t name_end = text.find('>', at);
     if (name_end == std::string_view::npos) break;
     FunctionCall call;
-    call.name = Trim(text.substr(at + kOpen.size(), name_end - at - kOpen.size()));
+    call.name = StripWhitespace(text.substr(at + kOpen.size(), name_end - at - kOpen.size()));
     const size_t end = std::min(text.find(kClose, name_end), text.size());
     const std::string_view body = text.substr(name_end + 1, end - name_end - 1);
     for (size_t p = body.find(kParam); p != std::string_view::npos; p = body.find(kParam, p)) {
       const size_t key_end = body.find('>', p);
       if (key_end == std::string_view::npos) break;
-      const std::string key = Trim(body.substr(p + kParam.size(), key_end - p - kParam.size()));
+      const std::string key =
+          StripWhitespace(body.substr(p + kParam.size(), key_end - p - kParam.size()));
       const size_t value_end = std::min(body.find(kParamClose, key_end), body.size());
-      const std::string raw = Trim(body.substr(key_end + 1, value_end - key_end - 1));
+      const std::string raw = StripWhitespace(body.substr(key_end + 1, value_end - key_end - 1));
       try {
         call.arguments[key] = Json::parse(raw);
       } catch (const Json::exception&) {
@@ -255,13 +230,24 @@ bool DictMatches(const Json& value, const Json& answers) {
 std::vector<BfclItem> ReadBfcl(const fs::path& dir) {
   const fs::path questions = dir / "BFCL_v3_simple.json";
   const fs::path answers = dir / "possible_answer" / "BFCL_v3_simple.json";
+  // Every row of both files needs a string "id".
+  const auto rows_of = [](const fs::path& file) {
+    std::vector<JsonLine> rows = ReadJsonLines(file);
+    for (const JsonLine& row : rows) {
+      if (!row.value.contains("id") || !row.value["id"].is_string()) {
+        Fail("tasks", "{}:{}: expected an object with a string \"id\"", file.string(), row.line);
+      }
+    }
+    return rows;
+  };
   std::map<std::string, OJson> truth;
-  for (OJson& row : ReadJsonLines(answers)) {
-    const std::string id = row["id"].get<std::string>();
-    truth[id] = std::move(row);
+  for (JsonLine& row : rows_of(answers)) {
+    const std::string id = row.value["id"].get<std::string>();
+    truth[id] = std::move(row.value);
   }
   std::vector<BfclItem> items;
-  for (const OJson& row : ReadJsonLines(questions)) {
+  for (const JsonLine& line : rows_of(questions)) {
+    const OJson& row = line.value;
     const std::string id = row["id"].get<std::string>();
     if (!row.contains("question") || !row["question"].is_array() || row["question"].empty() ||
         !row["question"][0].is_array() || row["question"][0].empty() ||
@@ -285,7 +271,6 @@ std::vector<BfclItem> ReadBfcl(const fs::path& dir) {
     item.possible_answer = ground[0].begin().value();
     items.push_back(std::move(item));
   }
-  if (items.empty()) Fail("tasks", "'{}' has no items", questions.string());
   return items;
 }
 

@@ -7,38 +7,28 @@
 
 #include "eval/sandbox/sandbox.h"
 #include "eval/tasks/answer_extraction.h"
+#include "eval/tasks/task_data.h"
 #include "util/error.h"
 
 namespace proctor {
 
 std::vector<HumanEvalProblem> ReadHumanEval(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("tasks", "cannot open '{}'", file.string());
   std::vector<HumanEvalProblem> problems;
-  int64_t line_number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_number;
-    if (line.empty()) continue;
-    nlohmann::json row;
-    try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      Fail("tasks", "{}:{}: not a JSON object: {}", file.string(), line_number, e.what());
-    }
+  for (const JsonLine& line : ReadJsonLines(file)) {
+    const nlohmann::ordered_json& row = line.value;
     HumanEvalProblem p;
     for (auto [key, field] : {std::pair{"task_id", &p.task_id},
                               {"prompt", &p.prompt},
                               {"test", &p.test},
                               {"entry_point", &p.entry_point},
                               {"canonical_solution", &p.canonical_solution}}) {
-      if (!row.is_object() || !row.contains(key) || !row[key].is_string()) {
-        Fail("tasks", "{}:{}: expected a string \"{}\"", file.string(), line_number, key);
+      if (!row.contains(key) || !row[key].is_string()) {
+        Fail("tasks", "{}:{}: expected a string \"{}\"", file.string(), line.line, key);
       }
       *field = row[key].get<std::string>();
     }
     problems.push_back(std::move(p));
   }
-  if (problems.empty()) Fail("tasks", "'{}' has no problems", file.string());
   return problems;
 }
 
@@ -48,6 +38,17 @@ std::string HumanEvalChatPrompt(const HumanEvalProblem& problem) {
       "it needs) in one ```python code block.\n\n```python\n{}\n```",
       problem.prompt);
 }
+
+namespace {
+
+// Where a raw completion of a HumanEval prompt ends (the documented truncation).
+const std::vector<std::string>& RawStops() {
+  static const std::vector<std::string> stops = {"\nclass ", "\ndef ", "\n#", "\nif __name__",
+                                                 "\nprint("};
+  return stops;
+}
+
+}  // namespace
 
 std::string HumanEvalCompletion(std::string_view answer, bool chat) {
   std::string_view text = AnswerAfterThinking(answer);
@@ -72,7 +73,7 @@ std::string HumanEvalCompletion(std::string_view answer, bool chat) {
     return found ? last : code;
   }
   size_t cut = text.size();
-  for (const char* stop : {"\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint("}) {
+  for (const std::string& stop : RawStops()) {
     cut = std::min(cut, text.find(stop));
   }
   return std::string(text.substr(0, cut));
@@ -124,7 +125,7 @@ class HumanEvalTask : public Task {
     } else {
       record.prompt = problem.prompt;
       request.prompt = problem.prompt;
-      request.stop = {"\nclass ", "\ndef ", "\n#", "\nif __name__", "\nprint("};
+      request.stop = RawStops();
     }
     const std::optional<CompletionResult> answer = Ask(client, request, &record);
     if (!answer) return record;

@@ -11,15 +11,8 @@ namespace {
 constexpr int kShots = 5;
 constexpr const char* kLetters[4] = {"A", "B", "C", "D"};
 
-std::string Trim(const std::string& text) {
-  const char* space = " \t\n\r\f\v";
-  const size_t begin = text.find_first_not_of(space);
-  if (begin == std::string::npos) return {};
-  return text.substr(begin, text.find_last_not_of(space) - begin + 1);
-}
-
 std::string QuestionBlock(const MmluItem& item) {
-  std::string out = Trim(item.question);
+  std::string out = StripWhitespace(item.question);
   for (int c = 0; c < 4; ++c) out += fmt::format("\n{}. {}", kLetters[c], item.choices[c]);
   out += "\nAnswer:";
   return out;

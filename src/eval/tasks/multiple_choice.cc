@@ -7,49 +7,22 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "eval/tasks/task_data.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
 namespace proctor {
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
 
 namespace {
 
-// Every line of a JSONL file, parsed; Error naming the file and line.
-std::vector<Json> ReadJsonLines(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("tasks", "cannot open '{}'", file.string());
-  std::vector<Json> rows;
-  int64_t line_number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_number;
-    if (line.empty() || line == "\r") continue;
-    try {
-      rows.push_back(Json::parse(line));
-    } catch (const Json::exception& e) {
-      Fail("tasks", "{}:{}: not a JSON object: {}", file.string(), line_number, e.what());
-    }
-    if (!rows.back().is_object())
-      Fail("tasks", "{}:{}: not a JSON object", file.string(), line_number);
-  }
-  if (rows.empty()) Fail("tasks", "'{}' has no items", file.string());
-  return rows;
-}
-
 // row[key] as a string; Error naming the file and the item otherwise.
-std::string Field(const Json& row, const char* key, const fs::path& file, size_t index) {
+std::string Field(const OJson& row, const char* key, const fs::path& file, size_t index) {
   if (!row.contains(key) || !row[key].is_string()) {
     Fail("tasks", "{}: item {} has no string \"{}\"", file.string(), index + 1, key);
   }
   return row[key].get<std::string>();
-}
-
-std::string Strip(const std::string& text) {
-  const char* space = " \t\n\r\f\v";
-  const size_t begin = text.find_first_not_of(space);
-  if (begin == std::string::npos) return {};
-  return text.substr(begin, text.find_last_not_of(space) - begin + 1);
 }
 
 void ReplaceAll(std::string& text, const std::string& from, const std::string& to) {
@@ -60,7 +33,7 @@ void ReplaceAll(std::string& text, const std::string& from, const std::string& t
 
 // lm-eval's hellaswag preprocess.
 std::string HellaswagPreprocess(const std::string& raw) {
-  std::string text = Strip(raw);
+  std::string text = StripWhitespace(raw);
   ReplaceAll(text, " [title]", ". ");
   std::string out;  // re.sub("\\[.*?\\]", "", text): each '[' to the next ']'
   for (size_t i = 0; i < text.size(); ++i) {
@@ -182,11 +155,11 @@ std::string PythonCapitalize(const std::string& text) {
 }
 
 std::vector<McItem> ReadHellaswag(const fs::path& file) {
-  const std::vector<Json> rows = ReadJsonLines(file);
+  const std::vector<JsonLine> rows = ReadJsonLines(file);
   std::vector<McItem> items;
   items.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Json& row = rows[i];
+    const OJson& row = rows[i].value;
     if (!row.contains("endings") || !row["endings"].is_array() || row["endings"].empty() ||
         !row.contains("label") || !(row["label"].is_number_integer() || row["label"].is_string())) {
       Fail("tasks", "{}: item {} needs \"endings\" (a list) and \"label\"", file.string(), i + 1);
@@ -195,7 +168,7 @@ std::vector<McItem> ReadHellaswag(const fs::path& file) {
                                                     Field(row, "ctx_a", file, i) + " " +
                                                     PythonCapitalize(Field(row, "ctx_b", file, i)));
     std::vector<std::string> choices;
-    for (const Json& ending : row["endings"]) {
+    for (const OJson& ending : row["endings"]) {
       if (!ending.is_string())
         Fail("tasks", "{}: item {}: an ending is not a string", file.string(), i + 1);
       choices.push_back(HellaswagPreprocess(ending.get<std::string>()));
@@ -212,20 +185,20 @@ std::vector<McItem> ReadHellaswag(const fs::path& file) {
 }
 
 std::vector<McItem> ReadArc(const fs::path& file) {
-  const std::vector<Json> rows = ReadJsonLines(file);
+  const std::vector<JsonLine> rows = ReadJsonLines(file);
   std::vector<McItem> items;
   items.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Json& row = rows[i];
+    const OJson& row = rows[i].value;
     if (!row.contains("question") || !row["question"].is_object() ||
         !row["question"].contains("choices") || !row["question"]["choices"].is_array()) {
       Fail("tasks", "{}: item {} needs question.stem and question.choices", file.string(), i + 1);
     }
-    const Json& question = row["question"];
+    const OJson& question = row["question"];
     std::vector<std::string> choices;
     const std::string answer = Field(row, "answerKey", file, i);
     int gold = -1;
-    for (const Json& choice : question["choices"]) {
+    for (const OJson& choice : question["choices"]) {
       if (Field(choice, "label", file, i) == answer) gold = static_cast<int>(choices.size());
       choices.push_back(Field(choice, "text", file, i));
     }
@@ -240,7 +213,7 @@ std::vector<McItem> ReadArc(const fs::path& file) {
 }
 
 std::vector<McItem> ReadPiqa(const fs::path& jsonl, const fs::path& labels) {
-  const std::vector<Json> rows = ReadJsonLines(jsonl);
+  const std::vector<JsonLine> rows = ReadJsonLines(jsonl);
   std::ifstream in(labels);
   if (!in) Fail("tasks", "cannot open '{}'", labels.string());
   std::vector<int> golds;
@@ -260,32 +233,33 @@ std::vector<McItem> ReadPiqa(const fs::path& jsonl, const fs::path& labels) {
   items.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     items.push_back(SharedContextItem(
-        std::to_string(i), "Question: " + Field(rows[i], "goal", jsonl, i) + "\nAnswer:",
-        {Field(rows[i], "sol1", jsonl, i), Field(rows[i], "sol2", jsonl, i)}, golds[i]));
+        std::to_string(i), "Question: " + Field(rows[i].value, "goal", jsonl, i) + "\nAnswer:",
+        {Field(rows[i].value, "sol1", jsonl, i), Field(rows[i].value, "sol2", jsonl, i)},
+        golds[i]));
   }
   return items;
 }
 
 std::vector<McItem> ReadWinogrande(const fs::path& file) {
-  const std::vector<Json> rows = ReadJsonLines(file);
+  const std::vector<JsonLine> rows = ReadJsonLines(file);
   std::vector<McItem> items;
   items.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string sentence = Field(rows[i], "sentence", file, i);
+    const std::string sentence = Field(rows[i].value, "sentence", file, i);
     const size_t blank = sentence.find('_');
     if (blank == std::string::npos)
       Fail("tasks", "{}: item {}: the sentence has no '_'", file.string(), i + 1);
-    const std::string answer = Field(rows[i], "answer", file, i);
+    const std::string answer = Field(rows[i].value, "answer", file, i);
     if (answer != "1" && answer != "2") {
       Fail("tasks", "{}: item {}: answer must be \"1\" or \"2\", got '{}'", file.string(), i + 1,
            answer);
     }
-    std::string rest = Strip(sentence.substr(blank + 1));
+    std::string rest = StripWhitespace(sentence.substr(blank + 1));
     rest.insert(rest.begin(), ' ');
     McItem item;
-    item.id = Field(rows[i], "qID", file, i);
+    item.id = Field(rows[i].value, "qID", file, i);
     for (const char* key : {"option1", "option2"}) {
-      const std::string option = Field(rows[i], key, file, i);
+      const std::string option = Field(rows[i].value, key, file, i);
       item.requests.push_back({sentence.substr(0, blank) + option, rest});
       item.choices.push_back(option);
     }

@@ -147,22 +147,43 @@ std::vector<MmluSubject> ReadMmlu(const fs::path& dir) {
   return subjects;
 }
 
-std::vector<Gsm8kItem> ReadGsm8k(const fs::path& file) {
+std::vector<JsonLine> ReadJsonLines(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("tasks", "GSM8K: cannot open '{}'", file.string());
-  std::vector<Gsm8kItem> items;
+  if (!in) Fail("tasks", "cannot open '{}'", file.string());
+  std::vector<JsonLine> rows;
   int64_t line_number = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     if (line.empty() || line == "\r") continue;
-    nlohmann::json row;
+    JsonLine row{.value = {}, .line = line_number};
     try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
+      row.value = nlohmann::ordered_json::parse(line);
+    } catch (const nlohmann::ordered_json::exception& e) {
       Fail("tasks", "{}:{}: not a JSON object: {}", file.string(), line_number, e.what());
     }
-    if (!row.is_object() || !row.contains("question") || !row["question"].is_string() ||
-        !row.contains("answer") || !row["answer"].is_string()) {
+    if (!row.value.is_object()) {
+      Fail("tasks", "{}:{}: not a JSON object", file.string(), line_number);
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) Fail("tasks", "'{}' has no items", file.string());
+  return rows;
+}
+
+std::string StripWhitespace(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  const size_t begin = text.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  return std::string(text.substr(begin, text.find_last_not_of(kSpace) - begin + 1));
+}
+
+std::vector<Gsm8kItem> ReadGsm8k(const fs::path& file) {
+  std::vector<Gsm8kItem> items;
+  for (const JsonLine& line : ReadJsonLines(file)) {
+    const nlohmann::ordered_json& row = line.value;
+    const int64_t line_number = line.line;
+    if (!row.contains("question") || !row["question"].is_string() || !row.contains("answer") ||
+        !row["answer"].is_string()) {
       Fail("tasks", "{}:{}: expected {{\"question\": str, \"answer\": str}}", file.string(),
            line_number);
     }
@@ -179,7 +200,6 @@ std::vector<Gsm8kItem> ReadGsm8k(const fs::path& file) {
     item.answer = *value;
     items.push_back(std::move(item));
   }
-  if (items.empty()) Fail("tasks", "GSM8K: '{}' has no items", file.string());
   return items;
 }
 

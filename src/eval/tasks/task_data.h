@@ -3,7 +3,9 @@
 // Error naming the file and the line.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,17 @@ struct CsvRecord {
   int64_t line = 0;
 };
 std::vector<CsvRecord> ParseCsv(std::string_view text, const std::string& source);
+
+// One JSON object per non-blank line of a JSONL file, with the line it came from. Error naming the
+// file (and the line) when it cannot be read, a line is not a JSON object, or it has none.
+struct JsonLine {
+  nlohmann::ordered_json value;
+  int64_t line = 0;
+};
+std::vector<JsonLine> ReadJsonLines(const std::filesystem::path& file);
+
+// `text` without leading and trailing whitespace (" \t\n\r\f\v"), as Python's str.strip().
+std::string StripWhitespace(std::string_view text);
 
 struct Gsm8kItem {
   std::string question;

@@ -146,27 +146,30 @@ class OutputsAppender {
   FILE* file_ = nullptr;
 };
 
+// correct / n, 0 when n is 0.
+double Share(int64_t correct, int64_t n) {
+  return n == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(n);
+}
+
+// The standard error of a share of 0/1 outcomes as lm-evaluation-harness computes it:
+// sqrt(p (1 - p) / (n - 1)); 0 when n < 2.
+double ShareStandardError(int64_t correct, int64_t n) {
+  if (n < 2) return 0.0;
+  const double p = Share(correct, n);
+  return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
+}
+
 }  // namespace
 
-double TaskScore::accuracy() const {
-  return n == 0 ? 0.0 : static_cast<double>(count(ItemOutcome::kCorrect)) / static_cast<double>(n);
-}
+double TaskScore::accuracy() const { return Share(count(ItemOutcome::kCorrect), n); }
 
 double TaskScore::standard_error() const {
-  if (n < 2) return 0.0;
-  const double p = accuracy();
-  return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
+  return ShareStandardError(count(ItemOutcome::kCorrect), n);
 }
 
-double TaskScore::accuracy_norm() const {
-  return n == 0 ? 0.0 : static_cast<double>(correct_norm) / static_cast<double>(n);
-}
+double TaskScore::accuracy_norm() const { return Share(correct_norm, n); }
 
-double TaskScore::standard_error_norm() const {
-  if (n < 2) return 0.0;
-  const double p = accuracy_norm();
-  return std::sqrt(p * (1.0 - p) / static_cast<double>(n - 1));
-}
+double TaskScore::standard_error_norm() const { return ShareStandardError(correct_norm, n); }
 
 void CheckOutputsFile(const TaskRunOptions& options) {
   if (options.outputs.empty()) return;
@@ -241,10 +244,6 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
   return scores;
 }
 
-double Share(int64_t part, int64_t whole) {
-  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-}
-
 Json GroupsToJson(const TaskScore& score) {
   Json out = Json::object();
   for (const auto& [name, slice] : score.groups) {
@@ -275,8 +274,7 @@ std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
     if (s.show_groups) {
       for (const auto& [name, slice] : s.groups) {
         const double p = Share(slice[1], slice[0]);
-        const double se =
-            slice[0] < 2 ? 0.0 : std::sqrt(p * (1 - p) / static_cast<double>(slice[0] - 1));
+        const double se = ShareStandardError(slice[1], slice[0]);
         out += fmt::format("  {:<11} {:>6} {:>8.2f}% ± {:>5.2f} {:>8}\n", name, slice[0], 100 * p,
                            100 * se, slice[1]);
       }
