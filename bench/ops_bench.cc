@@ -164,8 +164,9 @@ void BM_Attention(benchmark::State& state) {
   Tensor out = Tensor::F32(T, 32 * 64);
   double visible = 0.0;
   for (int64_t t = 0; t < T; ++t) visible += static_cast<double>(pos0 + t + 1);
+  const AttentionShape shape{.n_heads = 32, .n_kv_heads = 4, .head_dim = 64, .scale = 0.125f};
   for (auto _ : state) {
-    Attention(q.View(), k.View(), v.View(), pos0, 32, 4, 64, 0.125f, 0, out.MutF32(), pool);
+    Attention(q.View(), k.View(), v.View(), pos0, shape, out.MutF32(), pool);
   }
   state.counters["FLOPS"] =
       benchmark::Counter(visible * 32 * 64 * 4, benchmark::Counter::kIsIterationInvariantRate);

@@ -16,6 +16,7 @@ using enum SlidingWindowRule;
 constexpr auto kFamilies = std::to_array<FamilyTraits>({
     // Llama 1/2/3.x: the plain block; GGUF llama files hold llama.cpp's permuted Q/K rows.
     {.arch = ModelArch::kLlama,
+     .block = BlockStyle::kLlama,
      .hf_model_type = "llama",
      .hf_architecture = "LlamaForCausalLM",
      .gguf_architecture = "llama",
@@ -27,6 +28,7 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .hf_config_has_bias_keys = true},
     // Mistral: Llama with a sliding window; llama.cpp converts it as "llama" (that row reads it).
     {.arch = ModelArch::kMistral,
+     .block = BlockStyle::kLlama,
      .hf_model_type = "mistral",
      .hf_architecture = "MistralForCausalLM",
      .gguf_architecture = "",
@@ -38,6 +40,7 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .hf_config_has_bias_keys = false},
     // Qwen2 / Qwen2.5: q/k/v biases always.
     {.arch = ModelArch::kQwen2,
+     .block = BlockStyle::kLlama,
      .hf_model_type = "qwen2",
      .hf_architecture = "Qwen2ForCausalLM",
      .gguf_architecture = "qwen2",
@@ -49,6 +52,7 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .hf_config_has_bias_keys = false},
     // Qwen3 (dense): q/k RMSNorm per head.
     {.arch = ModelArch::kQwen3,
+     .block = BlockStyle::kLlama,
      .hf_model_type = "qwen3",
      .hf_architecture = "Qwen3ForCausalLM",
      .gguf_architecture = "qwen3",
@@ -57,6 +61,32 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .gguf_rope_pairing = kHalves,
      .sliding_window = kUseSlidingWindowFlag,
      .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
+    // Gemma 2: sandwich norms, soft-capped attention and final logits, alternating sliding
+    // window layers. Its GGUF stores 1 + weight for every norm (llama.cpp's converter).
+    {.arch = ModelArch::kGemma2,
+     .block = BlockStyle::kGemma,
+     .hf_model_type = "gemma2",
+     .hf_architecture = "Gemma2ForCausalLM",
+     .gguf_architecture = "gemma2",
+     .attention_bias = kFromConfig,
+     .qk_norm = false,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kEvenLayers,
+     .tie_word_embeddings_default = true,
+     .hf_config_has_bias_keys = false},
+    // Gemma 3 (text): Gemma 2's block with q/k norms, a rope per layer type (local / global),
+    // 5 sliding layers to 1 global.
+    {.arch = ModelArch::kGemma3,
+     .block = BlockStyle::kGemma,
+     .hf_model_type = "gemma3_text",
+     .hf_architecture = "Gemma3ForCausalLM",
+     .gguf_architecture = "gemma3",
+     .attention_bias = kFromConfig,
+     .qk_norm = true,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kPattern,
+     .tie_word_embeddings_default = true,
      .hf_config_has_bias_keys = false},
 });
 

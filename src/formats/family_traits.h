@@ -12,7 +12,14 @@
 namespace proctor {
 
 // One value per table row, in row order (family_traits.cc checks it).
-enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3 };
+enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3 };
+
+// The shape of a decoder layer, which picks the forward pass (model/*_forward.cc).
+enum class BlockStyle {
+  kLlama,  // x += attn(norm(x)); x += mlp(norm(x))
+  kGemma,  // x += norm(attn(norm(x))); x += norm(mlp(norm(x))); embeddings x sqrt(hidden),
+           // GeGLU, RMSNorm by (1 + weight) in HF checkpoints, optional logit soft-capping
+};
 
 // Whether q/k/v carry biases.
 enum class AttentionBiasRule {
@@ -35,10 +42,14 @@ enum class SlidingWindowRule {
   kEveryLayer,            // "sliding_window" > 0 applies to every layer
   kUseSlidingWindowFlag,  // only when "use_sliding_window" is true, on layers from
                           // "max_window_layers" on (Qwen2's convention)
+  kEvenLayers,            // layers 0, 2, 4... (Gemma 2 before "layer_types")
+  kPattern,               // all but every "sliding_window_pattern"-th layer (Gemma 3 before
+                          // "layer_types"; pattern 6 when absent)
 };
 
 struct FamilyTraits {
   ModelArch arch;
+  BlockStyle block;
   std::string_view hf_model_type;      // config.json "model_type"; also the family's name
   std::string_view hf_architecture;    // config.json "architectures" entry written on export
   std::string_view gguf_architecture;  // GGUF "general.architecture"; empty: none of its own
@@ -57,11 +68,11 @@ const FamilyTraits& FamilyOf(ModelArch arch);
 // nullptr when no family has that name.
 const FamilyTraits* FindFamilyByHfModelType(std::string_view model_type);
 const FamilyTraits* FindFamilyByGgufArchitecture(std::string_view architecture);
-// The names accepted, for errors: "llama, mistral, qwen2, qwen3" / "llama, qwen2, qwen3".
+// The names accepted, for errors: "llama, mistral, qwen2, qwen3, ..." / "llama, qwen2, ...".
 std::string SupportedHfModelTypes();
 std::string SupportedGgufArchitectures();
 
-// The family's name ("llama", "mistral", "qwen2", "qwen3").
+// The family's name ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text").
 inline std::string_view ArchName(ModelArch arch) { return FamilyOf(arch).hf_model_type; }
 
 }  // namespace proctor

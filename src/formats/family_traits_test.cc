@@ -22,7 +22,9 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
       EXPECT_EQ(FindFamilyByGgufArchitecture(family.gguf_architecture), &family);
     }
   }
-  EXPECT_EQ(FindFamilyByHfModelType("gemma2"), nullptr);
+  EXPECT_EQ(FindFamilyByHfModelType("phi3"), nullptr);
+  // Gemma 3's multimodal "gemma3" config nests the text model: only gemma3_text is a family.
+  EXPECT_EQ(FindFamilyByHfModelType("gemma3"), nullptr);
   EXPECT_EQ(FindFamilyByGgufArchitecture(""), nullptr);
   // llama.cpp converts Mistral as "llama": there is no GGUF "mistral".
   EXPECT_EQ(FindFamilyByGgufArchitecture("mistral"), nullptr);
@@ -30,8 +32,8 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
 }
 
 TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
-  EXPECT_EQ(SupportedHfModelTypes(), "llama, mistral, qwen2, qwen3");
-  EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3");
+  EXPECT_EQ(SupportedHfModelTypes(), "llama, mistral, qwen2, qwen3, gemma2, gemma3_text");
+  EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3");
 }
 
 // ParseHfConfig gives each family the flags of its row (and config.json's attention_bias only
@@ -54,9 +56,9 @@ TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
 }
 
 TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
-  const json j = json::parse(R"({"model_type": "gemma2"})");
-  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "\"gemma2\" is not supported",
-                        "(supported: llama, mistral, qwen2, qwen3)");
+  const json j = json::parse(R"({"model_type": "phi3"})");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
+                        "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text)");
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ TEST(MalformedGguf, UnknownArchitectureListsTheSupportedOnes) {
   const Bytes bytes = b.bytes();
   const auto gguf = GgufFile::Parse(bytes, "mistral.gguf");
   EXPECT_ERROR_CONTAINS(ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
-                        "\"mistral\" is not supported", "(supported: llama, qwen2, qwen3)");
+                        "\"mistral\" is not supported", "(supported: llama, qwen2, qwen3, gemma2, gemma3)");
 }
 
 TEST(MalformedGguf, EveryTruncationIsAnError) {

@@ -230,6 +230,94 @@ void ParseSlidingWindow(const json& config, SlidingWindowRule rule, ModelConfig&
     return;
   }
   if (rule == SlidingWindowRule::kEveryLayer) out.sliding_window = std::max(window, 0);
+  if ((rule == SlidingWindowRule::kEvenLayers || rule == SlidingWindowRule::kPattern) &&
+      window > 0) {
+    const int pattern = rule == SlidingWindowRule::kEvenLayers
+                            ? 2
+                            : GetInt(config, "sliding_window_pattern", origin, 6);
+    if (pattern <= 0) {
+      ConfigFail(origin,
+                 fmt::format("\"sliding_window_pattern\" should be positive, got {}", pattern));
+    }
+    for (int layer = 0; layer < out.num_layers; ++layer) {
+      out.layer_uses_sliding_window.push_back((layer + 1) % pattern != 0);
+    }
+    out.sliding_window = window;
+  }
+}
+
+// A number that may be null: nullopt when null, `fallback` when absent (Gemma's soft-caps, where
+// null disables a default that is on).
+std::optional<double> GetNullableDouble(const json& config, std::string_view key,
+                                        std::string_view origin, std::optional<double> fallback) {
+  if (!config.contains(key)) return fallback;
+  if (config.at(key).is_null()) return std::nullopt;
+  return GetDouble(config, key, origin);
+}
+
+// Gemma's rope: HF v5 nests one rope per layer type in "rope_parameters" ({"full_attention":
+// {...}, "sliding_attention": {...}}); older configs give the global rope as usual and the local
+// one as "rope_local_base_freq" (no scaling).
+void ParseGemmaRope(const json& config, ModelConfig& out, std::string_view origin) {
+  const json* params = Member(config, "rope_parameters");
+  if (params != nullptr && params->is_object() && Member(*params, "rope_theta") == nullptr &&
+      !params->empty() && params->begin()->is_object()) {
+    for (const auto& [key, value] : params->items()) {
+      if (key != "full_attention" && key != "sliding_attention") {
+        ConfigFail(origin, fmt::format("\"rope_parameters\" has layer type \"{}\" (supported: "
+                                       "full_attention, sliding_attention)",
+                                       key));
+      }
+    }
+    const json* full = Member(*params, "full_attention");
+    const json* sliding = Member(*params, "sliding_attention");
+    if (full == nullptr) ConfigFail(origin, "\"rope_parameters\" lacks \"full_attention\"");
+    out.rope = ParseRope(json{{"rope_parameters", *full}}, origin);
+    if (sliding != nullptr)
+      out.sliding_rope = ParseRope(json{{"rope_parameters", *sliding}}, origin);
+    return;
+  }
+  out.rope = ParseRope(config, origin);
+  if (Member(config, "rope_local_base_freq") != nullptr) {
+    RopeParameters local;
+    local.theta = GetDouble(config, "rope_local_base_freq", origin);
+    out.sliding_rope = local;
+  }
+}
+
+// What sets Gemma's block apart: activation, attention scale, soft-caps. Bidirectional attention
+// (an embedding model's setting) is refused.
+void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
+                     std::string_view origin) {
+  std::string act = GetString(config, "hidden_activation", origin);
+  if (act.empty()) act = GetString(config, "hidden_act", origin, "gelu_pytorch_tanh");
+  if (act != "gelu_pytorch_tanh" && act != "gelu_tanh") {
+    ConfigFail(origin, fmt::format("hidden_activation \"{}\" is not supported (only "
+                                   "gelu_pytorch_tanh)",
+                                   act));
+  }
+  out.mlp_activation = MlpActivation::kGeluTanh;
+  out.norm_adds_one = true;
+  out.query_pre_attn_scalar = GetDouble(config, "query_pre_attn_scalar", origin, 256.0);
+  if (!(out.query_pre_attn_scalar > 0.0) || !std::isfinite(out.query_pre_attn_scalar)) {
+    ConfigFail(origin, fmt::format("query_pre_attn_scalar {} should be positive",
+                                   out.query_pre_attn_scalar));
+  }
+  const bool gemma2 = arch == ModelArch::kGemma2;
+  const auto cap = [&](std::string_view key, std::optional<double> fallback) {
+    const std::optional<double> value = GetNullableDouble(config, key, origin, fallback);
+    if (value && !(*value > 0.0 && std::isfinite(*value))) {
+      ConfigFail(origin, fmt::format("\"{}\" = {} should be positive or null", key, *value));
+    }
+    return static_cast<float>(value.value_or(0.0));
+  };
+  out.attn_logit_softcapping =
+      cap("attn_logit_softcapping", gemma2 ? std::optional(50.0) : std::nullopt);
+  out.final_logit_softcapping =
+      cap("final_logit_softcapping", gemma2 ? std::optional(30.0) : std::nullopt);
+  if (GetBool(config, "use_bidirectional_attention", origin, false)) {
+    ConfigFail(origin, "use_bidirectional_attention true is not supported (causal models only)");
+  }
 }
 
 // q/k/v biases: the family's rule, or config.json's "attention_bias" where the family leaves it
@@ -259,6 +347,11 @@ ModelConfig FamilyConfig(ModelArch arch) {
   return c;
 }
 
+float ModelConfig::AttentionScale() const {
+  const double scalar = query_pre_attn_scalar > 0.0 ? query_pre_attn_scalar : head_dim;
+  return static_cast<float>(1.0 / std::sqrt(scalar));
+}
+
 std::string ModelConfig::Summary() const {
   return fmt::format(
       "{} layers={} hidden={} heads={}/{} head_dim={} ff={} vocab={} rope={}(theta {}){} "
@@ -272,14 +365,24 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   if (!config_json.is_object()) ConfigFail(origin, "config.json should hold a JSON object");
   const std::string model_type = GetString(config_json, "model_type", origin);
   const FamilyTraits* family = FindFamilyByHfModelType(model_type);
+  if (family == nullptr && model_type == "gemma3") {
+    ConfigFail(origin,
+               "model_type \"gemma3\" is Gemma 3's multimodal wrapper (its language model "
+               "is in \"text_config\" and its weights under language_model.*), which is "
+               "not supported; proctor runs text-only gemma3_text checkpoints such as "
+               "gemma-3-1b");
+  }
   if (family == nullptr) {
     ConfigFail(origin, fmt::format("architecture (model_type) \"{}\" is not supported (supported: "
                                    "{})",
                                    model_type, SupportedHfModelTypes()));
   }
   ModelConfig out = FamilyConfig(family->arch);
-  const std::string act = GetString(config_json, "hidden_act", origin, "silu");
-  if (act != "silu") {
+  const bool gemma = family->block == BlockStyle::kGemma;
+  if (gemma) {
+    ParseGemmaBlock(config_json, family->arch, out, origin);
+  } else if (const std::string act = GetString(config_json, "hidden_act", origin, "silu");
+             act != "silu") {
     ConfigFail(origin, fmt::format("hidden_act \"{}\" is not supported (only silu)", act));
   }
   if (GetBool(config_json, "mlp_bias", origin, false)) {
@@ -299,7 +402,11 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.tie_word_embeddings =
       GetBool(config_json, "tie_word_embeddings", origin, family->tie_word_embeddings_default);
   out.attention_bias = ParseAttentionBias(config_json, family->attention_bias, origin);
-  out.rope = ParseRope(config_json, origin);
+  if (gemma) {
+    ParseGemmaRope(config_json, out, origin);
+  } else {
+    out.rope = ParseRope(config_json, origin);
+  }
   out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
   ParseSlidingWindow(config_json, family->sliding_window, out, origin);
   const std::vector<int> bos = GetTokenIds(config_json, "bos_token_id", origin);
@@ -335,8 +442,10 @@ void ValidateConfig(const ModelConfig& c, std::string_view origin) {
   if (!(c.rms_norm_eps > 0.0f) || !std::isfinite(c.rms_norm_eps)) {
     ConfigFail(origin, fmt::format("rms_norm_eps {} should be positive", c.rms_norm_eps));
   }
-  if (!(c.rope.theta > 0.0) || !std::isfinite(c.rope.theta)) {
-    ConfigFail(origin, fmt::format("rope theta {} should be positive", c.rope.theta));
+  for (const RopeParameters* rope : {&c.rope, c.sliding_rope ? &*c.sliding_rope : nullptr}) {
+    if (rope != nullptr && (!(rope->theta > 0.0) || !std::isfinite(rope->theta))) {
+      ConfigFail(origin, fmt::format("rope theta {} should be positive", rope->theta));
+    }
   }
   // Large-but-sane bounds: more would overflow int64 buffer sizes in the forward pass.
   constexpr int kMaxDim = 1 << 20;

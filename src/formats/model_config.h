@@ -20,6 +20,12 @@
 
 namespace proctor {
 
+// The MLP's activation: down(act(gate(x)) * up(x)).
+enum class MlpActivation {
+  kSilu,      // Llama's SwiGLU
+  kGeluTanh,  // Gemma's GeGLU: gelu with the tanh approximation (HF gelu_pytorch_tanh)
+};
+
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
   std::string model_type;  // as written in the source ("llama", "qwen3", ...)
@@ -40,6 +46,18 @@ struct ModelConfig {
   bool qk_norm = false;  // qwen3: RMSNorm over each head of q and k before RoPE
   // theta and scaling (rope_frequencies.h turns them into inverse frequencies).
   RopeParameters rope;
+  // The rope of sliding-window layers when it differs from `rope` (Gemma 3's local rope).
+  std::optional<RopeParameters> sliding_rope;
+  MlpActivation mlp_activation = MlpActivation::kSilu;
+  // RMSNorm multiplies by (1 + weight): Gemma's HF checkpoints (its GGUF files store 1 + weight
+  // and use plain RMSNorm).
+  bool norm_adds_one = false;
+  // Attention scores are q.k / sqrt(query_pre_attn_scalar) (Gemma's config key); 0 = head_dim.
+  double query_pre_attn_scalar = 0.0;
+  // Soft-capping, cap * tanh(x / cap), of attention scores (after scaling, before the mask) and
+  // of the final logits; 0 = none (Gemma).
+  float attn_logit_softcapping = 0.0f;
+  float final_logit_softcapping = 0.0f;
   // true: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF llama: llama.cpp's converter permuted the
   // Q/K rows); false: rotate halves (x[i], x[i + d/2]) (HF checkpoints, GGUF qwen2/qwen3).
   bool rope_adjacent_pairs = false;
@@ -59,6 +77,12 @@ struct ModelConfig {
     if (layer_uses_sliding_window.empty()) return sliding_window;
     return layer_uses_sliding_window.at(static_cast<size_t>(layer)) ? sliding_window : 0;
   }
+  // The rope of layer `layer`.
+  const RopeParameters& RopeForLayer(int layer) const {
+    return sliding_rope && SlidingWindowForLayer(layer) > 0 ? *sliding_rope : rope;
+  }
+  // The multiplier of q.k in attention: 1 / sqrt(query_pre_attn_scalar or head_dim), in f32.
+  float AttentionScale() const;
   // One-line summary for logs: "qwen3 L=2 d=64 heads=4/2 hd=32 ff=128 vocab=512 ...".
   std::string Summary() const;
 };

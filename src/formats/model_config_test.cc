@@ -125,8 +125,10 @@ TEST(ParseHfConfig, Qwen2SlidingWindowFollowsMaxWindowLayers) {
 
 TEST(ParseHfConfig, RefusesUnknownArchitecturesAndOptions) {
   json j = LlamaBase();
-  j["model_type"] = "gemma2";
-  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "gemma2", "not supported");
+  j["model_type"] = "phi3";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "phi3", "not supported");
+  j["model_type"] = "gemma3";  // the multimodal wrapper: its text model is gemma3_text
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "\"gemma3\"", "text_config", "gemma3_text");
   j = LlamaBase();
   j["rope_scaling"] = json::parse(R"({"rope_type": "longrope", "factor": 2.0})");
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "longrope");
@@ -145,6 +147,77 @@ TEST(ParseHfConfig, RefusesUnknownArchitecturesAndOptions) {
   j = LlamaBase();
   j["hidden_size"] = "64";
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "hidden_size", "integer");
+}
+
+json GemmaBase(const std::string& model_type) {
+  json j = LlamaBase();
+  j["model_type"] = model_type;
+  j["num_hidden_layers"] = 6;
+  j["head_dim"] = 16;
+  return j;
+}
+
+// Gemma before transformers v5 had no "layer_types": Gemma 2 slides on even layers, Gemma 3 on
+// all but every sliding_window_pattern-th (6 by default); Gemma 3's local rope was
+// "rope_local_base_freq"; Gemma 2's soft-caps default on (50, 30) unless null.
+TEST(ParseHfConfig, GemmaOlderSpellingsAndDefaults) {
+  json j = GemmaBase("gemma2");
+  j["sliding_window"] = 8;
+  ModelConfig c = ParseHfConfig(j, "cfg.json");
+  for (int layer = 0; layer < 6; ++layer) {
+    EXPECT_EQ(c.SlidingWindowForLayer(layer), layer % 2 == 0 ? 8 : 0) << layer;
+  }
+  EXPECT_EQ(c.attn_logit_softcapping, 50.0f);
+  EXPECT_EQ(c.final_logit_softcapping, 30.0f);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256.0);
+  j["attn_logit_softcapping"] = nullptr;
+  j["final_logit_softcapping"] = nullptr;
+  c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0f);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0f);
+
+  j = GemmaBase("gemma3_text");
+  j["sliding_window"] = 8;
+  j["rope_theta"] = 1000000.0;
+  j["rope_local_base_freq"] = 10000.0;
+  j["rope_scaling"] = json::parse(R"({"rope_type": "linear", "factor": 8.0})");
+  c = ParseHfConfig(j, "cfg.json");
+  for (int layer = 0; layer < 6; ++layer) {
+    EXPECT_EQ(c.SlidingWindowForLayer(layer), layer == 5 ? 0 : 8) << layer;
+  }
+  EXPECT_EQ(c.rope.type, RopeType::kLinear);  // the global rope is scaled
+  EXPECT_EQ(c.rope.theta, 1000000.0);
+  ASSERT_TRUE(c.sliding_rope.has_value());
+  EXPECT_EQ(c.sliding_rope->type, RopeType::kDefault);  // the local one is not
+  EXPECT_EQ(c.sliding_rope->theta, 10000.0);
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0f);
+  j["sliding_window_pattern"] = 3;
+  c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.SlidingWindowForLayer(2), 0);
+  EXPECT_EQ(c.SlidingWindowForLayer(3), 8);
+}
+
+TEST(ParseHfConfig, GemmaRefusesWhatItDoesNotImplement) {
+  json j = GemmaBase("gemma2");
+  j["hidden_activation"] = "relu";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "relu", "gelu_pytorch_tanh");
+  j = GemmaBase("gemma3_text");
+  j["use_bidirectional_attention"] = true;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "use_bidirectional_attention");
+  j = GemmaBase("gemma3_text");
+  j["rope_parameters"] = json::parse(
+      R"({"full_attention": {"rope_theta": 1e6}, "chunked_attention": {"rope_theta": 1e4}})");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "chunked_attention");
+  j = GemmaBase("gemma2");
+  j["final_logit_softcapping"] = -1.0;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "final_logit_softcapping", "-1");
+  j = GemmaBase("gemma2");
+  j["layer_types"] = json::array({"sliding_attention", "full_attention"});  // 6 layers
+  j["sliding_window"] = 8;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "layer_types", "6 layer types");
+  j = GemmaBase("gemma3_text");
+  j["query_pre_attn_scalar"] = 0;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "query_pre_attn_scalar");
 }
 
 }  // namespace

@@ -45,8 +45,9 @@ TEST_P(HfGolden, PromptLogitsGreedyAndStepLogitsMatchTransformers) {
   bf16_options.compute = ops::ComputeMode::kBF16;
   const RuntimeModel bf16(g->config, g->weights, bf16_options);
   const float bf16_diff = MaxAbsDiff(PromptLogits(bf16, g->prompt, 512), g->logits);
-  std::printf("[ distance ] %s: f32 prompt %.3g, f32 steps %.3g, bf16 prompt %.3g\n",
-              GetParam().c_str(), prompt_diff, step_diff, bf16_diff);
+  std::printf(
+      "[ distance ] %s: f32 prompt %.3g, f32 steps %.3g, f32 hidden %.3g, bf16 prompt %.3g\n",
+      GetParam().c_str(), prompt_diff, step_diff, d.hidden, bf16_diff);
   RecordProperty("bf16_max_abs_diff", std::to_string(bf16_diff));
   EXPECT_GT(bf16_diff, 0.0f);  // bf16 rounding is really applied
   EXPECT_LE(bf16_diff, 0.5f);
@@ -55,7 +56,7 @@ TEST_P(HfGolden, PromptLogitsGreedyAndStepLogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Cases, HfGolden,
                          ::testing::Values("llama-f32", "llama-bf16-tied-rope-llama3",
                                            "qwen2-f32-bias", "qwen3-f32", "qwen3-bf16",
-                                           "qwen3-f32-long"),
+                                           "qwen3-f32-long", "gemma2-f32", "gemma3-f32"),
                          [](const auto& case_info) {
                            std::string n = case_info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -81,8 +82,50 @@ TEST(HfGoldenChunking, LongPromptIsChunkInvariantAndDeterministic) {
   EXPECT_TRUE(std::equal(seven_a.begin(), seven_a.end(), seven_b.begin()));
 }
 
-TEST(HfGoldenRefusals, GemmaAndHybridsAreRefusedWithTheArchitectureNamed) {
-  for (const char* name : {"gemma2-f32", "gemma3-f32", "qwen3_next-f32", "qwen3_5-f32"}) {
+// Gemma: chunked prefill at several chunk sizes gives the prompt logits of one pass (the sliding
+// layers' window crosses chunk boundaries and their caches drop rows the window left behind).
+TEST(HfGoldenChunking, GemmaPromptsAreChunkInvariant) {
+  for (const std::string name : {"gemma2-f32", "gemma3-f32"}) {
+    SCOPED_TRACE(name);
+    const auto g = LoadGolden(name);
+    if (!g) GTEST_SKIP() << "fixture absent: " << CaseDir(name);
+    const RuntimeModel model(g->config, g->weights, RuntimeOptions{});
+    const std::vector<float> whole = PromptLogits(model, g->prompt, 512);
+    EXPECT_LE(MaxAbsDiff(whole, g->logits), 1e-4f);
+    for (const int64_t chunk : {1, 7, 64}) {
+      EXPECT_LE(MaxAbsDiff(PromptLogits(model, g->prompt, chunk), whole), 1e-5f)
+          << "chunk " << chunk;
+    }
+  }
+}
+
+// A sliding layer's cache holds what its window can reach, not the context: after 240 positions
+// in steps of 8 with window 16, the sliding layer (0) of gemma3-f32 holds at most 2 x 16 + 8 rows
+// from a late first position, while the global layer (1) holds all 240.
+TEST(HfGoldenChunking, SlidingLayerCacheIsBoundedByTheWindow) {
+  const auto g = LoadGolden("gemma3-f32");
+  if (!g) GTEST_SKIP() << "fixture absent: " << CaseDir("gemma3-f32");
+  ASSERT_EQ(g->config.SlidingWindowForLayer(0), 16);
+  ASSERT_EQ(g->config.SlidingWindowForLayer(1), 0);
+  const RuntimeModel model(g->config, g->weights, RuntimeOptions{});
+  ModelCache cache = model.MakeCache();
+  std::vector<int32_t> ids(8);
+  for (int step = 0; step < 30; ++step) {
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((step * 8 + i) % 512);
+    model.ForwardHidden(ids, cache);
+    const FullAttentionKvCache& local = cache.Attention(0);
+    EXPECT_LE(local.held(), 2 * 16 + 8) << "step " << step;
+    // Still held: every key the step's first query (at length - 8) could see.
+    EXPECT_LE(local.first_position(), std::max<int64_t>(0, local.length() - 8 - 16 + 1))
+        << "step " << step;
+  }
+  EXPECT_EQ(cache.Attention(1).held(), 240);
+  EXPECT_GT(cache.Attention(0).first_position(), 180);
+  EXPECT_LT(cache.layer(0).MemoryBytes() * 3, cache.layer(1).MemoryBytes());
+}
+
+TEST(HfGoldenRefusals, HybridsAreRefusedWithTheArchitectureNamed) {
+  for (const char* name : {"qwen3_next-f32", "qwen3_5-f32"}) {
     const fs::path path = CaseDir(name) / "config.json";
     if (!fs::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
     std::ifstream in(path);

@@ -132,8 +132,9 @@ void CheckKvSchemeFits(const KvScheme& scheme, int head_dim) {
 }
 
 FullAttentionKvCache::FullAttentionKvCache(int64_t kv_dim, KvScheme scheme,
-                                           int64_t reserve_positions)
-    : kv_dim_(kv_dim), scheme_(scheme) {
+                                           int64_t reserve_positions, int window)
+    : kv_dim_(kv_dim), scheme_(scheme), window_(window) {
+  CHECK(window >= 0);
   CHECK(kv_dim > 0);
   for (const DType t : {scheme.key_storage, scheme.value_storage}) {
     CHECK_MSG(t == DType::kF32 || t == DType::kBF16 || t == DType::kF16 || IsBlockType(t), "{}",
@@ -143,6 +144,8 @@ FullAttentionKvCache::FullAttentionKvCache(int64_t kv_dim, KvScheme scheme,
   CHECK(!scheme.quantized() ||
         (scheme.key_storage == DType::kF32 && scheme.value_storage == DType::kF32 &&
          kv_dim % scheme.group_size == 0));
+  // A window-bounded cache never holds much more than twice the window (see DropOutsideWindow).
+  if (window > 0) reserve_positions = std::min<int64_t>(reserve_positions, 2 * int64_t{window});
   Reserve(std::max<int64_t>(reserve_positions, 16));
 }
 
@@ -164,8 +167,8 @@ quant::MlxQuantizedMatrix FullAttentionKvCache::QuantizedRows::View(const KvSche
 
 void FullAttentionKvCache::Reserve(int64_t positions) {
   const auto grown = [&](const Tensor& old, Tensor fresh) {
-    if (length_ > 0)
-      std::memcpy(fresh.bytes(), old.bytes(), static_cast<size_t>(length_) * old.View().row_stride);
+    if (held() > 0)
+      std::memcpy(fresh.bytes(), old.bytes(), static_cast<size_t>(held()) * old.View().row_stride);
     return fresh;
   };
   if (converted()) {
@@ -189,7 +192,7 @@ void FullAttentionKvCache::AppendDense(const MatView& rows, Tensor& store) const
   const QuantizeBlocksFn quantize = BlockQuantizer(type);
   for (int64_t r = 0; r < rows.rows; ++r) {
     const float* x = rows.RowAs<float>(r);
-    const int64_t row = length_ + r;
+    const int64_t row = held() + r;
     uint8_t* out = store.bytes() + static_cast<size_t>(row) * store.View().row_stride;
     if (type == DType::kF32) {
       std::memcpy(out, x, sizeof(float) * kv_dim_);
@@ -205,7 +208,8 @@ void FullAttentionKvCache::AppendDense(const MatView& rows, Tensor& store) const
   }
 }
 
-void FullAttentionKvCache::AppendQuantized(const MatView& rows, QuantizedRows& store) const {
+void FullAttentionKvCache::AppendQuantized(const MatView& rows, int64_t first_row,
+                                           QuantizedRows& store) const {
   // mx.quantize of the new rows (each row's groups are independent of the others); strided rows
   // are gathered first, contiguous ones quantized where they are.
   std::vector<float> gathered;
@@ -222,7 +226,7 @@ void FullAttentionKvCache::AppendQuantized(const MatView& rows, QuantizedRows& s
                          scheme_.group_size, DType::kF32);
   const auto place = [&](const Tensor& from, Tensor& to) {
     const size_t row_bytes = from.View().row_stride;
-    std::memcpy(to.bytes() + static_cast<size_t>(length_) * to.View().row_stride, from.bytes(),
+    std::memcpy(to.bytes() + static_cast<size_t>(first_row) * to.View().row_stride, from.bytes(),
                 row_bytes * static_cast<size_t>(rows.rows));
   };
   place(q.packed, store.packed);
@@ -234,11 +238,12 @@ void FullAttentionKvCache::Append(const MatView& keys, const MatView& values) {
   CHECK(keys.type == DType::kF32 && values.type == DType::kF32);
   CHECK(keys.cols == kv_dim_ && values.cols == kv_dim_ && keys.rows == values.rows);
   const int64_t t = keys.rows;
+  DropOutsideWindow();
   const int64_t capacity = converted() ? quantized_keys_.packed.rows() : keys_.rows();
-  if (length_ + t > capacity) Reserve(std::max(length_ + t, 2 * capacity));
+  if (held() + t > capacity) Reserve(std::max(held() + t, 2 * capacity));
   if (converted()) {
-    AppendQuantized(keys, quantized_keys_);
-    AppendQuantized(values, quantized_values_);
+    AppendQuantized(keys, held(), quantized_keys_);
+    AppendQuantized(values, held(), quantized_values_);
   } else {
     AppendDense(keys, keys_);
     AppendDense(values, values_);
@@ -250,11 +255,8 @@ bool FullAttentionKvCache::EndStep() {
   if (!scheme_.quantized() || converted() || length_ == 0 || length_ < scheme_.start) return false;
   const int64_t capacity = keys_.rows();
   QuantizedRows keys = NewQuantizedRows(capacity), values = NewQuantizedRows(capacity);
-  const int64_t filled = length_;
-  length_ = 0;  // AppendQuantized writes at length_
-  AppendQuantized(keys_.View().RowRange(0, filled), keys);
-  AppendQuantized(values_.View().RowRange(0, filled), values);
-  length_ = filled;
+  AppendQuantized(keys_.View().RowRange(0, held()), 0, keys);
+  AppendQuantized(values_.View().RowRange(0, held()), 0, values);
   quantized_keys_ = std::move(keys);
   quantized_values_ = std::move(values);
   keys_ = Tensor();
@@ -262,14 +264,36 @@ bool FullAttentionKvCache::EndStep() {
   return true;
 }
 
+void FullAttentionKvCache::DropOutsideWindow() {
+  if (window_ <= 0) return;
+  // The next query (at position length_) sees keys from length_ - window + 1 on; rows before are
+  // never read again. Moving the held rows down once at least a window of them is dead keeps the
+  // copying at one row per appended row and the storage under twice the window plus a step.
+  const int64_t dead = length_ - window_ + 1 - first_position_;
+  if (dead < window_) return;
+  const int64_t keep = held() - dead;
+  const auto shift = [&](Tensor& store) {
+    if (store.rows() == 0) return;
+    const size_t stride = store.View().row_stride;
+    std::memmove(store.bytes(), store.bytes() + static_cast<size_t>(dead) * stride,
+                 static_cast<size_t>(keep) * stride);
+  };
+  for (Tensor* store :
+       {&keys_, &values_, &quantized_keys_.packed, &quantized_keys_.scales, &quantized_keys_.biases,
+        &quantized_values_.packed, &quantized_values_.scales, &quantized_values_.biases}) {
+    shift(*store);
+  }
+  first_position_ += dead;
+}
+
 ops::KvRows FullAttentionKvCache::Keys() const {
-  if (converted()) return ops::KvRows(quantized_keys_.View(scheme_, length_));
-  return ops::KvRows(keys_.View().RowRange(0, length_));
+  if (converted()) return ops::KvRows(quantized_keys_.View(scheme_, held()));
+  return ops::KvRows(keys_.View().RowRange(0, held()));
 }
 
 ops::KvRows FullAttentionKvCache::Values() const {
-  if (converted()) return ops::KvRows(quantized_values_.View(scheme_, length_));
-  return ops::KvRows(values_.View().RowRange(0, length_));
+  if (converted()) return ops::KvRows(quantized_values_.View(scheme_, held()));
+  return ops::KvRows(values_.View().RowRange(0, held()));
 }
 
 size_t FullAttentionKvCache::MemoryBytes() const {
@@ -281,8 +305,9 @@ size_t FullAttentionKvCache::MemoryBytes() const {
 }
 
 std::unique_ptr<LayerCache> FullAttentionKvCache::Clone() const {
-  auto copy = std::make_unique<FullAttentionKvCache>(kv_dim_, scheme_);
+  auto copy = std::make_unique<FullAttentionKvCache>(kv_dim_, scheme_, 0, window_);
   copy->length_ = length_;
+  copy->first_position_ = first_position_;
   copy->keys_ = keys_.Copy();
   copy->values_ = values_.Copy();
   for (const auto& [from, to] : {std::pair{&quantized_keys_, &copy->quantized_keys_},

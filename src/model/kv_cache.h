@@ -5,9 +5,9 @@
 //    dense (f32 by default, bf16 or f16), or quantized with MLX's affine format as mlx-lm's
 //    QuantizedKVCache does (full precision until the cache holds `start` positions, then
 //    converted in place; docs/kv-cache.md).
-//  - sliding-window layers: today a FullAttentionKvCache read through the attention window (the
-//    kernel masks keys older than the window); a ring buffer that keeps only `window` rows is the
-//    planned memory saving, behind the same kind tag.
+//  - sliding-window layers: a FullAttentionKvCache created with the window keeps only the rows
+//    the window can still reach (at most twice the window plus one step's rows), so its memory is
+//    bounded by the window, not the context.
 //  - RecurrentState: the linear-attention layers of hybrid models (gated DeltaNet): a short conv
 //    state and a per-head state matrix, advanced in place by ForwardHidden. Declared so the
 //    interface covers it; no architecture fills it yet.
@@ -85,12 +85,15 @@ class LayerCache {
   virtual std::unique_ptr<LayerCache> Clone() const = 0;
 };
 
-// Keys and values for positions 0..length()-1, rows = positions: K [length, kv_dim] and
-// V [length, kv_dim] as the scheme stores them (see KvScheme). Grows by doubling; Reserve avoids
-// regrowth.
+// Keys and values for positions first_position()..length()-1, row r = position
+// first_position() + r: K [held, kv_dim] and V [held, kv_dim] as the scheme stores them (see
+// KvScheme). Grows by doubling; Reserve avoids regrowth. With window > 0 (a sliding-window
+// layer), rows no query can see any more (older than length() - window + 1) are dropped, a
+// window's worth at a time; first_position() is 0 otherwise.
 class FullAttentionKvCache final : public LayerCache {
  public:
-  FullAttentionKvCache(int64_t kv_dim, KvScheme scheme, int64_t reserve_positions = 0);
+  FullAttentionKvCache(int64_t kv_dim, KvScheme scheme, int64_t reserve_positions = 0,
+                       int window = 0);
 
   LayerCacheKind kind() const override { return LayerCacheKind::kFullAttention; }
   size_t MemoryBytes() const override;
@@ -103,12 +106,14 @@ class FullAttentionKvCache final : public LayerCache {
   // scheme().start positions (and at least one) is quantized now. Returns whether it converted.
   bool EndStep();
 
-  int64_t length() const { return length_; }
+  int64_t length() const { return length_; }                  // positions appended so far
+  int64_t first_position() const { return first_position_; }  // the position of row 0
+  int64_t held() const { return length_ - first_position_; }  // rows stored
   int64_t kv_dim() const { return kv_dim_; }
   const KvScheme& scheme() const { return scheme_; }
   bool converted() const { return quantized_keys_.packed.rows() > 0; }
-  ops::KvRows Keys() const;    // [length, kv_dim]
-  ops::KvRows Values() const;  // [length, kv_dim]
+  ops::KvRows Keys() const;    // [held, kv_dim]
+  ops::KvRows Values() const;  // [held, kv_dim]
 
  private:
   // MLX affine storage of [capacity, kv_dim]: codes U32 [capacity, kv_dim * bits / 32], scales
@@ -118,12 +123,16 @@ class FullAttentionKvCache final : public LayerCache {
     quant::MlxQuantizedMatrix View(const KvScheme& scheme, int64_t rows) const;
   };
   void AppendDense(const MatView& rows, Tensor& store) const;
-  void AppendQuantized(const MatView& rows, QuantizedRows& store) const;
+  // Quantizes `rows` into store rows first_row...
+  void AppendQuantized(const MatView& rows, int64_t first_row, QuantizedRows& store) const;
+  void DropOutsideWindow();
   QuantizedRows NewQuantizedRows(int64_t capacity) const;
 
   int64_t kv_dim_;
   KvScheme scheme_;
+  int window_ = 0;
   int64_t length_ = 0;
+  int64_t first_position_ = 0;
   Tensor keys_;    // dense: [capacity, kv_dim] (empty once converted)
   Tensor values_;  // dense: [capacity, kv_dim]
   QuantizedRows quantized_keys_, quantized_values_;  // affine, once converted

@@ -211,10 +211,13 @@ TEST(QuantizedKvAttention, EqualsTheFloat64ReferenceOverTheSameCodes) {
           Tensor ref = Tensor::F32(queries, int64_t{n_heads} * head_dim);
           const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
           const int64_t pos0 = length - queries;
-          ops::Attention(q.View(), cache.Keys(), cache.Values(), pos0, n_heads, n_kv_heads,
-                         head_dim, scale, window, fast.MutF32(), pool);
-          ops::AttentionRef(q.View(), cache.Keys(), cache.Values(), pos0, n_heads, n_kv_heads,
-                            head_dim, scale, window, ref.MutF32());
+          const ops::AttentionShape shape{.n_heads = n_heads,
+                                          .n_kv_heads = n_kv_heads,
+                                          .head_dim = head_dim,
+                                          .scale = scale,
+                                          .sliding_window = window};
+          ops::Attention(q.View(), cache.Keys(), cache.Values(), pos0, shape, fast.MutF32(), pool);
+          ops::AttentionRef(q.View(), cache.Keys(), cache.Values(), pos0, shape, ref.MutF32());
           double worst = 0;
           for (int64_t r = 0; r < queries; ++r) {
             for (int64_t c = 0; c < fast.cols(); ++c) {

@@ -12,6 +12,7 @@
 #include "formats/gguf_model.h"
 #include "formats/safetensors.h"
 #include "model/mlx_weights.h"
+#include "model/runtime_model.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -147,8 +148,10 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
   if (!c.tie_word_embeddings || w.Has("lm_head.weight")) linear("lm_head", vocab, hidden);
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::string p = fmt::format("model.layers.{}.", layer);
-    expect(p + "input_layernorm.weight", {hidden});
-    expect(p + "post_attention_layernorm.weight", {hidden});
+    const LayerNormNames norms = NormNamesOf(FamilyOf(c.arch).block);
+    for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
+      if (!norm.empty()) expect(fmt::format("{}{}.weight", p, norm), {hidden});
+    }
     linear(p + "self_attn.q_proj", q_dim, hidden);
     linear(p + "self_attn.k_proj", kv_dim, hidden);
     linear(p + "self_attn.v_proj", kv_dim, hidden);

@@ -112,16 +112,52 @@ TEST(LoadModel, HfGoldenQwen3) {
   EXPECT_TRUE(m.config.tie_word_embeddings);
 }
 
-TEST(LoadModel, LaterArchitecturesAreRefusedByName) {
-  for (const auto& [name, arch] :
-       std::vector<std::pair<std::string, std::string>>{{"gemma2-f32", "gemma2"},
-                                                        {"gemma3-f32", "gemma3"},
-                                                        {"qwen3_next-f32", "qwen3_next"},
-                                                        {"qwen3_5-f32", "qwen3_5"}}) {
+TEST(LoadModel, HybridArchitecturesAreRefusedByName) {
+  for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
+           {"qwen3_next-f32", "qwen3_next"}, {"qwen3_5-f32", "qwen3_5"}}) {
     const fs::path dir = GoldenDir(name);
     SKIP_IF_MISSING(dir);
     EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), arch.c_str(), "not supported", "config.json");
   }
+}
+
+// The Gemma goldens' config.json as the engine reads it (values from the fixtures' SOURCES.md).
+TEST(LoadModel, GemmaConfigsReadEveryGemmaSetting) {
+  const fs::path gemma2_dir = GoldenDir("gemma2-f32"), gemma3_dir = GoldenDir("gemma3-f32");
+  SKIP_IF_MISSING(gemma2_dir);
+  SKIP_IF_MISSING(gemma3_dir);
+  const LoadedModel gemma2 = LoadModel(gemma2_dir.string());
+  EXPECT_EQ(gemma2.config.arch, ModelArch::kGemma2);
+  EXPECT_EQ(gemma2.config.mlp_activation, MlpActivation::kGeluTanh);
+  EXPECT_TRUE(gemma2.config.norm_adds_one);
+  EXPECT_EQ(gemma2.config.attn_logit_softcapping, 2.0f);
+  EXPECT_EQ(gemma2.config.final_logit_softcapping, 30.0f);
+  EXPECT_EQ(gemma2.config.AttentionScale(), 1.0f / 16.0f);  // query_pre_attn_scalar 256
+  EXPECT_EQ(gemma2.config.SlidingWindowForLayer(0), 16);
+  EXPECT_EQ(gemma2.config.SlidingWindowForLayer(1), 0);
+  EXPECT_FALSE(gemma2.config.sliding_rope.has_value());
+
+  const LoadedModel gemma3 = LoadModel(gemma3_dir.string());
+  EXPECT_EQ(gemma3.config.arch, ModelArch::kGemma3);
+  EXPECT_TRUE(gemma3.config.qk_norm);
+  EXPECT_EQ(gemma3.config.attn_logit_softcapping, 0.0f);  // null in config.json
+  EXPECT_EQ(gemma3.config.final_logit_softcapping, 0.0f);
+  EXPECT_EQ(gemma3.config.rope.theta, 1000000.0);
+  ASSERT_TRUE(gemma3.config.sliding_rope.has_value());
+  EXPECT_EQ(gemma3.config.sliding_rope->theta, 10000.0);
+  EXPECT_EQ(&gemma3.config.RopeForLayer(0), &*gemma3.config.sliding_rope);
+  EXPECT_EQ(&gemma3.config.RopeForLayer(1), &gemma3.config.rope);
+}
+
+// A Gemma config over weights without Gemma's extra norms: the first missing tensor is named.
+TEST(LoadModel, GemmaWithoutItsNormsNamesTheMissingTensor) {
+  const fs::path gemma_dir = GoldenDir("gemma2-f32"), llama_dir = GoldenDir("llama-f32");
+  SKIP_IF_MISSING(gemma_dir);
+  SKIP_IF_MISSING(llama_dir);
+  const LoadedModel gemma = LoadModel(gemma_dir.string());
+  const LoadedModel llama = LoadModel(llama_dir.string());
+  EXPECT_ERROR_CONTAINS(ValidateWeights(gemma.config, llama.weights),
+                        "model.layers.0.pre_feedforward_layernorm.weight");
 }
 
 TEST(LoadModel, Stories260KGguf) {

@@ -1,19 +1,22 @@
-// RuntimeModel: the engine's forward pass for the Llama family (llama, mistral, qwen2, qwen3).
+// RuntimeModel: the engine's forward pass for every supported family.
 //
-// One straight-line implementation; the family members differ by config flags only (q/k/v
-// biases, q/k RMSNorm, tied head, rope convention and scaling, sliding window). Weights are used
-// in their stored dtype through ops::MatMul (nothing is converted up front), MLX-quantized
-// linear layers and embeddings included.
+// The model reads its weights in their stored dtype through ops::MatMul (nothing is converted up
+// front), MLX-quantized linear layers and embeddings included. The shared blocks (attention with
+// its variants, the gated MLP, norms) live in transformer_blocks.cc; each family's decoder layer
+// is a few lines in a file of its own that read like the math: llama_forward.cc (llama, mistral,
+// qwen2, qwen3), gemma_forward.cc (gemma2, gemma3). FamilyTraits::block picks one.
 //
 //   ForwardHidden(ids, cache)  runs T new tokens at positions cache.position().. through every
 //                              layer, appends their keys/values to the cache, and returns the
 //                              final-normed hidden states [T, hidden] (no LM head).
-//   LogitsFromHidden(h)        applies the LM head to any rows: [rows, vocab].
+//   LogitsFromHidden(h)        applies the LM head (and a final soft-cap) to any rows.
 // Prefill therefore never builds vocabulary-sized logits it does not need. Any chunking of a
 // sequence gives the same result up to f32 summation order in attention (tested to 1e-5).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -38,6 +41,17 @@ struct RuntimeOptions {
 ops::ComputeMode ParseComputeMode(std::string_view name);
 std::string_view ComputeModeName(ops::ComputeMode mode);
 
+// The tensor names (under "model.layers.N.", without ".weight") of a decoder layer's norms for a
+// block style; empty when the block has no such norm. The one place both the model and the
+// weight checks (load.h) take them from.
+struct LayerNormNames {
+  std::string_view attention;      // before attention
+  std::string_view attention_out;  // on attention's output
+  std::string_view mlp;            // before the MLP
+  std::string_view mlp_out;        // on the MLP's output
+};
+LayerNormNames NormNamesOf(BlockStyle block);
+
 class RuntimeModel {
  public:
   // Keeps references to config and weights (they must outlive the model). Error when the
@@ -53,8 +67,11 @@ class RuntimeModel {
   ModelCache MakeCache(int64_t reserve_positions = 0) const;
 
   // Runs ids through the model (see the file comment). Returns [ids.size(), hidden] f32.
-  // Token ids outside [0, vocab) throw Error.
-  Tensor ForwardHidden(std::span<const int32_t> ids, ModelCache& cache) const;
+  // Token ids outside [0, vocab) throw Error. `after_layer`, when set, sees the residual stream
+  // [T, hidden] after each layer (tests compare it with Hugging Face's hidden states).
+  using LayerObserver = std::function<void(int layer, const MatView& residual)>;
+  Tensor ForwardHidden(std::span<const int32_t> ids, ModelCache& cache,
+                       const LayerObserver& after_layer = {}) const;
 
   // logits [h.rows, vocab] = h · lm_head^T (f32 out, compute mode as configured).
   Tensor LogitsFromHidden(const MatView& hidden) const;
@@ -62,23 +79,41 @@ class RuntimeModel {
 
  private:
   struct LayerWeights {
-    MatView input_norm, post_attention_norm;
+    MatView attention_norm;      // before attention (HF input_layernorm)
+    MatView attention_out_norm;  // on attention's output (Gemma post_attention_layernorm)
+    MatView mlp_norm;            // before the MLP (Llama post_attention_layernorm, Gemma
+                                 // pre_feedforward_layernorm)
+    MatView mlp_out_norm;        // on the MLP's output (Gemma post_feedforward_layernorm)
     ops::LinearWeight q, k, v, o;
     MatView q_bias, k_bias, v_bias, o_bias;  // rows == 0 when absent
     MatView q_norm, k_norm;                  // rows == 0 unless qk_norm
     ops::LinearWeight gate, up, down;
   };
 
-  void AttentionBlock(int layer, MutMatF32 x, std::span<const int32_t> positions,
+  // The family's decoder layer: x is the residual stream [T, hidden], updated in place.
+  void LlamaLayer(int layer, MutMatF32 x, std::span<const int32_t> positions,
+                  ModelCache& cache) const;
+  void GemmaLayer(int layer, MutMatF32 x, std::span<const int32_t> positions,
+                  ModelCache& cache) const;
+
+  // Shared blocks (transformer_blocks.cc). Each returns a view of a per-thread buffer that the
+  // next call of the same block reuses.
+  // RMSNorm of x by `weight` (times 1 + weight when the config says so) into `out`.
+  void Norm(const MatView& x, const MatView& weight, MutMatF32 out) const;
+  // o_proj(attention(rope(q), rope(k), v)) of the normed input [T, hidden]: q/k/v projections
+  // with their biases, q/k norms, the layer's rope and window, soft-capped scores, the cache.
+  MutMatF32 Attention(int layer, const MatView& normed, std::span<const int32_t> positions,
                       ModelCache& cache) const;
-  void MlpBlock(int layer, MutMatF32 x) const;
+  // down_proj(act(gate_proj(n)) * up_proj(n)) of the normed input [T, hidden].
+  MutMatF32 Mlp(int layer, const MatView& normed) const;
 
   const ModelConfig& config_;
   RuntimeOptions options_;
   ThreadPool& pool_;
-  RopeFrequencies rope_;
+  RopeFrequencies rope_;                         // full-attention layers (every layer, usually)
+  std::optional<RopeFrequencies> sliding_rope_;  // sliding-window layers when it differs
   ops::RopeStyle rope_style_;
-  float attention_scale_;
+  float embed_scale_ = 1.0f;  // Gemma: sqrt(hidden) in f32
   MatView final_norm_;
   ops::LinearWeight embed_tokens_, lm_head_;  // dense or MLX-quantized (model/mlx_weights.h)
   std::vector<LayerWeights> layers_;

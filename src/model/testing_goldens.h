@@ -1,7 +1,8 @@
 // Test-only: a Hugging Face golden case (the layout of ../shared/fixtures/hf-goldens, which
 // tools/oracle/hf_model.py also writes: config.json, model.safetensors, tokens.json, logits.f32,
 // greedy_logits.f32, hidden_states.f32) loaded into the engine, and the comparison every golden
-// test makes: prompt logits, the greedy continuation and the logits of each greedy step.
+// test makes: prompt logits, the greedy continuation, the logits of each greedy step and the
+// hidden states after every layer.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -78,7 +79,32 @@ inline float MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
 struct GoldenDistances {
   float prompt = 0.0f;  // max |engine - HF| over the prompt logits
   float steps = 0.0f;   // the same over the logits of every greedy step
+  float hidden = 0.0f;  // the same over the hidden states after every layer (when recorded)
 };
+
+// The residual stream after each layer but the last, and the final-normed hidden states, against
+// HF's output_hidden_states ([layers + 1, T, hidden]: entry 0 the (scaled) embeddings, entry i
+// the output of layer i - 1, the last entry final-normed). Max |difference| over all.
+inline float HiddenStatesDistance(const RuntimeModel& model, const Golden& g) {
+  const size_t per_layer = g.prompt.size() * static_cast<size_t>(g.config.hidden_size);
+  const size_t layers = static_cast<size_t>(g.config.num_layers);
+  EXPECT_EQ(g.hidden_states.size(), (layers + 1) * per_layer);
+  if (g.hidden_states.size() != (layers + 1) * per_layer) return INFINITY;
+  float worst = 0.0f;
+  const auto compare = [&](size_t entry, const float* ours) {
+    const std::span<const float> hf(g.hidden_states.data() + entry * per_layer, per_layer);
+    worst = std::max(worst, MaxAbsDiff(std::span<const float>(ours, per_layer), hf));
+  };
+  ModelCache cache = model.MakeCache();
+  const Tensor final_normed =
+      model.ForwardHidden(g.prompt, cache, [&](int layer, const MatView& residual) {
+        if (static_cast<size_t>(layer) + 1 < layers) {
+          compare(static_cast<size_t>(layer) + 1, residual.RowAs<float>(0));
+        }
+      });
+  compare(layers, final_normed.f32());
+  return worst;
+}
 
 // The engine (f32 compute, chunk `chunk`) against the case: prompt logits and step logits within
 // `tolerance` (max |difference|), and the greedy continuation token for token.
@@ -101,6 +127,10 @@ inline GoldenDistances ExpectMatchesGolden(const Golden& g, const std::string& l
   EXPECT_EQ(greedy, g.greedy) << label << ": greedy continuation";
   d.steps = MaxAbsDiff(steps, g.greedy_logits);
   EXPECT_LE(d.steps, tolerance) << label << ": greedy step logits";
+  if (!g.hidden_states.empty()) {
+    d.hidden = HiddenStatesDistance(model, g);
+    EXPECT_LE(d.hidden, tolerance) << label << ": hidden states after each layer";
+  }
   return d;
 }
 

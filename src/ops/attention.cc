@@ -14,7 +14,8 @@ namespace proctor::ops {
 namespace {
 
 void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
-                        int n_heads, int n_kv_heads, int head_dim, MutMatF32 out) {
+                        const AttentionShape& shape, MutMatF32 out) {
+  const int n_heads = shape.n_heads, n_kv_heads = shape.n_kv_heads, head_dim = shape.head_dim;
   CHECK(q.type == DType::kF32);
   CHECK_MSG(k.quantized.has_value() == v.quantized.has_value(), "keys and values stored alike");
   if (k.quantized) {
@@ -39,8 +40,15 @@ void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int6
                 v.cols() >= static_cast<int64_t>(n_kv_heads) * head_dim,
             "q cols {} k cols {} v cols {} for {}/{} heads of {}", q.cols, k.cols(), v.cols(),
             n_heads, n_kv_heads, head_dim);
-  CHECK_MSG(pos0 >= 0 && k.rows() >= pos0 + q.rows && v.rows() >= pos0 + q.rows,
-            "pos0 {} + {} queries over k rows {} v rows {}", pos0, q.rows, k.rows(), v.rows());
+  const int64_t first = shape.kv_first_position;
+  CHECK_MSG(pos0 >= 0 && first >= 0 && k.rows() >= pos0 + q.rows - first &&
+                v.rows() >= pos0 + q.rows - first,
+            "pos0 {} + {} queries over k rows {} v rows {} from position {}", pos0, q.rows,
+            k.rows(), v.rows(), first);
+  // Every key the first query sees is held.
+  CHECK_MSG(first == 0 || (shape.sliding_window > 0 && first <= pos0 - shape.sliding_window + 1),
+            "keys from position {} held, the window {} at position {} needs more", first,
+            shape.sliding_window, pos0);
   CHECK(out.rows == q.rows && out.cols >= static_cast<int64_t>(n_heads) * head_dim);
 }
 
@@ -71,17 +79,19 @@ constexpr int64_t kQuantizedTile = 128;
 
 }  // namespace
 
-void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
-               int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out,
-               ThreadPool& pool) {
-  CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
+void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
+               const AttentionShape& shape, MutMatF32 out, ThreadPool& pool) {
+  CheckAttentionArgs(q, k, v, pos0, shape, out);
+  const int n_heads = shape.n_heads, n_kv_heads = shape.n_kv_heads, head_dim = shape.head_dim;
+  const int sliding_window = shape.sliding_window;
+  const int64_t row0 = shape.kv_first_position;  // cache row of position s: s - row0
   const int group = n_heads / n_kv_heads;
   const int64_t T = q.rows;
   const int64_t D = head_dim;
   const int64_t d_padded = (D + internal::BlockedPanelWidth() - 1) / internal::BlockedPanelWidth() *
                            internal::BlockedPanelWidth();
   // Query block: bound the scores buffer (rows x visible keys) to ~1M floats per thread.
-  const int64_t keys_max = pos0 + T;
+  const int64_t keys_max = pos0 + T - row0;
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / (group * keys_max), 1, 32);
   const int64_t n_blocks = (T + block - 1) / block;
   const bool quantized = k.quantized.has_value();
@@ -111,7 +121,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
       if (!quantized) {
         // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel, K in its stored type).
         const MatView k_head{k.dense.type, S, D, k.dense.row_stride,
-                             k.dense.Row(s_lo) + BytesFor(k.dense.type, kv * D)};
+                             k.dense.Row(s_lo - row0) + BytesFor(k.dense.type, kv * D)};
         internal::MatMulBlockedF32(q_view, k_head, MutMatF32{rows, S, S, scores.data()}, 0, S);
       } else {
         // The same, a tile of keys decoded at a time.
@@ -119,7 +129,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         for (int64_t j0 = 0; j0 < S; j0 += kQuantizedTile) {
           const int64_t n = std::min(kQuantizedTile, S - j0);
           for (int64_t j = 0; j < n; ++j) {
-            DecodeKvSegment(k, s_lo + j0 + j, static_cast<int64_t>(kv) * D, D,
+            DecodeKvSegment(k, s_lo - row0 + j0 + j, static_cast<int64_t>(kv) * D, D,
                             kv_tile.data() + j * D);
           }
           const MatView k_tile{DType::kF32, n, D, static_cast<size_t>(D) * 4,
@@ -131,7 +141,14 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t p = pos0 + t0 + r / group;
         const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
-        internal::MaskedSoftmaxRow(scores.data() + r * S, S, first - s_lo, p - s_lo + 1, scale);
+        float* row = scores.data() + r * S;
+        if (shape.logit_softcap > 0.0f) {
+          internal::SoftCapRow(row + (first - s_lo), p - first + 1, shape.scale,
+                               shape.logit_softcap);
+          internal::MaskedSoftmaxRow(row, S, first - s_lo, p - s_lo + 1, 1.0f);
+        } else {
+          internal::MaskedSoftmaxRow(row, S, first - s_lo, p - s_lo + 1, shape.scale);
+        }
       }
       // out_rows = softmax(scores) · V[s_lo..s_hi, kv]: V rows as f32, zero-padded to d_padded;
       // all S rows at once when dense, a tile at a time (summed) when quantized.
@@ -141,7 +158,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         const int64_t n = std::min(v_tile, S - j0);
         for (int64_t j = 0; j < n; ++j) {
           float* dst = v_rows.data() + j * d_padded;
-          DecodeKvSegment(v, s_lo + j0 + j, static_cast<int64_t>(kv) * D, D, dst);
+          DecodeKvSegment(v, s_lo - row0 + j0 + j, static_cast<int64_t>(kv) * D, D, dst);
           std::fill(dst + D, dst + d_padded, 0.0f);
         }
         if (j0 > 0) tile_out.resize(static_cast<size_t>(rows * d_padded));
@@ -165,9 +182,13 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
   });
 }
 
-void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
-                  int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out) {
-  CheckAttentionArgs(q, k, v, pos0, n_heads, n_kv_heads, head_dim, out);
+void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
+                  const AttentionShape& shape, MutMatF32 out) {
+  CheckAttentionArgs(q, k, v, pos0, shape, out);
+  const int n_heads = shape.n_heads, n_kv_heads = shape.n_kv_heads, head_dim = shape.head_dim;
+  const int sliding_window = shape.sliding_window;
+  const int64_t row0 = shape.kv_first_position;
+  const double cap = shape.logit_softcap;
   const int group = n_heads / n_kv_heads;
   std::vector<float> kbuf(static_cast<size_t>(head_dim)), vbuf(static_cast<size_t>(head_dim));
   for (int64_t t = 0; t < q.rows; ++t) {
@@ -178,17 +199,18 @@ void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t po
       std::vector<double> scores;
       double max_score = -INFINITY;
       for (int64_t s = first; s <= p; ++s) {
-        const float* kh = KVHeadRef(k, s, h / group, head_dim, kbuf.data());
+        const float* kh = KVHeadRef(k, s - row0, h / group, head_dim, kbuf.data());
         double dot = 0.0;
         for (int d = 0; d < head_dim; ++d) dot += static_cast<double>(qh[d]) * kh[d];
-        scores.push_back(dot * scale);
+        const double score = dot * shape.scale;
+        scores.push_back(cap > 0.0 ? std::tanh(score / cap) * cap : score);
         max_score = std::max(max_score, scores.back());
       }
       double sum = 0.0;
       for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
       std::vector<double> acc(static_cast<size_t>(head_dim), 0.0);
       for (int64_t s = first; s <= p; ++s) {
-        const float* vh = KVHeadRef(v, s, h / group, head_dim, vbuf.data());
+        const float* vh = KVHeadRef(v, s - row0, h / group, head_dim, vbuf.data());
         for (int d = 0; d < head_dim; ++d) acc[d] += scores[s - first] / sum * vh[d];
       }
       float* o = out.Row(t) + static_cast<int64_t>(h) * head_dim;

@@ -25,19 +25,30 @@ struct KvRows {
   int64_t cols() const { return quantized ? quantized->cols() : dense.cols; }
 };
 
+// The attention of one layer: head counts and size, and how scores become weights.
+struct AttentionShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  float scale = 0.0f;       // multiplies q.k; 1/sqrt(D) normally
+  int sliding_window = 0;   // > 0: the query at position p sees keys p-window+1..p only
+  float logit_softcap = 0;  // > 0: a score s becomes tanh(s * scale / cap) * cap (Gemma 2)
+  // The absolute position of k and v's row 0: a cache that dropped rows older than the window
+  // (they are never read again) starts later than position 0.
+  int64_t kv_first_position = 0;
+};
+
 // T new queries at absolute positions pos0..pos0+T-1 over a KV cache holding keys/values for
-// positions 0..pos0+T-1 (rows = positions, at least pos0+T rows). q: [T, Hq*D] f32; k, v:
+// positions kv_first_position..pos0+T-1 (rows = positions from kv_first_position on, at least
+// pos0+T-kv_first_position rows; every key a query sees must be held). q: [T, Hq*D] f32; k, v:
 // [S, Hkv*D] dense (f32, bf16, f16, or ggml blocks within a head; keys and values may differ)
-// or affine codes whose groups divide D; out: [T, Hq*D]. Query
-// head h uses KV head h / (Hq/Hkv). sliding_window > 0: the query at position p sees keys
-// p-window+1..p only. scale = 1/sqrt(D) normally. Softmax in f32 with max subtraction. Threaded
-// over (query row, head).
-void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
-               int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out,
-               ThreadPool& pool);
+// or affine codes whose groups divide D; out: [T, Hq*D]. Query head h uses KV head
+// h / (Hq/Hkv). Softmax in f32 with max subtraction. Threaded over (query row, head).
+void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
+               const AttentionShape& shape, MutMatF32 out, ThreadPool& pool);
 
 // Scalar reference (double accumulation), single-threaded.
-void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0, int n_heads,
-                  int n_kv_heads, int head_dim, float scale, int sliding_window, MutMatF32 out);
+void AttentionRef(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
+                  const AttentionShape& shape, MutMatF32 out);
 
 }  // namespace proctor::ops

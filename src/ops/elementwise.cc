@@ -20,6 +20,27 @@ void SiluMul(MutMatF32 gate, const MatView& up) {
   }
 }
 
+void GeluTanhMul(MutMatF32 gate, const MatView& up) {
+  CHECK(up.type == DType::kF32 && up.rows == gate.rows && up.cols == gate.cols);
+  for (int64_t t = 0; t < gate.rows; ++t) {
+    internal::GeluTanhMulRow(gate.Row(t), up.RowAs<float>(t), gate.cols);
+  }
+}
+
+void GeluTanhMulRef(MutMatF32 gate, const MatView& up) {
+  CHECK(up.type == DType::kF32 && up.rows == gate.rows && up.cols == gate.cols);
+  const double beta = std::sqrt(2.0 / 3.14159265358979323846);
+  for (int64_t t = 0; t < gate.rows; ++t) {
+    float* g = gate.Row(t);
+    const float* u = up.RowAs<float>(t);
+    for (int64_t i = 0; i < gate.cols; ++i) {
+      const double x = g[i];
+      const double gelu = 0.5 * x * (1.0 + std::tanh(beta * (x + 0.044715 * x * x * x)));
+      g[i] = static_cast<float>(gelu * u[i]);
+    }
+  }
+}
+
 void AddInPlace(MutMatF32 acc, const MatView& x) {
   CHECK(x.type == DType::kF32 && x.rows == acc.rows && x.cols == acc.cols);
   for (int64_t t = 0; t < acc.rows; ++t) {

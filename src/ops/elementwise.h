@@ -11,6 +11,10 @@ namespace proctor::ops {
 
 // gate = silu(gate) * up, elementwise; up: f32 [T, C] like gate.
 void SiluMul(MutMatF32 gate, const MatView& up);
+// gate = gelu_tanh(gate) * up (Gemma's GeGLU; torch's gelu(approximate="tanh")), likewise.
+void GeluTanhMul(MutMatF32 gate, const MatView& up);
+// Scalar reference of GeluTanhMul (double arithmetic).
+void GeluTanhMulRef(MutMatF32 gate, const MatView& up);
 // acc += x; x: f32, same shape.
 void AddInPlace(MutMatF32 acc, const MatView& x);
 // x[t] += bias for every row; bias: 1 row of x.cols, any float type.

@@ -2,6 +2,7 @@
 // [n_begin, n_end) of one thread's static partition.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -47,6 +48,19 @@ void MatVecMlxF32(const float* x, const quant::MlxQuantizedMatrix& w, float* out
 void MaskedSoftmaxRow(float* row, int64_t n, int64_t begin, int64_t end, float scale);
 // gate[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (Highway Exp).
 void SiluMulRow(float* gate, const float* up, int64_t n);
+// x[i] = tanh(x[i] * scale / cap) * cap (Highway Tanh): soft-capped attention scores.
+void SoftCapRow(float* x, int64_t n, float scale, float cap);
+// gate[i] = GeluTanh(gate[i]) * up[i] (Highway Tanh).
+void GeluTanhMulRow(float* gate, const float* up, int64_t n);
+
+// torch's gelu(approximate="tanh") constants, as its float kernel rounds them.
+inline constexpr float kGeluTanhBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+inline constexpr float kGeluTanhKappa = 0.044715f;
+// 0.5 g (1 + tanh(beta (g + kappa g^3))), in torch's order of operations (scalar).
+inline float GeluTanh(float g) {
+  const float inner = kGeluTanhBeta * (g + kGeluTanhKappa * (g * g * g));
+  return 0.5f * g * (1.0f + std::tanh(inner));
+}
 
 // Fused AVX-512 matrix-vector kernels for the GGUF block types (matvec_gguf.cc): rows
 // [n_begin, n_end) of w times x[K] (f32). FusedGgufMatVecCovers(type) says whether one exists

@@ -107,11 +107,19 @@ struct AttentionCase {
   int64_t T, pos0;
   int heads, kv_heads, D, window;
   DType kv_type;
+  float softcap = 0.0f;  // Gemma 2's soft-capped scores
+  int64_t kv_first = 0;  // the cache holds positions kv_first.. only (window-bounded)
 };
 
+// Rows [first, m.rows) of m.
+MatView RowsFrom(const MatView& m, int64_t first) {
+  return MatView{m.type, m.rows - first, m.cols, m.row_stride, m.Row(first)};
+}
+
 void CheckAttention(const AttentionCase& c, ThreadPool& pool) {
-  SCOPED_TRACE(fmt::format("T={} pos0={} heads={}/{} D={} window={} kv={}", c.T, c.pos0, c.heads,
-                           c.kv_heads, c.D, c.window, Name(c.kv_type)));
+  SCOPED_TRACE(fmt::format("T={} pos0={} heads={}/{} D={} window={} kv={} softcap={} first={}", c.T,
+                           c.pos0, c.heads, c.kv_heads, c.D, c.window, Name(c.kv_type), c.softcap,
+                           c.kv_first));
   const int64_t S = c.pos0 + c.T + 2;  // the cache may hold more rows than are visible
   const auto q = RandomFloats(static_cast<size_t>(c.T * c.heads * c.D), 1);
   const Tensor k = RandomMatrix(c.kv_type, S, c.kv_heads * c.D, 2);
@@ -119,10 +127,16 @@ void CheckAttention(const AttentionCase& c, ThreadPool& pool) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   Tensor out = Tensor::F32(c.T, c.heads * c.D), ref = Tensor::F32(c.T, c.heads * c.D);
   const MatView qv = F32View(q, c.T, c.heads * c.D);
-  Attention(qv, k.View(), v.View(), c.pos0, c.heads, c.kv_heads, c.D, scale, c.window, out.MutF32(),
-            pool);
-  AttentionRef(qv, k.View(), v.View(), c.pos0, c.heads, c.kv_heads, c.D, scale, c.window,
-               ref.MutF32());
+  const AttentionShape shape{.n_heads = c.heads,
+                             .n_kv_heads = c.kv_heads,
+                             .head_dim = c.D,
+                             .scale = scale,
+                             .sliding_window = c.window,
+                             .logit_softcap = c.softcap,
+                             .kv_first_position = c.kv_first};
+  const MatView k_held = RowsFrom(k.View(), c.kv_first), v_held = RowsFrom(v.View(), c.kv_first);
+  Attention(qv, k_held, v_held, c.pos0, shape, out.MutF32(), pool);
+  AttentionRef(qv, k_held, v_held, c.pos0, shape, ref.MutF32());
   // Naive: explicit loops over visible keys for every (t, h).
   std::vector<float> krow(static_cast<size_t>(c.kv_heads * c.D)), vrow(krow.size());
   const int group = c.heads / c.kv_heads;
@@ -138,7 +152,8 @@ void CheckAttention(const AttentionCase& c, ThreadPool& pool) {
         for (int d = 0; d < c.D; ++d) {
           dot += static_cast<double>(q[(t * c.heads + h) * c.D + d]) * krow[(h / group) * c.D + d];
         }
-        weights.push_back(dot * scale);
+        const double score = dot * scale;
+        weights.push_back(c.softcap > 0 ? std::tanh(score / c.softcap) * c.softcap : score);
         keys.push_back(s);
       }
       double max_w = -INFINITY, sum = 0.0;
@@ -162,11 +177,15 @@ TEST(Attention, MatchesNaiveGqaWindowsAndOffsets) {
   for (DType kv_type : {DType::kF32, DType::kBF16}) {
     CheckAttention({1, 0, 2, 2, 8, 0, kv_type}, pool);
     CheckAttention({7, 0, 4, 2, 16, 0, kv_type}, pool);
-    CheckAttention({3, 9, 6, 2, 64, 0, kv_type}, pool);    // pos0 > 0, GQA 3:1
-    CheckAttention({1, 40, 4, 1, 64, 0, kv_type}, pool);   // decode, MQA
-    CheckAttention({9, 5, 4, 4, 32, 4, kv_type}, pool);    // sliding window
-    CheckAttention({2, 30, 8, 2, 17, 7, kv_type}, pool);   // odd head_dim, window, pos0
-    CheckAttention({70, 3, 4, 2, 32, 20, kv_type}, pool);  // several query blocks
+    CheckAttention({3, 9, 6, 2, 64, 0, kv_type}, pool);             // pos0 > 0, GQA 3:1
+    CheckAttention({1, 40, 4, 1, 64, 0, kv_type}, pool);            // decode, MQA
+    CheckAttention({9, 5, 4, 4, 32, 4, kv_type}, pool);             // sliding window
+    CheckAttention({2, 30, 8, 2, 17, 7, kv_type}, pool);            // odd head_dim, window, pos0
+    CheckAttention({70, 3, 4, 2, 32, 20, kv_type}, pool);           // several query blocks
+    CheckAttention({9, 5, 4, 2, 16, 0, kv_type, 2.0f}, pool);       // soft-capped scores
+    CheckAttention({12, 20, 4, 2, 16, 6, kv_type, 50.0f}, pool);    // soft-cap and window
+    CheckAttention({5, 30, 4, 2, 16, 8, kv_type, 0.0f, 23}, pool);  // cache from position 23
+    CheckAttention({1, 40, 4, 2, 32, 8, kv_type, 0.0f, 33}, pool);  // decode, exactly the window
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -178,8 +197,9 @@ TEST(Attention, SameBitsForAnyThreadCount) {
   const Tensor v = RandomMatrix(DType::kBF16, S, 2 * 64, 3);
   Tensor a = Tensor::F32(T, 8 * 64), b = Tensor::F32(T, 8 * 64);
   ThreadPool one(1), three(3);
-  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, a.MutF32(), one);
-  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, 8, 2, 64, 0.125f, 0, b.MutF32(), three);
+  const AttentionShape shape{.n_heads = 8, .n_kv_heads = 2, .head_dim = 64, .scale = 0.125f};
+  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, shape, a.MutF32(), one);
+  Attention(F32View(q, T, 8 * 64), k.View(), v.View(), 5, shape, b.MutF32(), three);
   EXPECT_EQ(std::memcmp(a.bytes(), b.bytes(), a.size_bytes()), 0);
 }
 
@@ -235,6 +255,29 @@ TEST(Elementwise, SiluMulSaturatesAtExtremeGates) {
     const double expect = g / (1.0 + std::exp(-g)) * 2.0;
     ASSERT_TRUE(std::isfinite(gate[i])) << "gate " << g;
     ASSERT_NEAR(gate[i], expect, 1e-6 * std::fabs(expect) + 1e-30) << "gate " << g;
+  }
+}
+
+// Gemma's GeGLU against the double-precision formula, over ordinary and extreme gates (tanh
+// saturates to +-1: gelu(g) is g for large g and 0 for very negative g, never NaN).
+TEST(Elementwise, GeluTanhMulMatchesTheFormula) {
+  std::vector<float> gate = RandomFloats(3 * 37, 7, 4.0f);
+  for (float extreme : {-200.0f, -20.0f, -5.0f, 0.0f, 5.0f, 20.0f, 200.0f, -1e30f, 1e30f}) {
+    gate.push_back(extreme);
+  }
+  while (gate.size() % 3 != 0) gate.push_back(0.5f);
+  const int64_t T = 3, C = static_cast<int64_t>(gate.size()) / T;
+  const auto up = RandomFloats(gate.size(), 8);
+  std::vector<float> fast = gate, ref = gate;
+  GeluTanhMul(MutMatF32{T, C, C, fast.data()}, F32View(up, T, C));
+  GeluTanhMulRef(MutMatF32{T, C, C, ref.data()}, F32View(up, T, C));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gate[i];
+    const double expect =
+        0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * up[i];
+    ASSERT_TRUE(std::isfinite(fast[i])) << "gate " << g;
+    ASSERT_NEAR(fast[i], expect, 2e-6 * std::fabs(expect) + 1e-6) << "gate " << g;
+    ASSERT_NEAR(ref[i], expect, 1e-7 * std::fabs(expect) + 1e-30) << "gate " << g;
   }
 }
 

@@ -1,4 +1,5 @@
-// Transcendental row kernels (Highway Exp): masked softmax for Attention, SiLU-gating for MLPs.
+// Transcendental row kernels (Highway Exp, Tanh): masked softmax and soft-capping for Attention,
+// SiLU- and GELU-gating for MLPs.
 #include <cfloat>
 #include <cmath>
 
@@ -89,6 +90,40 @@ void SiluMulRowImpl(float* gate, const float* up, int64_t n) {
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// Highway's Tanh is specified for finite arguments; beyond +-10 tanh is +-1 in f32 anyway.
+constexpr float kTanhSaturates = 10.0f;
+
+void SoftCapRowImpl(float* x, int64_t n, float scale, float cap) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto vscale = hn::Set(df, scale), vcap = hn::Set(df, cap);
+  const auto lo = hn::Set(df, -kTanhSaturates), hi = hn::Set(df, kTanhSaturates);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::Clamp(hn::Div(hn::Mul(hn::LoadU(df, x + i), vscale), vcap), lo, hi);
+    hn::StoreU(hn::Mul(hn::Tanh(df, v), vcap), df, x + i);
+  }
+  for (; i < n; ++i) x[i] = std::tanh(x[i] * scale / cap) * cap;
+}
+
+// gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), in torch's order of operations.
+void GeluTanhMulRowImpl(float* gate, const float* up, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto beta = hn::Set(df, kGeluTanhBeta), kappa = hn::Set(df, kGeluTanhKappa);
+  const auto half = hn::Set(df, 0.5f), one = hn::Set(df, 1.0f);
+  const auto lo = hn::Set(df, -kTanhSaturates), hi = hn::Set(df, kTanhSaturates);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(df, gate + i);
+    const auto cube = hn::Mul(hn::Mul(g, g), g);
+    const auto inner = hn::Clamp(hn::Mul(beta, hn::Add(g, hn::Mul(kappa, cube))), lo, hi);
+    const auto gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, hn::Tanh(df, inner)));
+    hn::StoreU(hn::Mul(gelu, hn::LoadU(df, up + i)), df, gate + i);
+  }
+  for (; i < n; ++i) gate[i] = GeluTanh(gate[i]) * up[i];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace proctor::ops::internal
 HWY_AFTER_NAMESPACE();
@@ -97,6 +132,14 @@ HWY_AFTER_NAMESPACE();
 namespace proctor::ops::internal {
 HWY_EXPORT(MaskedSoftmaxRowImpl);
 HWY_EXPORT(SiluMulRowImpl);
+HWY_EXPORT(SoftCapRowImpl);
+HWY_EXPORT(GeluTanhMulRowImpl);
+void SoftCapRow(float* x, int64_t n, float scale, float cap) {
+  HWY_DYNAMIC_DISPATCH(SoftCapRowImpl)(x, n, scale, cap);
+}
+void GeluTanhMulRow(float* gate, const float* up, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(GeluTanhMulRowImpl)(gate, up, n);
+}
 void SiluMulRow(float* gate, const float* up, int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulRowImpl)(gate, up, n);
 }

@@ -1,0 +1,186 @@
+// RuntimeModel (runtime_model.h): weights by name, the cache, the embedding, the layer loop and
+// the LM head. The layers themselves are in llama_forward.cc and gemma_forward.cc.
+#include "model/runtime_model.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "model/mlx_weights.h"
+#include "ops/matmul_kernels.h"
+#include "ops/ops.h"
+#include "util/error.h"
+
+namespace proctor {
+
+LayerNormNames NormNamesOf(BlockStyle block) {
+  switch (block) {
+    case BlockStyle::kLlama:
+      return {.attention = "input_layernorm",
+              .attention_out = "",
+              .mlp = "post_attention_layernorm",
+              .mlp_out = ""};
+    case BlockStyle::kGemma:
+      return {.attention = "input_layernorm",
+              .attention_out = "post_attention_layernorm",
+              .mlp = "pre_feedforward_layernorm",
+              .mlp_out = "post_feedforward_layernorm"};
+  }
+  return {};
+}
+
+ops::ComputeMode ParseComputeMode(std::string_view name) {
+  if (name == "f32") return ops::ComputeMode::kF32;
+  if (name == "bf16") return ops::ComputeMode::kBF16;
+  Fail("model", "unknown compute mode '{}' (expected f32 or bf16)", name);
+}
+
+std::string_view ComputeModeName(ops::ComputeMode mode) {
+  return mode == ops::ComputeMode::kF32 ? "f32" : "bf16";
+}
+
+RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights,
+                           RuntimeOptions options)
+    : config_(config),
+      options_(options),
+      pool_(options.pool ? *options.pool : ThreadPool::Global()) {
+  const int d = config.head_dim;
+  if (config.rotary_dim > 0 && config.rotary_dim != d) {
+    Fail("model",
+         "{}: partial rotary embeddings (rotary_dim {} of head_dim {}) are not "
+         "implemented",
+         weights.origin(), config.rotary_dim, d);
+  }
+  CheckKvSchemeFits(options.kv, d);
+  const int64_t max_positions =
+      config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
+  rope_ = ComputeRopeFrequencies(config.rope, d, max_positions);
+  if (config.sliding_rope)
+    sliding_rope_ = ComputeRopeFrequencies(*config.sliding_rope, d, max_positions);
+  rope_style_ =
+      config.rope_adjacent_pairs ? ops::RopeStyle::kAdjacentPairs : ops::RopeStyle::kHalfRotation;
+  const BlockStyle block = FamilyOf(config.arch).block;
+  // Gemma: the embedding times sqrt(hidden), a python float rounded to the compute dtype (f32).
+  if (block == BlockStyle::kGemma) {
+    embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(config.hidden_size)));
+  }
+
+  auto optional = [&](const std::string& name) {
+    return weights.Has(name) ? weights.Matrix(name) : MatView{};
+  };
+  const int64_t hidden = config.hidden_size, vocab = config.vocab_size;
+  const int64_t q_dim = int64_t{config.num_heads} * d, kv_dim = int64_t{config.num_kv_heads} * d;
+  const int64_t ff = config.intermediate_size;
+  auto linear = [&](const std::string& path, int64_t out, int64_t in) {
+    return ResolveLinear(weights, config.mlx_quantization, path, out, in);
+  };
+  embed_tokens_ = linear("model.embed_tokens", vocab, hidden);
+  final_norm_ = weights.Matrix("model.norm.weight");
+  if (config.tie_word_embeddings && !weights.Has("lm_head.weight")) {
+    lm_head_ = embed_tokens_;
+  } else {
+    lm_head_ = linear("lm_head", vocab, hidden);
+  }
+  const LayerNormNames norms = NormNamesOf(block);
+  for (int i = 0; i < config.num_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    auto norm = [&](std::string_view name) {
+      return name.empty() ? MatView{} : weights.Matrix(fmt::format("{}{}.weight", p, name));
+    };
+    LayerWeights l;
+    l.attention_norm = norm(norms.attention);
+    l.attention_out_norm = norm(norms.attention_out);
+    l.mlp_norm = norm(norms.mlp);
+    l.mlp_out_norm = norm(norms.mlp_out);
+    l.q = linear(p + "self_attn.q_proj", q_dim, hidden);
+    l.k = linear(p + "self_attn.k_proj", kv_dim, hidden);
+    l.v = linear(p + "self_attn.v_proj", kv_dim, hidden);
+    l.o = linear(p + "self_attn.o_proj", hidden, q_dim);
+    l.q_bias = optional(p + "self_attn.q_proj.bias");
+    l.k_bias = optional(p + "self_attn.k_proj.bias");
+    l.v_bias = optional(p + "self_attn.v_proj.bias");
+    l.o_bias = optional(p + "self_attn.o_proj.bias");
+    if (config.qk_norm) {
+      l.q_norm = weights.Matrix(p + "self_attn.q_norm.weight");
+      l.k_norm = weights.Matrix(p + "self_attn.k_norm.weight");
+    }
+    l.gate = linear(p + "mlp.gate_proj", ff, hidden);
+    l.up = linear(p + "mlp.up_proj", ff, hidden);
+    l.down = linear(p + "mlp.down_proj", hidden, ff);
+    layers_.push_back(l);
+  }
+}
+
+ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
+  ModelCache cache;
+  const int64_t kv_dim = static_cast<int64_t>(config_.num_kv_heads) * config_.head_dim;
+  for (int i = 0; i < config_.num_layers; ++i) {
+    cache.AddLayer(std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions,
+                                                          config_.SlidingWindowForLayer(i)));
+  }
+  return cache;
+}
+
+Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cache,
+                                   const LayerObserver& after_layer) const {
+  CHECK(cache.num_layers() == config_.num_layers);
+  const int64_t t = static_cast<int64_t>(ids.size());
+  Tensor x = Tensor::F32(t, config_.hidden_size);  // [T, hidden] residual stream
+  if (t == 0) return x;
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= config_.vocab_size) {
+      Fail("model", "token id {} is outside the vocabulary [0, {})", id, config_.vocab_size);
+    }
+  }
+  // Hugging Face's "dynamic" rope recomputes its frequencies for every forward that reaches past
+  // max_position_embeddings (so its logits there depend on how the sequence is chunked); the
+  // engine has the frequencies of shorter sequences only, and says so instead of diverging.
+  if (config_.rope.type == RopeType::kDynamic && config_.max_position_embeddings > 0 &&
+      cache.position() + t > config_.max_position_embeddings) {
+    Fail("model",
+         "rope_type \"dynamic\" rescales its frequencies past max_position_embeddings {}, which "
+         "proctor does not implement; this run needs {} positions (use sequences of at most {} "
+         "tokens)",
+         config_.max_position_embeddings, cache.position() + t, config_.max_position_embeddings);
+  }
+  ops::GatherRows(embed_tokens_, ids, x.MutF32());
+  if (embed_scale_ != 1.0f) {
+    for (int64_t i = 0; i < t * config_.hidden_size; ++i) x.f32()[i] *= embed_scale_;
+  }
+
+  std::vector<int32_t> positions(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) {
+    positions[static_cast<size_t>(i)] = static_cast<int32_t>(cache.position() + i);
+  }
+  const BlockStyle block = FamilyOf(config_.arch).block;
+  for (int layer = 0; layer < config_.num_layers; ++layer) {
+    if (block == BlockStyle::kGemma) {
+      GemmaLayer(layer, x.MutF32(), positions, cache);
+    } else {
+      LlamaLayer(layer, x.MutF32(), positions, cache);
+    }
+    if (after_layer) after_layer(layer, x.View());
+  }
+  cache.EndStep(t);  // may convert a quantized-KV cache (model/kv_cache.h)
+  Norm(x.View(), final_norm_, x.MutF32());
+  return x;
+}
+
+void RuntimeModel::LogitsFromHidden(const MatView& hidden, MutMatF32 logits) const {
+  CHECK(hidden.cols == config_.hidden_size && logits.rows == hidden.rows &&
+        logits.cols == config_.vocab_size);
+  ops::MatMul(hidden, lm_head_, logits, options_.compute, pool_);
+  if (const float cap = config_.final_logit_softcapping; cap > 0.0f) {
+    for (int64_t r = 0; r < logits.rows; ++r) {
+      ops::internal::SoftCapRow(logits.Row(r), logits.cols, 1.0f, cap);
+    }
+  }
+}
+
+Tensor RuntimeModel::LogitsFromHidden(const MatView& hidden) const {
+  Tensor logits = Tensor::F32(hidden.rows, config_.vocab_size);  // [rows, vocab]
+  LogitsFromHidden(hidden, logits.MutF32());
+  return logits;
+}
+
+}  // namespace proctor
