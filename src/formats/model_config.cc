@@ -311,8 +311,11 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
     }
     return static_cast<float>(value.value_or(0.0));
   };
-  out.attn_logit_softcapping =
+  // Gemma 3's config keeps attn_logit_softcapping, but transformers' Gemma3Attention never
+  // applies it (nor does llama.cpp): only Gemma 2 soft-caps attention scores.
+  const float attention_cap =
       cap("attn_logit_softcapping", gemma2 ? std::optional(50.0) : std::nullopt);
+  out.attn_logit_softcapping = gemma2 ? attention_cap : 0.0f;
   out.final_logit_softcapping =
       cap("final_logit_softcapping", gemma2 ? std::optional(30.0) : std::nullopt);
   if (GetBool(config, "use_bidirectional_attention", origin, false)) {

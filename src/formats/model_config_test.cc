@@ -191,6 +191,13 @@ TEST(ParseHfConfig, GemmaOlderSpellingsAndDefaults) {
   EXPECT_EQ(c.sliding_rope->type, RopeType::kDefault);  // the local one is not
   EXPECT_EQ(c.sliding_rope->theta, 10000.0);
   EXPECT_EQ(c.attn_logit_softcapping, 0.0f);
+  // Kept in Gemma 3 configs but never applied by transformers' Gemma3Attention (the live oracle's
+  // gemma3-f32-softcaps-untied case matches only without it): not applied here either.
+  j["attn_logit_softcapping"] = 5.0;
+  j["final_logit_softcapping"] = 10.0;
+  c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0f);
+  EXPECT_EQ(c.final_logit_softcapping, 10.0f);
   j["sliding_window_pattern"] = 3;
   c = ParseHfConfig(j, "cfg.json");
   EXPECT_EQ(c.SlidingWindowForLayer(2), 0);

@@ -130,6 +130,50 @@ json CasesOf(const std::string& family) {
         Case("qwen3-f32-long", "qwen3", "float32", 45, {{"max_position_embeddings", 1024}}, 640, 8),
     });
   }
+  if (family == "gemma2") {
+    // Gemma 2's defaults: tied head, soft-caps 50 / 30, query_pre_attn_scalar 256, even layers
+    // sliding.
+    const json window = {{"head_dim", 16}, {"sliding_window", 16}};
+    return json::array({
+        Case("gemma2-f32-defaults", "gemma2", "float32", 51, window),
+        Case("gemma2-bf16-softcap2", "gemma2", "bfloat16", 52,
+             Merge(window, {{"attn_logit_softcapping", 2.0},
+                            {"final_logit_softcapping", 5.0},
+                            {"query_pre_attn_scalar", 16},
+                            {"num_hidden_layers", 3}})),
+        Case("gemma2-f32-nocaps-untied", "gemma2", "float32", 53,
+             Merge(window, {{"attn_logit_softcapping", nullptr},
+                            {"final_logit_softcapping", nullptr},
+                            {"tie_word_embeddings", false}})),
+        Case("gemma2-f32-window-long", "gemma2", "float32", 54,
+             {{"head_dim", 16}, {"sliding_window", 96}, {"max_position_embeddings", 1024}}, 600, 8),
+    });
+  }
+  if (family == "gemma3") {
+    const json local_global = {
+        {"head_dim", 16},
+        {"sliding_window", 16},
+        {"num_hidden_layers", 3},
+        {"layer_types", {"sliding_attention", "sliding_attention", "full_attention"}}};
+    return json::array({
+        Case("gemma3-f32-local-global", "gemma3_text", "float32", 61, local_global),
+        Case("gemma3-bf16-linear-global-rope", "gemma3_text", "bfloat16", 62,
+             Merge(
+                 local_global,
+                 {{"rope_parameters",
+                   {{"full_attention",
+                     {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1000000.0}}},
+                    {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}}}})),
+        Case("gemma3-f32-softcaps-untied", "gemma3_text", "float32", 63,
+             Merge(local_global, {{"attn_logit_softcapping", 5.0},
+                                  {"final_logit_softcapping", 10.0},
+                                  {"query_pre_attn_scalar", 16},
+                                  {"tie_word_embeddings", false}})),
+        Case("gemma3-f32-window-long", "gemma3_text", "float32", 64,
+             Merge(local_global, {{"sliding_window", 128}, {"max_position_embeddings", 1024}}), 600,
+             8),
+    });
+  }
   return json::array();
 }
 
@@ -186,7 +230,9 @@ TEST_P(HfLive, EngineMatchesTransformersOnEveryConfigOfTheFamily) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfLive, ::testing::Values("llama", "mistral", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Families, HfLive,
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2",
+                                           "gemma3"));
 
 }  // namespace
 }  // namespace proctor
