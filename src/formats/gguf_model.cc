@@ -13,8 +13,26 @@
 namespace proctor {
 namespace {
 
-// GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path.
-const std::map<std::string_view, std::string_view>& BlockNames() {
+// GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path. The
+// norms depend on the block: Llama's ffn_norm is HF's post_attention_layernorm, Gemma's is
+// pre_feedforward_layernorm (its post_attention_norm and post_ffw_norm are the sandwich norms).
+const std::map<std::string_view, std::string_view>& BlockNames(BlockStyle block) {
+  static const std::map<std::string_view, std::string_view> kGemma = {
+      {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+      {"attn_norm", "input_layernorm"},
+      {"post_attention_norm", "post_attention_layernorm"},
+      {"ffn_norm", "pre_feedforward_layernorm"},
+      {"post_ffw_norm", "post_feedforward_layernorm"},
+  };
+  if (block == BlockStyle::kGemma) return kGemma;
   static const std::map<std::string_view, std::string_view> kNames = {
       {"attn_q", "self_attn.q_proj"},
       {"attn_k", "self_attn.k_proj"},
@@ -111,9 +129,63 @@ RopeParameters Llama3RopeFromFactors(const GgufFile& gguf, const TensorInfo& fre
   return rope;
 }
 
+// Gemma as llama.cpp reads it (src/models/gemma2.cpp, gemma3.cpp): norms stored as 1 + weight
+// (its converter adds the 1), GeGLU, embeddings times sqrt(hidden); the sliding window and its
+// layer pattern (a bool per layer, or every n-th layer global: 2 for Gemma 2, 6 for Gemma 3), the
+// local rope base (Gemma 3: rope.freq_base_swa, 10000 by default, unscaled), the soft-caps
+// (Gemma 2: 50 and 30 by default; Gemma 3: no attention cap, final cap when given). GGUF has no
+// query_pre_attn_scalar: llama.cpp scales by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the
+// 27B models it recognises by their layer count (46 for Gemma 2, 62 for Gemma 3); so does this.
+void ReadGemmaMetadata(const GgufFile& gguf, ModelConfig& c) {
+  const bool gemma2 = c.arch == ModelArch::kGemma2;
+  const std::string p = c.model_type + ".";
+  c.mlp_activation = MlpActivation::kGeluTanh;
+  c.norm_adds_one = false;
+  const int layers_27b = gemma2 ? 46 : 62;
+  c.query_pre_attn_scalar =
+      c.num_layers == layers_27b && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim;
+  c.attn_logit_softcapping =
+      gemma2 ? gguf.FindFloat(p + "attn_logit_softcapping").value_or(50.0f) : 0.0f;
+  c.final_logit_softcapping =
+      gguf.FindFloat(p + "final_logit_softcapping").value_or(gemma2 ? 30.0f : 0.0f);
+  for (const float cap : {c.attn_logit_softcapping, c.final_logit_softcapping}) {
+    if (!(cap >= 0.0f) || !std::isfinite(cap)) {
+      GgufModelFail(gguf, fmt::format("a logit soft-capping of {} should be positive", cap));
+    }
+  }
+  const int window = MetaInt(gguf, p + "attention.sliding_window", gemma2 ? 4096 : 0);
+  if (window > 0) {
+    c.sliding_window = window;
+    const std::string pattern_key = p + "attention.sliding_window_pattern";
+    const GgufValue* pattern = gguf.Find(pattern_key);
+    if (pattern != nullptr && pattern->is_array()) {
+      const std::vector<int64_t> flags = gguf.GetIntArray(pattern_key);
+      if (flags.size() != static_cast<size_t>(c.num_layers)) {
+        GgufModelFail(gguf, fmt::format("{} lists {} layers, the model has {}", pattern_key,
+                                        flags.size(), c.num_layers));
+      }
+      for (const int64_t flag : flags) c.layer_uses_sliding_window.push_back(flag != 0);
+    } else {
+      const int every = MetaInt(gguf, pattern_key, gemma2 ? 2 : 6);
+      for (int layer = 0; layer < c.num_layers; ++layer) {
+        c.layer_uses_sliding_window.push_back(every == 0 || layer % every < every - 1);
+      }
+    }
+  }
+  const std::optional<float> local_base = gguf.FindFloat(p + "rope.freq_base_swa");
+  if (!gemma2) {
+    RopeParameters local;
+    local.theta = local_base.value_or(10000.0f);
+    c.sliding_rope = local;
+  } else if (local_base) {
+    c.sliding_rope = c.rope;
+    c.sliding_rope->theta = *local_base;
+  }
+}
+
 }  // namespace
 
-std::string GgufToHfTensorName(std::string_view name) {
+std::string GgufToHfTensorName(std::string_view name, BlockStyle block) {
   std::string_view suffix;
   std::string_view base = name;
   for (std::string_view ending : {".weight", ".bias"}) {
@@ -134,17 +206,21 @@ std::string GgufToHfTensorName(std::string_view name) {
     int layer = 0;
     const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
     if (ec != std::errc() || end != rest.data() + dot) return std::string(name);
-    auto it = BlockNames().find(rest.substr(dot + 1));
-    if (it == BlockNames().end()) return std::string(name);
+    const auto& names = BlockNames(block);
+    auto it = names.find(rest.substr(dot + 1));
+    if (it == names.end()) return std::string(name);
     return fmt::format("model.layers.{}.{}{}", layer, it->second, suffix);
   }
   return std::string(name);
 }
 
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store) {
+  const std::optional<std::string_view> arch = gguf->FindString("general.architecture");
+  const FamilyTraits* family = arch ? FindFamilyByGgufArchitecture(*arch) : nullptr;
+  const BlockStyle block = family != nullptr ? family->block : BlockStyle::kLlama;
   for (const GgufTensorInfo& t : gguf->tensors()) {
     TensorInfo info;
-    info.name = GgufToHfTensorName(t.name);
+    info.name = GgufToHfTensorName(t.name, block);
     info.source_name = std::string(t.name);
     info.type = t.type;
     for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it) {
@@ -225,9 +301,11 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
     }
     c.rope = Llama3RopeFromFactors(gguf, *freqs, c.rope.theta, c.head_dim);
   }
-  // Vocabulary: the token list, else the embedding rows.
+  // Vocabulary: the token list, else llama.cpp's <arch>.vocab_size, else the embedding rows.
   if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {
     c.vocab_size = static_cast<int>(std::min<size_t>(tokens->size(), 1u << 30));
+  } else if (gguf.Find(p + "vocab_size") != nullptr) {
+    c.vocab_size = MetaInt(gguf, p + "vocab_size", std::nullopt);
   } else if (const TensorInfo* embed = weights.Find("model.embed_tokens.weight");
              embed != nullptr && embed->shape.size() == 2) {
     c.vocab_size = static_cast<int>(std::min<int64_t>(embed->shape[0], 1 << 30));
@@ -250,6 +328,7 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   // GGUF has no bias flag: the tensors decide, unless the family always has biases.
   c.attention_bias = c.attention_bias || weights.Has("model.layers.0.self_attn.q_proj.bias");
   c.rope_adjacent_pairs = family->gguf_rope_pairing == GgufRopePairing::kAdjacentPairs;
+  if (family->block == BlockStyle::kGemma) ReadGemmaMetadata(gguf, c);
   // Storage type: the most common type among the 2-D weights.
   std::map<std::string_view, int> counts;
   for (const GgufTensorInfo& t : gguf.tensors()) {

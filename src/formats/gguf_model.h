@@ -2,7 +2,9 @@
 //
 // Names: token_embd -> model.embed_tokens, blk.N.attn_q/attn_k/attn_v/attn_output ->
 // model.layers.N.self_attn.{q,k,v,o}_proj, ffn_gate/ffn_up/ffn_down -> mlp.*_proj, attn_norm ->
-// input_layernorm, ffn_norm -> post_attention_layernorm, attn_q_norm/attn_k_norm ->
+// input_layernorm, ffn_norm -> post_attention_layernorm (Gemma: pre_feedforward_layernorm, with
+// post_attention_norm -> post_attention_layernorm, post_ffw_norm -> post_feedforward_layernorm),
+// attn_q_norm/attn_k_norm ->
 // self_attn.q_norm/k_norm, output_norm -> model.norm, output -> lm_head (".weight"/".bias" kept).
 // Other tensors (rope_freqs.weight, ...) keep their GGUF name. Shapes are reversed to HF order
 // ([out, in]); the bytes are the file's (Q/K rows of GGUF llama stay permuted for adjacent-pair
@@ -19,8 +21,9 @@
 
 namespace proctor {
 
-// The HF name of a GGUF tensor name, or the name unchanged when it has no HF equivalent.
-std::string GgufToHfTensorName(std::string_view gguf_name);
+// The HF name of a GGUF tensor name in a family of block style `block` (the norms differ), or
+// the name unchanged when it has no HF equivalent.
+std::string GgufToHfTensorName(std::string_view gguf_name, BlockStyle block = BlockStyle::kLlama);
 
 // Adds every tensor of `gguf` to `store` under its HF name; the store keeps `gguf` alive.
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store);

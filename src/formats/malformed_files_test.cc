@@ -7,6 +7,7 @@
 #include "formats/gguf.h"
 #include "formats/gguf_model.h"
 #include "formats/safetensors.h"
+#include "formats/testing_gguf_builder.h"
 #include "util/file.h"
 #include "util/testing_files.h"
 
@@ -111,37 +112,7 @@ TEST(MalformedSafetensors, FileErrorsNameThePath) {
 
 // ---- GGUF ----
 
-class GgufBuilder {
- public:
-  GgufBuilder(uint32_t version, uint64_t tensors, uint64_t kvs) {
-    Raw("GGUF", 4);
-    U32(version);
-    U64(tensors);
-    U64(kvs);
-  }
-  GgufBuilder& U32(uint32_t v) { return Raw(&v, 4); }
-  GgufBuilder& U64(uint64_t v) { return Raw(&v, 8); }
-  GgufBuilder& Str(std::string_view s) {
-    U64(s.size());
-    return Raw(s.data(), s.size());
-  }
-  GgufBuilder& Raw(const void* p, size_t n) {
-    text_.append(static_cast<const char*>(p), n);
-    return *this;
-  }
-  GgufBuilder& Pad(size_t alignment) {
-    while (text_.size() % alignment != 0) text_.push_back('\0');
-    return *this;
-  }
-  GgufBuilder& Zeros(size_t n) {
-    text_.append(n, '\0');
-    return *this;
-  }
-  Bytes bytes() const { return Bytes(text_.begin(), text_.end()); }
-
- private:
-  std::string text_;
-};
+using testing::GgufBuilder;
 
 // A valid file: one uint32 key, two F32 tensors of 4 values.
 Bytes GoodGguf() {
@@ -182,7 +153,8 @@ TEST(MalformedGguf, UnknownArchitectureListsTheSupportedOnes) {
   const Bytes bytes = b.bytes();
   const auto gguf = GgufFile::Parse(bytes, "mistral.gguf");
   EXPECT_ERROR_CONTAINS(ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
-                        "\"mistral\" is not supported", "(supported: llama, qwen2, qwen3, gemma2, gemma3)");
+                        "\"mistral\" is not supported",
+                        "(supported: llama, qwen2, qwen3, gemma2, gemma3)");
 }
 
 TEST(MalformedGguf, EveryTruncationIsAnError) {

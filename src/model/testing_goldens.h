@@ -86,8 +86,8 @@ struct GoldenDistances {
 // HF's output_hidden_states ([layers + 1, T, hidden]: entry 0 the (scaled) embeddings, entry i
 // the output of layer i - 1, the last entry final-normed). Max |difference| over all.
 inline float HiddenStatesDistance(const RuntimeModel& model, const Golden& g) {
-  const size_t per_layer = g.prompt.size() * static_cast<size_t>(g.config.hidden_size);
-  const size_t layers = static_cast<size_t>(g.config.num_layers);
+  const size_t per_layer = g.prompt.size() * static_cast<size_t>(model.config().hidden_size);
+  const size_t layers = static_cast<size_t>(model.config().num_layers);
   EXPECT_EQ(g.hidden_states.size(), (layers + 1) * per_layer);
   if (g.hidden_states.size() != (layers + 1) * per_layer) return INFINITY;
   float worst = 0.0f;
@@ -108,9 +108,9 @@ inline float HiddenStatesDistance(const RuntimeModel& model, const Golden& g) {
 
 // The engine (f32 compute, chunk `chunk`) against the case: prompt logits and step logits within
 // `tolerance` (max |difference|), and the greedy continuation token for token.
-inline GoldenDistances ExpectMatchesGolden(const Golden& g, const std::string& label,
-                                           int64_t chunk = 512, float tolerance = 1e-4f) {
-  const RuntimeModel model(g.config, g.weights, RuntimeOptions{});
+inline GoldenDistances ExpectModelMatchesGolden(const RuntimeModel& model, const Golden& g,
+                                                const std::string& label, int64_t chunk = 512,
+                                                float tolerance = 1e-4f) {
   const std::vector<float> logits = PromptLogits(model, g.prompt, chunk);
   GoldenDistances d;
   d.prompt = MaxAbsDiff(logits, g.logits);
@@ -132,6 +132,13 @@ inline GoldenDistances ExpectMatchesGolden(const Golden& g, const std::string& l
     EXPECT_LE(d.hidden, tolerance) << label << ": hidden states after each layer";
   }
   return d;
+}
+
+// The same for the case's own model (f32 compute).
+inline GoldenDistances ExpectMatchesGolden(const Golden& g, const std::string& label,
+                                           int64_t chunk = 512, float tolerance = 1e-4f) {
+  const RuntimeModel model(g.config, g.weights, RuntimeOptions{});
+  return ExpectModelMatchesGolden(model, g, label, chunk, tolerance);
 }
 
 }  // namespace proctor::testing

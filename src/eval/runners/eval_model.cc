@@ -13,10 +13,13 @@ namespace {
 
 constexpr std::string_view kSyntheticPrefix = "synthetic:";
 
-// The tokenizer a model on disk carries, or null when it has no tokenizer files.
+// The tokenizer a model on disk carries, or null when it has no tokenizer files (a GGUF file
+// without tokenizer.ggml.model, or with llama.cpp's vocabulary-less "none" / "no_vocab").
 std::unique_ptr<text::Tokenizer> ModelTokenizer(const LoadedModel& model) {
   if (model.format == ModelFormat::kGguf) {
-    if (model.gguf == nullptr || model.gguf->Find("tokenizer.ggml.model") == nullptr) return {};
+    if (model.gguf == nullptr) return {};
+    const std::optional<std::string_view> kind = model.gguf->FindString("tokenizer.ggml.model");
+    if (!kind || *kind == "none" || *kind == "no_vocab") return {};
     return text::LoadGgufTokenizer(model.source);
   }
   if (!std::filesystem::exists(model.source / "tokenizer.json")) return {};
