@@ -56,6 +56,56 @@ TEST(GenerateVerb, PrintsTheGreedyContinuation) {
   EXPECT_EQ(r.out, fmt::format("{}\n", fmt::join(greedy.begin(), greedy.begin() + 12, ",")));
 }
 
+// The saved-teacher loop on Gemma: a corpus (stories260K's 512-token vocabulary, which the
+// Gemma goldens share in size), a top-64 dump of gemma3-f32, `kl` of the model against its own
+// dump (the floor: |KL| below 1e-5, top-1 1), of its 4-bit MLX quantization (clearly above the
+// floor), and `generate` on both Gemma goldens giving transformers' greedy tokens.
+TEST(GemmaEndToEnd, DumpKlAndGenerate) {
+  const fs::path gemma3 = Fixtures() / "hf-goldens" / "gemma3-f32";
+  const fs::path gemma2 = Fixtures() / "hf-goldens" / "gemma2-f32";
+  const fs::path tokenizer = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path text = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  for (const fs::path& p : {gemma3, gemma2, tokenizer, text}) {
+    if (!fs::exists(p)) GTEST_SKIP() << "fixture absent: " << p;
+  }
+  for (const fs::path& dir : {gemma2, gemma3}) {
+    const auto tokens = Tokens(dir);
+    const auto prompt = tokens["prompt"].get<std::vector<int>>();
+    const auto greedy = tokens["greedy"].get<std::vector<int>>();
+    const Result r = Proctor(fmt::format("generate {} --prompt-ids {} --max-tokens 16",
+                                         dir.string(), fmt::join(prompt, ",")));
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(r.out, fmt::format("{}\n", fmt::join(greedy.begin(), greedy.begin() + 16, ",")))
+        << dir;
+  }
+  TempDir tmp;
+  const fs::path corpus = tmp.path() / "corpus", dump = tmp.path() / "dump";
+  const fs::path quantized = tmp.path() / "q4";
+  ASSERT_EQ(Proctor(fmt::format("corpus {} --tokenizer {} --out {} --ctx-len 128 --n-seqs 4",
+                                text.string(), tokenizer.string(), corpus.string()))
+                .status,
+            0);
+  Result r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64",
+                                 gemma3.string(), corpus.string(), dump.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = Proctor(fmt::format("quantize {} --out {} --bits 4 --group-size 32", gemma3.string(),
+                          quantized.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto kl = [&](const fs::path& model) {
+    const fs::path out = tmp.path() / "kl.json";
+    const Result k = Proctor(fmt::format("kl --reference-logits {} --model {} --json {}",
+                                         dump.string(), model.string(), out.string()));
+    EXPECT_EQ(k.status, 0) << k.out;
+    std::ifstream in(out);
+    return nlohmann::json::parse(in)["results"];
+  };
+  const nlohmann::json self = kl(gemma3), q4 = kl(quantized);
+  EXPECT_LT(std::abs(self["kl"]["mean"].get<double>()), 1e-5) << self.dump();
+  EXPECT_EQ(self["top1_agreement"].get<double>(), 1.0);
+  EXPECT_GT(q4["kl"]["mean"].get<double>(), 1e-3) << q4.dump();
+  EXPECT_LT(q4["top1_agreement"].get<double>(), 1.0);
+}
+
 TEST(GenerateVerb, StopsAtStopIdsAndExcludesThem) {
   const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
   if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
