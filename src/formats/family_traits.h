@@ -12,13 +12,15 @@
 namespace proctor {
 
 // One value per table row, in row order (family_traits.cc checks it).
-enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3 };
+enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3, kQwen35 };
 
 // The shape of a decoder layer, which picks the forward pass (model/*_forward.cc).
 enum class BlockStyle {
-  kLlama,  // x += attn(norm(x)); x += mlp(norm(x))
-  kGemma,  // x += norm(attn(norm(x))); x += norm(mlp(norm(x))); embeddings x sqrt(hidden),
-           // GeGLU, RMSNorm by (1 + weight) in HF checkpoints, optional logit soft-capping
+  kLlama,   // x += attn(norm(x)); x += mlp(norm(x))
+  kGemma,   // x += norm(attn(norm(x))); x += norm(mlp(norm(x))); embeddings x sqrt(hidden),
+            // GeGLU, RMSNorm by (1 + weight) in HF checkpoints, optional logit soft-capping
+  kHybrid,  // Qwen3.5: x += mixer(norm(x)); x += mlp(norm(x)), the mixer a gated DeltaNet
+            // (linear attention) or gated full attention per layer; RMSNorm by (1 + weight)
 };
 
 // Whether q/k/v carry biases.
@@ -72,7 +74,7 @@ const FamilyTraits* FindFamilyByGgufArchitecture(std::string_view architecture);
 std::string SupportedHfModelTypes();
 std::string SupportedGgufArchitectures();
 
-// The family's name ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text").
+// The family's name ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", ...).
 inline std::string_view ArchName(ModelArch arch) { return FamilyOf(arch).hf_model_type; }
 
 }  // namespace proctor

@@ -32,7 +32,8 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
 }
 
 TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
-  EXPECT_EQ(SupportedHfModelTypes(), "llama, mistral, qwen2, qwen3, gemma2, gemma3_text");
+  EXPECT_EQ(SupportedHfModelTypes(),
+            "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text");
   EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3");
 }
 
@@ -45,6 +46,11 @@ TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
   for (const FamilyTraits& family : Families()) {
     SCOPED_TRACE(family.hf_model_type);
     j["model_type"] = family.hf_model_type;
+    if (family.block == BlockStyle::kHybrid) {  // the DeltaNet sizes have no defaults
+      j.update(json::parse(R"({"linear_num_key_heads": 2, "linear_num_value_heads": 4,
+          "linear_key_head_dim": 16, "linear_value_head_dim": 16,
+          "linear_conv_kernel_dim": 4})"));
+    }
     const ModelConfig c = ParseHfConfig(j, "test");
     EXPECT_EQ(c.arch, family.arch);
     EXPECT_EQ(c.model_type, family.hf_model_type);
@@ -57,8 +63,9 @@ TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
 
 TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
   const json j = json::parse(R"({"model_type": "phi3"})");
-  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
-                        "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text)");
+  EXPECT_ERROR_CONTAINS(
+      ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
+      "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text)");
 }
 
 }  // namespace

@@ -139,8 +139,7 @@ RopeParameters Llama3RopeFromFactors(const GgufFile& gguf, const TensorInfo& fre
 void ReadGemmaMetadata(const GgufFile& gguf, ModelConfig& c) {
   const bool gemma2 = c.arch == ModelArch::kGemma2;
   const std::string p = c.model_type + ".";
-  c.mlp_activation = MlpActivation::kGeluTanh;
-  c.norm_adds_one = false;
+  c.norm_adds_one = false;  // the converter stored 1 + weight
   const int layers_27b = gemma2 ? 46 : 62;
   c.query_pre_attn_scalar =
       c.num_layers == layers_27b && c.num_heads > 0 ? c.hidden_size / c.num_heads : c.head_dim;

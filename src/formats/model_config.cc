@@ -136,6 +136,7 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
   }
   const json* theta_owner = params != nullptr && Member(*params, "rope_theta") ? params : &config;
   rope.theta = GetDouble(*theta_owner, "rope_theta", origin, 10000.0);
+  rope.partial_rotary_factor = GetDouble(config, "partial_rotary_factor", origin, 1.0);
   if (scaling == nullptr) return rope;
   if (!scaling->is_object()) {
     ConfigFail(origin,
@@ -150,11 +151,8 @@ RopeParameters ParseRope(const json& config, std::string_view origin) {
                                    type_name));
   }
   rope.type = *type;
-  rope.partial_rotary_factor = GetDouble(*scaling, "partial_rotary_factor", origin, 1.0);
-  if (rope.partial_rotary_factor != 1.0) {
-    ConfigFail(origin, fmt::format("partial_rotary_factor {} is not supported",
-                                   rope.partial_rotary_factor));
-  }
+  rope.partial_rotary_factor =
+      GetDouble(*scaling, "partial_rotary_factor", origin, rope.partial_rotary_factor);
   if (rope.type == RopeType::kDefault) return rope;
   rope.factor = GetOptionalDouble(*scaling, "factor", origin);
   if (const json* omp = Member(*scaling, "original_max_position_embeddings")) {
@@ -197,16 +195,18 @@ void ParseSlidingWindow(const json& config, SlidingWindowRule rule, ModelConfig&
                                      out.num_layers, layer_types->dump()));
     }
     bool any_sliding = false;
+    const bool hybrid = FamilyOf(out.arch).block == BlockStyle::kHybrid;
     for (const json& type : *layer_types) {
       const std::string name = type.is_string() ? type.get<std::string>() : type.dump();
       if (name == "sliding_attention") {
         any_sliding = true;
-      } else if (name != "full_attention") {
+      } else if (name != "full_attention" && !(hybrid && name == "linear_attention")) {
         ConfigFail(origin, fmt::format("layer type \"{}\" is not supported (supported: "
-                                       "full_attention, sliding_attention)",
-                                       name));
+                                       "full_attention, sliding_attention{})",
+                                       name, hybrid ? ", linear_attention" : ""));
       }
       out.layer_uses_sliding_window.push_back(name == "sliding_attention");
+      if (hybrid) out.layer_uses_linear_attention.push_back(name == "linear_attention");
     }
     if (!any_sliding) {
       out.layer_uses_sliding_window.clear();
@@ -296,15 +296,16 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
                                    "gelu_pytorch_tanh)",
                                    act));
   }
-  out.mlp_activation = MlpActivation::kGeluTanh;
-  out.norm_adds_one = true;
-  out.query_pre_attn_scalar = GetDouble(config, "query_pre_attn_scalar", origin, 256.0);
+  out.query_pre_attn_scalar =
+      GetDouble(config, "query_pre_attn_scalar", origin, out.query_pre_attn_scalar);
   if (!(out.query_pre_attn_scalar > 0.0) || !std::isfinite(out.query_pre_attn_scalar)) {
     ConfigFail(origin, fmt::format("query_pre_attn_scalar {} should be positive",
                                    out.query_pre_attn_scalar));
   }
   const bool gemma2 = arch == ModelArch::kGemma2;
-  const auto cap = [&](std::string_view key, std::optional<double> fallback) {
+  const auto cap = [&](std::string_view key, float family_default) {
+    const std::optional<double> fallback =
+        family_default > 0.0f ? std::optional<double>(family_default) : std::nullopt;
     const std::optional<double> value = GetNullableDouble(config, key, origin, fallback);
     if (value && !(*value > 0.0 && std::isfinite(*value))) {
       ConfigFail(origin, fmt::format("\"{}\" = {} should be positive or null", key, *value));
@@ -313,13 +314,48 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
   };
   // Gemma 3's config keeps attn_logit_softcapping, but transformers' Gemma3Attention never
   // applies it (nor does llama.cpp): only Gemma 2 soft-caps attention scores.
-  const float attention_cap =
-      cap("attn_logit_softcapping", gemma2 ? std::optional(50.0) : std::nullopt);
+  const float attention_cap = cap("attn_logit_softcapping", out.attn_logit_softcapping);
   out.attn_logit_softcapping = gemma2 ? attention_cap : 0.0f;
-  out.final_logit_softcapping =
-      cap("final_logit_softcapping", gemma2 ? std::optional(30.0) : std::nullopt);
+  out.final_logit_softcapping = cap("final_logit_softcapping", out.final_logit_softcapping);
   if (GetBool(config, "use_bidirectional_attention", origin, false)) {
     ConfigFail(origin, "use_bidirectional_attention true is not supported (causal models only)");
+  }
+}
+
+// Qwen3.5's hybrid layout: the gated DeltaNet's sizes, and which layers use it (`layer_types`,
+// read with the sliding window, or every `full_attention_interval`-th layer full, 4 by default).
+void ParseHybridLayers(const json& config, ModelConfig& out, std::string_view origin) {
+  LinearAttentionConfig& la = out.linear_attention;
+  la.num_key_heads = GetInt(config, "linear_num_key_heads", origin);
+  la.num_value_heads = GetInt(config, "linear_num_value_heads", origin);
+  la.key_head_dim = GetInt(config, "linear_key_head_dim", origin);
+  la.value_head_dim = GetInt(config, "linear_value_head_dim", origin);
+  la.conv_kernel = GetInt(config, "linear_conv_kernel_dim", origin);
+  for (const auto& [name, value] : {std::pair{"linear_num_key_heads", la.num_key_heads},
+                                    std::pair{"linear_num_value_heads", la.num_value_heads},
+                                    std::pair{"linear_key_head_dim", la.key_head_dim},
+                                    std::pair{"linear_value_head_dim", la.value_head_dim},
+                                    std::pair{"linear_conv_kernel_dim", la.conv_kernel}}) {
+    if (value <= 0 || value > (1 << 16)) {
+      ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", name, value));
+    }
+  }
+  if (la.num_value_heads % la.num_key_heads != 0) {
+    ConfigFail(origin, fmt::format("linear_num_value_heads {} is not a multiple of "
+                                   "linear_num_key_heads {}",
+                                   la.num_value_heads, la.num_key_heads));
+  }
+  out.attention_output_gate = true;
+  out.norm_adds_one = true;
+  if (out.layer_uses_linear_attention.empty()) {
+    const int interval = GetInt(config, "full_attention_interval", origin, 4);
+    if (interval <= 0) {
+      ConfigFail(origin,
+                 fmt::format("\"full_attention_interval\" should be positive, got {}", interval));
+    }
+    for (int layer = 0; layer < out.num_layers; ++layer) {
+      out.layer_uses_linear_attention.push_back((layer + 1) % interval != 0);
+    }
   }
 }
 
@@ -347,6 +383,15 @@ ModelConfig FamilyConfig(ModelArch arch) {
   c.attention_bias = family.attention_bias == AttentionBiasRule::kAlways;
   c.qk_norm = family.qk_norm;
   c.tie_word_embeddings = family.tie_word_embeddings_default;
+  if (family.block == BlockStyle::kGemma) {  // HF Gemma2Config / Gemma3TextConfig defaults
+    c.mlp_activation = MlpActivation::kGeluTanh;
+    c.norm_adds_one = true;
+    c.query_pre_attn_scalar = 256.0;
+    if (arch == ModelArch::kGemma2) {
+      c.attn_logit_softcapping = 50.0f;
+      c.final_logit_softcapping = 30.0f;
+    }
+  }
   return c;
 }
 
@@ -368,6 +413,12 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   if (!config_json.is_object()) ConfigFail(origin, "config.json should hold a JSON object");
   const std::string model_type = GetString(config_json, "model_type", origin);
   const FamilyTraits* family = FindFamilyByHfModelType(model_type);
+  if (family == nullptr && model_type == "qwen3_5") {
+    ConfigFail(origin,
+               "model_type \"qwen3_5\" is Qwen3.5's multimodal wrapper (its language model "
+               "is in \"text_config\"), which is not supported; proctor runs text-only "
+               "qwen3_5_text checkpoints");
+  }
   if (family == nullptr && model_type == "gemma3") {
     ConfigFail(origin,
                "model_type \"gemma3\" is Gemma 3's multimodal wrapper (its language model "
@@ -397,7 +448,6 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.num_kv_heads = GetInt(config_json, "num_key_value_heads", origin, out.num_heads);
   out.head_dim = GetInt(config_json, "head_dim", origin,
                         out.num_heads > 0 ? out.hidden_size / out.num_heads : 0);
-  out.rotary_dim = out.head_dim;
   out.intermediate_size = GetInt(config_json, "intermediate_size", origin);
   out.vocab_size = GetInt(config_json, "vocab_size", origin);
   out.max_position_embeddings = GetInt(config_json, "max_position_embeddings", origin, 0);
@@ -412,6 +462,12 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   }
   out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
   ParseSlidingWindow(config_json, family->sliding_window, out, origin);
+  if (family->block == BlockStyle::kHybrid) ParseHybridLayers(config_json, out, origin);
+  out.rotary_dim = static_cast<int>(out.head_dim * out.rope.partial_rotary_factor);
+  if (out.rope.partial_rotary_factor != 1.0 && family->block != BlockStyle::kHybrid) {
+    ConfigFail(origin, fmt::format("partial_rotary_factor {} is not supported for {}",
+                                   out.rope.partial_rotary_factor, model_type));
+  }
   const std::vector<int> bos = GetTokenIds(config_json, "bos_token_id", origin);
   out.bos_token_id = bos.empty() ? -1 : bos.front();
   out.eos_token_ids = GetTokenIds(config_json, "eos_token_id", origin);

@@ -26,6 +26,20 @@ enum class MlpActivation {
   kGeluTanh,  // Gemma's GeGLU: gelu with the tanh approximation (HF gelu_pytorch_tanh)
 };
 
+// The gated-DeltaNet (linear attention) layers of hybrid models: q/k heads of key_head_dim, v
+// heads of value_head_dim (each q/k head serves num_value_heads / num_key_heads value heads), a
+// causal depthwise conv of conv_kernel taps over the q, k, v channels.
+struct LinearAttentionConfig {
+  int num_key_heads = 0;
+  int num_value_heads = 0;
+  int key_head_dim = 0;
+  int value_head_dim = 0;
+  int conv_kernel = 0;
+  int64_t key_dim() const { return int64_t{num_key_heads} * key_head_dim; }
+  int64_t value_dim() const { return int64_t{num_value_heads} * value_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k, v channels
+};
+
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
   std::string model_type;  // as written in the source ("llama", "qwen3", ...)
@@ -34,7 +48,7 @@ struct ModelConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;    // explicit in the config, else hidden_size / num_heads
-  int rotary_dim = 0;  // dimensions of each head that RoPE rotates (= head_dim here)
+  int rotary_dim = 0;  // dimensions of each head that RoPE rotates (head_dim x partial factor)
   int intermediate_size = 0;
   int vocab_size = 0;
   int max_position_embeddings = 0;  // 0 = not given
@@ -58,6 +72,12 @@ struct ModelConfig {
   // of the final logits; 0 = none (Gemma).
   float attn_logit_softcapping = 0.0f;
   float final_logit_softcapping = 0.0f;
+  // Hybrid models: the layers that are gated-DeltaNet linear attention (empty: none) and its
+  // sizes; full attention then also has an output gate (q_proj yields a gate per head, the
+  // attention output is multiplied by its sigmoid).
+  std::vector<bool> layer_uses_linear_attention;
+  LinearAttentionConfig linear_attention;
+  bool attention_output_gate = false;
   // true: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF llama: llama.cpp's converter permuted the
   // Q/K rows); false: rotate halves (x[i], x[i + d/2]) (HF checkpoints, GGUF qwen2/qwen3).
   bool rope_adjacent_pairs = false;
@@ -77,6 +97,10 @@ struct ModelConfig {
     if (layer_uses_sliding_window.empty()) return sliding_window;
     return layer_uses_sliding_window.at(static_cast<size_t>(layer)) ? sliding_window : 0;
   }
+  bool IsLinearAttentionLayer(int layer) const {
+    return !layer_uses_linear_attention.empty() &&
+           layer_uses_linear_attention.at(static_cast<size_t>(layer));
+  }
   // The rope of layer `layer`.
   const RopeParameters& RopeForLayer(int layer) const {
     return sliding_rope && SlidingWindowForLayer(layer) > 0 ? *sliding_rope : rope;
@@ -88,7 +112,9 @@ struct ModelConfig {
 };
 
 // A config of family `arch` with the flags its table row fixes (arch, model_type, always-present
-// biases, q/k norm, the tied-embeddings default); the sizes are left to the caller.
+// biases, q/k norm, the tied-embeddings default) and, for Gemma, Hugging Face's defaults (GeGLU,
+// (1 + weight) norms, query_pre_attn_scalar 256, Gemma 2's soft-caps 50 / 30); the sizes are
+// left to the caller.
 ModelConfig FamilyConfig(ModelArch arch);
 
 // Parses a Hugging Face config.json. `origin` (e.g. the file path) starts every error message.

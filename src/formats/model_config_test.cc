@@ -227,5 +227,49 @@ TEST(ParseHfConfig, GemmaRefusesWhatItDoesNotImplement) {
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "query_pre_attn_scalar");
 }
 
+// Qwen3.5's hybrid layout: layer_types with linear_attention, or every full_attention_interval-th
+// layer full (4 by default); partial rotary; the DeltaNet sizes checked.
+TEST(ParseHfConfig, Qwen35HybridLayers) {
+  json j = LlamaBase();
+  j["model_type"] = "qwen3_5_text";
+  j["num_hidden_layers"] = 8;
+  j["head_dim"] = 32;
+  j.update(json::parse(R"({"linear_num_key_heads": 2, "linear_num_value_heads": 4,
+      "linear_key_head_dim": 16, "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4,
+      "partial_rotary_factor": 0.25})"));
+  ModelConfig c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kQwen35);
+  EXPECT_EQ(c.rotary_dim, 8);
+  EXPECT_TRUE(c.attention_output_gate);
+  EXPECT_TRUE(c.norm_adds_one);
+  EXPECT_EQ(c.linear_attention.conv_dim(), 2 * 32 + 32);
+  for (int layer = 0; layer < 8; ++layer) {
+    EXPECT_EQ(c.IsLinearAttentionLayer(layer), layer % 4 != 3) << layer;
+  }
+  j["layer_types"] =
+      json::array({"full_attention", "linear_attention", "linear_attention", "full_attention",
+                   "linear_attention", "linear_attention", "linear_attention", "full_attention"});
+  c = ParseHfConfig(j, "cfg.json");
+  EXPECT_FALSE(c.IsLinearAttentionLayer(0));
+  EXPECT_TRUE(c.IsLinearAttentionLayer(1));
+  json bad = j;
+  bad["linear_num_value_heads"] = 3;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "linear_num_value_heads 3",
+                        "linear_num_key_heads 2");
+  bad = j;
+  bad.erase("linear_conv_kernel_dim");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "linear_conv_kernel_dim");
+  bad = j;
+  bad["model_type"] = "qwen3_5";  // the multimodal wrapper
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "\"qwen3_5\"", "text_config");
+  // Only the hybrid family takes linear_attention layers and partial rotary.
+  bad = LlamaBase();
+  bad["layer_types"] = json::array({"linear_attention", "full_attention"});
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "linear_attention", "not supported");
+  bad = LlamaBase();
+  bad["partial_rotary_factor"] = 0.5;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "partial_rotary_factor 0.5");
+}
+
 }  // namespace
 }  // namespace proctor

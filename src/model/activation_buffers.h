@@ -11,7 +11,23 @@
 
 namespace proctor::activations {
 
-enum Buffer { kNormed, kQ, kK, kV, kAttended, kProjected, kGate, kUp, kDown, kBufferCount };
+enum Buffer {
+  kNormed,
+  kQ,
+  kK,
+  kV,
+  kQueryAndGate,  // q_proj's output when it also carries the attention output gate
+  kAttended,
+  kProjected,
+  kGate,
+  kUp,
+  kDown,
+  kMixed,      // gated DeltaNet: the q, k, v channels (conv input, then output)
+  kMixerGate,  // gated DeltaNet: z
+  kBeta,       // gated DeltaNet: b, then beta
+  kDecay,      // gated DeltaNet: a, then g
+  kBufferCount
+};
 
 // A [rows, cols] f32 view of the calling thread's buffer `which` (contents undefined).
 inline MutMatF32 Scratch(Buffer which, int64_t rows, int64_t cols) {

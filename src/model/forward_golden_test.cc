@@ -56,7 +56,8 @@ TEST_P(HfGolden, PromptLogitsGreedyAndStepLogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Cases, HfGolden,
                          ::testing::Values("llama-f32", "llama-bf16-tied-rope-llama3",
                                            "qwen2-f32-bias", "qwen3-f32", "qwen3-bf16",
-                                           "qwen3-f32-long", "gemma2-f32", "gemma3-f32"),
+                                           "qwen3-f32-long", "gemma2-f32", "gemma3-f32",
+                                           "qwen3_5-f32"),
                          [](const auto& case_info) {
                            std::string n = case_info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -82,19 +83,26 @@ TEST(HfGoldenChunking, LongPromptIsChunkInvariantAndDeterministic) {
   EXPECT_TRUE(std::equal(seven_a.begin(), seven_a.end(), seven_b.begin()));
 }
 
-// Gemma: chunked prefill at several chunk sizes gives the prompt logits of one pass (the sliding
-// layers' window crosses chunk boundaries and their caches drop rows the window left behind).
-TEST(HfGoldenChunking, GemmaPromptsAreChunkInvariant) {
-  for (const std::string name : {"gemma2-f32", "gemma3-f32"}) {
+// Gemma and the Qwen3.5 hybrid: chunked prefill at several chunk sizes gives the prompt logits of
+// one pass (the sliding layers' window crosses chunk boundaries and their caches drop rows the
+// window left behind; the DeltaNet layers carry their conv and recurrent state across chunks).
+TEST(HfGoldenChunking, WindowedAndHybridPromptsAreChunkInvariant) {
+  for (const std::string name : {"gemma2-f32", "gemma3-f32", "qwen3_5-f32"}) {
     SCOPED_TRACE(name);
     const auto g = LoadGolden(name);
     if (!g) GTEST_SKIP() << "fixture absent: " << CaseDir(name);
     const RuntimeModel model(g->config, g->weights, RuntimeOptions{});
     const std::vector<float> whole = PromptLogits(model, g->prompt, 512);
     EXPECT_LE(MaxAbsDiff(whole, g->logits), 1e-4f);
+    // The matrix products' kernel depends on the chunk (a matrix-vector kernel for one token, a
+    // blocked one for more), so their f32 roundings differ; the DeltaNet's recurrent state carries
+    // those differences along the whole prompt, hence the hybrid's looser bound.
+    const float bound = name == "qwen3_5-f32" ? 2e-5f : 1e-5f;
     for (const int64_t chunk : {1, 7, 64}) {
-      EXPECT_LE(MaxAbsDiff(PromptLogits(model, g->prompt, chunk), whole), 1e-5f)
-          << "chunk " << chunk;
+      const float diff = MaxAbsDiff(PromptLogits(model, g->prompt, chunk), whole);
+      EXPECT_LE(diff, bound) << "chunk " << chunk;
+      std::printf("[ chunking ] %s chunk %lld: %.3g\n", name.c_str(), static_cast<long long>(chunk),
+                  diff);
     }
   }
 }
@@ -125,7 +133,7 @@ TEST(HfGoldenChunking, SlidingLayerCacheIsBoundedByTheWindow) {
 }
 
 TEST(HfGoldenRefusals, HybridsAreRefusedWithTheArchitectureNamed) {
-  for (const char* name : {"qwen3_next-f32", "qwen3_5-f32"}) {
+  for (const char* name : {"qwen3_next-f32"}) {
     const fs::path path = CaseDir(name) / "config.json";
     if (!fs::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
     std::ifstream in(path);

@@ -174,6 +174,38 @@ json CasesOf(const std::string& family) {
              8),
     });
   }
+  if (family == "qwen3_5") {
+    // Gated DeltaNet layers (linear_attention) and gated full attention with partial rotary.
+    const json hybrid = {
+        {"head_dim", 32},
+        {"linear_num_key_heads", 2},
+        {"linear_num_value_heads", 4},
+        {"linear_key_head_dim", 16},
+        {"linear_value_head_dim", 16},
+        {"linear_conv_kernel_dim", 4},
+        {"num_hidden_layers", 4},
+        {"layer_types",
+         {"linear_attention", "full_attention", "linear_attention", "full_attention"}}};
+    return json::array({
+        Case("qwen3_5-f32-hybrid", "qwen3_5_text", "float32", 91,
+             Merge(hybrid, Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),
+        Case(
+            "qwen3_5-bf16-tied-heads-equal", "qwen3_5_text", "bfloat16", 92,
+            Merge(hybrid, Merge({{"tie_word_embeddings", true},
+                                 {"linear_num_key_heads", 4},
+                                 {"linear_value_head_dim", 8},
+                                 {"linear_conv_kernel_dim", 3}},
+                                Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.5}})))),
+        Case(
+            "qwen3_5-f32-linear-first-long", "qwen3_5_text", "float32", 93,
+            Merge(hybrid, Merge({{"max_position_embeddings", 1024},
+                                 {"layer_types",
+                                  {"linear_attention", "linear_attention", "linear_attention",
+                                   "full_attention"}}},
+                                Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),
+            300, 8),
+    });
+  }
   return json::array();
 }
 
@@ -231,8 +263,8 @@ TEST_P(HfLive, EngineMatchesTransformersOnEveryConfigOfTheFamily) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfLive,
-                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2",
-                                           "gemma3"));
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3",
+                                           "qwen3_5"));
 
 }  // namespace
 }  // namespace proctor

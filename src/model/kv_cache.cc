@@ -338,6 +338,12 @@ FullAttentionKvCache& ModelCache::Attention(int i) {
   return static_cast<FullAttentionKvCache&>(l);
 }
 
+RecurrentState& ModelCache::Recurrent(int i) {
+  LayerCache& l = layer(i);
+  CHECK(l.kind() == LayerCacheKind::kRecurrent);
+  return static_cast<RecurrentState&>(l);
+}
+
 void ModelCache::EndStep(int64_t tokens) {
   position_ += tokens;
   for (auto& l : layers_) {

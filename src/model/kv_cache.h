@@ -8,9 +8,9 @@
 //  - sliding-window layers: a FullAttentionKvCache created with the window keeps only the rows
 //    the window can still reach (at most twice the window plus one step's rows), so its memory is
 //    bounded by the window, not the context.
-//  - RecurrentState: the linear-attention layers of hybrid models (gated DeltaNet): a short conv
-//    state and a per-head state matrix, advanced in place by ForwardHidden. Declared so the
-//    interface covers it; no architecture fills it yet.
+//  - RecurrentState: the linear-attention layers of hybrid models (gated DeltaNet): the last
+//    conv_kernel - 1 inputs of the causal conv and a per-head state matrix, advanced in place by
+//    ForwardHidden (model/gated_deltanet.cc).
 // ModelCache owns the layers and the number of positions already consumed.
 #pragma once
 
@@ -171,6 +171,8 @@ class ModelCache {
   LayerCache& layer(int i) { return *layers_.at(static_cast<size_t>(i)); }
   // The full-attention cache of layer i (CHECKs the kind).
   FullAttentionKvCache& Attention(int i);
+  // The recurrent state of linear-attention layer i (CHECKs the kind).
+  RecurrentState& Recurrent(int i);
 
   int64_t position() const { return position_; }  // positions consumed so far
   // The end of a forward step of `tokens` positions: advances position() and lets every

@@ -152,7 +152,25 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
     for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
       if (!norm.empty()) expect(fmt::format("{}{}.weight", p, norm), {hidden});
     }
-    linear(p + "self_attn.q_proj", q_dim, hidden);
+    linear(p + "mlp.gate_proj", ff, hidden);
+    linear(p + "mlp.up_proj", ff, hidden);
+    linear(p + "mlp.down_proj", hidden, ff);
+    if (c.IsLinearAttentionLayer(layer)) {
+      const LinearAttentionConfig& la = c.linear_attention;
+      const std::string m = p + "linear_attn.";
+      linear(m + "in_proj_qkv", la.conv_dim(), hidden);
+      linear(m + "in_proj_z", la.value_dim(), hidden);
+      linear(m + "in_proj_b", la.num_value_heads, hidden);
+      linear(m + "in_proj_a", la.num_value_heads, hidden);
+      linear(m + "out_proj", hidden, la.value_dim());
+      expect(m + "conv1d.weight", {la.conv_dim(), 1, la.conv_kernel});
+      expect(m + "dt_bias", {la.num_value_heads});
+      expect(m + "A_log", {la.num_value_heads});
+      expect(m + "norm.weight", {la.value_head_dim});
+      continue;
+    }
+    // With an output gate, q_proj also yields the gate: twice the rows.
+    linear(p + "self_attn.q_proj", c.attention_output_gate ? 2 * q_dim : q_dim, hidden);
     linear(p + "self_attn.k_proj", kv_dim, hidden);
     linear(p + "self_attn.v_proj", kv_dim, hidden);
     linear(p + "self_attn.o_proj", hidden, q_dim);
@@ -166,9 +184,6 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
       expect(p + "self_attn.q_norm.weight", {c.head_dim});
       expect(p + "self_attn.k_norm.weight", {c.head_dim});
     }
-    linear(p + "mlp.gate_proj", ff, hidden);
-    linear(p + "mlp.up_proj", ff, hidden);
-    linear(p + "mlp.down_proj", hidden, ff);
   }
 }
 

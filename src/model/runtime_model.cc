@@ -25,9 +25,30 @@ LayerNormNames NormNamesOf(BlockStyle block) {
               .attention_out = "post_attention_layernorm",
               .mlp = "pre_feedforward_layernorm",
               .mlp_out = "post_feedforward_layernorm"};
+    case BlockStyle::kHybrid:
+      return {.attention = "input_layernorm",
+              .attention_out = "",
+              .mlp = "post_attention_layernorm",
+              .mlp_out = ""};
   }
   return {};
 }
+
+namespace {
+
+// A depthwise conv1d weight, HF shape [channels, 1, taps], as a [channels, taps] matrix.
+MatView ConvTaps(const WeightStore& weights, const std::string& name, int64_t channels,
+                 int64_t taps) {
+  const TensorInfo& info = weights.Expect(name, {channels, 1, taps});
+  if (!Info(info.type).is_float) {
+    Fail("model", "{}: tensor \"{}\" is {}, expected a float type", weights.origin(), name,
+         Name(info.type));
+  }
+  const size_t row_bytes = BytesFor(info.type, static_cast<uint64_t>(taps));
+  return MatView{info.type, channels, taps, row_bytes, info.data};
+}
+
+}  // namespace
 
 ops::ComputeMode ParseComputeMode(std::string_view name) {
   if (name == "f32") return ops::ComputeMode::kF32;
@@ -45,12 +66,6 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       options_(options),
       pool_(options.pool ? *options.pool : ThreadPool::Global()) {
   const int d = config.head_dim;
-  if (config.rotary_dim > 0 && config.rotary_dim != d) {
-    Fail("model",
-         "{}: partial rotary embeddings (rotary_dim {} of head_dim {}) are not "
-         "implemented",
-         weights.origin(), config.rotary_dim, d);
-  }
   CheckKvSchemeFits(options.kv, d);
   const int64_t max_positions =
       config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
@@ -82,6 +97,8 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     lm_head_ = linear("lm_head", vocab, hidden);
   }
   const LayerNormNames norms = NormNamesOf(block);
+  // q_proj also yields the attention output gate: per head, D query rows then D gate rows.
+  const int64_t q_rows = config.attention_output_gate ? 2 * q_dim : q_dim;
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
     auto norm = [&](std::string_view name) {
@@ -92,7 +109,25 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     l.attention_out_norm = norm(norms.attention_out);
     l.mlp_norm = norm(norms.mlp);
     l.mlp_out_norm = norm(norms.mlp_out);
-    l.q = linear(p + "self_attn.q_proj", q_dim, hidden);
+    l.gate = linear(p + "mlp.gate_proj", ff, hidden);
+    l.up = linear(p + "mlp.up_proj", ff, hidden);
+    l.down = linear(p + "mlp.down_proj", hidden, ff);
+    if (config.IsLinearAttentionLayer(i)) {
+      const LinearAttentionConfig& la = config.linear_attention;
+      const std::string m = p + "linear_attn.";
+      l.in_proj_qkv = linear(m + "in_proj_qkv", la.conv_dim(), hidden);
+      l.in_proj_z = linear(m + "in_proj_z", la.value_dim(), hidden);
+      l.in_proj_b = linear(m + "in_proj_b", la.num_value_heads, hidden);
+      l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
+      l.out_proj = linear(m + "out_proj", hidden, la.value_dim());
+      l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel);
+      l.dt_bias = weights.Matrix(m + "dt_bias");
+      l.a_log = weights.Matrix(m + "A_log");
+      l.output_norm = weights.Matrix(m + "norm.weight");
+      layers_.push_back(l);
+      continue;
+    }
+    l.q = linear(p + "self_attn.q_proj", q_rows, hidden);
     l.k = linear(p + "self_attn.k_proj", kv_dim, hidden);
     l.v = linear(p + "self_attn.v_proj", kv_dim, hidden);
     l.o = linear(p + "self_attn.o_proj", hidden, q_dim);
@@ -104,9 +139,6 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       l.q_norm = weights.Matrix(p + "self_attn.q_norm.weight");
       l.k_norm = weights.Matrix(p + "self_attn.k_norm.weight");
     }
-    l.gate = linear(p + "mlp.gate_proj", ff, hidden);
-    l.up = linear(p + "mlp.up_proj", ff, hidden);
-    l.down = linear(p + "mlp.down_proj", hidden, ff);
     layers_.push_back(l);
   }
 }
@@ -114,7 +146,13 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
 ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
   ModelCache cache;
   const int64_t kv_dim = static_cast<int64_t>(config_.num_kv_heads) * config_.head_dim;
+  const LinearAttentionConfig& la = config_.linear_attention;
   for (int i = 0; i < config_.num_layers; ++i) {
+    if (config_.IsLinearAttentionLayer(i)) {
+      cache.AddLayer(std::make_unique<RecurrentState>(
+          la.conv_dim(), la.conv_kernel, la.num_value_heads, la.key_head_dim, la.value_head_dim));
+      continue;
+    }
     cache.AddLayer(std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions,
                                                           config_.SlidingWindowForLayer(i)));
   }
@@ -154,10 +192,16 @@ Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cac
   }
   const BlockStyle block = FamilyOf(config_.arch).block;
   for (int layer = 0; layer < config_.num_layers; ++layer) {
-    if (block == BlockStyle::kGemma) {
-      GemmaLayer(layer, x.MutF32(), positions, cache);
-    } else {
-      LlamaLayer(layer, x.MutF32(), positions, cache);
+    switch (block) {
+      case BlockStyle::kLlama:
+        LlamaLayer(layer, x.MutF32(), positions, cache);
+        break;
+      case BlockStyle::kGemma:
+        GemmaLayer(layer, x.MutF32(), positions, cache);
+        break;
+      case BlockStyle::kHybrid:
+        HybridLayer(layer, x.MutF32(), positions, cache);
+        break;
     }
     if (after_layer) after_layer(layer, x.View());
   }

@@ -4,7 +4,8 @@
 // front), MLX-quantized linear layers and embeddings included. The shared blocks (attention with
 // its variants, the gated MLP, norms) live in transformer_blocks.cc; each family's decoder layer
 // is a few lines in a file of its own that read like the math: llama_forward.cc (llama, mistral,
-// qwen2, qwen3), gemma_forward.cc (gemma2, gemma3). FamilyTraits::block picks one.
+// qwen2, qwen3), gemma_forward.cc (gemma2, gemma3), hybrid_forward.cc (qwen3_5_text, whose
+// linear-attention mixer is gated_deltanet.cc). FamilyTraits::block picks one.
 //
 //   ForwardHidden(ids, cache)  runs T new tokens at positions cache.position().. through every
 //                              layer, appends their keys/values to the cache, and returns the
@@ -16,8 +17,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "formats/model_config.h"
@@ -88,6 +91,11 @@ class RuntimeModel {
     MatView q_bias, k_bias, v_bias, o_bias;  // rows == 0 when absent
     MatView q_norm, k_norm;                  // rows == 0 unless qk_norm
     ops::LinearWeight gate, up, down;
+    // Gated DeltaNet (the linear-attention layers of hybrid models; empty elsewhere).
+    ops::LinearWeight in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
+    MatView conv1d;          // [q, k, v channels, kernel taps] (HF [C, 1, K])
+    MatView dt_bias, a_log;  // [value heads]
+    MatView output_norm;     // [value_head_dim], the gated RMSNorm's weight (plain)
   };
 
   // The family's decoder layer: x is the residual stream [T, hidden], updated in place.
@@ -95,6 +103,8 @@ class RuntimeModel {
                   ModelCache& cache) const;
   void GemmaLayer(int layer, MutMatF32 x, std::span<const int32_t> positions,
                   ModelCache& cache) const;
+  void HybridLayer(int layer, MutMatF32 x, std::span<const int32_t> positions,
+                   ModelCache& cache) const;
 
   // Shared blocks (transformer_blocks.cc). Each returns a view of a per-thread buffer that the
   // next call of the same block reuses.
@@ -106,6 +116,9 @@ class RuntimeModel {
                       ModelCache& cache) const;
   // down_proj(act(gate_proj(n)) * up_proj(n)) of the normed input [T, hidden].
   MutMatF32 Mlp(int layer, const MatView& normed) const;
+  // out_proj(gated_norm(delta_rule(conv(in_proj_qkv(n))), in_proj_z(n))) of the normed input
+  // [T, hidden]: the gated DeltaNet (gated_deltanet.cc), advancing the layer's recurrent state.
+  MutMatF32 GatedDeltaNet(int layer, const MatView& normed, ModelCache& cache) const;
 
   const ModelConfig& config_;
   RuntimeOptions options_;

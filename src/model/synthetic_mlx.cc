@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/runtime_model.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/seeded_random.h"
@@ -143,11 +144,15 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
   const auto amp = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
   matrix("model.embed_tokens", config.vocab_size, h, std::sqrt(3.0f));
   if (!config.tie_word_embeddings) matrix("lm_head", config.vocab_size, h, amp(h));
-  vector("model.norm.weight", h, 1.0f);
+  // Norm gains near 1: weights near 1, or near 0 where the norm multiplies by 1 + weight.
+  const float gain = config.norm_adds_one ? 0.0f : 1.0f;
+  const LayerNormNames norms = NormNamesOf(FamilyOf(config.arch).block);
+  vector("model.norm.weight", h, gain);
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
-    vector(p + "input_layernorm.weight", h, 1.0f);
-    vector(p + "post_attention_layernorm.weight", h, 1.0f);
+    for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
+      if (!norm.empty()) vector(fmt::format("{}{}.weight", p, norm), h, gain);
+    }
     matrix(p + "self_attn.q_proj", q_dim, h, amp(h));
     matrix(p + "self_attn.k_proj", kv_dim, h, amp(h));
     matrix(p + "self_attn.v_proj", kv_dim, h, amp(h));
@@ -158,8 +163,8 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
       vector(p + "self_attn.v_proj.bias", kv_dim, 0.0f);
     }
     if (config.qk_norm) {
-      vector(p + "self_attn.q_norm.weight", d, 1.0f);
-      vector(p + "self_attn.k_norm.weight", d, 1.0f);
+      vector(p + "self_attn.q_norm.weight", d, gain);
+      vector(p + "self_attn.k_norm.weight", d, gain);
     }
     matrix(p + "mlp.gate_proj", ff, h, amp(h));
     matrix(p + "mlp.up_proj", ff, h, amp(h));

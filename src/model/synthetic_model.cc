@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/runtime_model.h"
 #include "quant/ggml_blocks.h"
 
 #include "util/error.h"
@@ -126,7 +127,7 @@ Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t col
 }  // namespace
 
 std::vector<std::string> SyntheticModelNames() {
-  return {"qwen3-0.6b", "llama-3.2-1b", "tinyllama-1.1b", "qwen2.5-0.5b", "tiny"};
+  return {"qwen3-0.6b", "llama-3.2-1b", "tinyllama-1.1b", "qwen2.5-0.5b", "gemma-3-1b", "tiny"};
 }
 
 ModelConfig SyntheticConfig(std::string_view name) {
@@ -165,6 +166,21 @@ ModelConfig SyntheticConfig(std::string_view name) {
     c.tie_word_embeddings = true;
     c.rope.theta = 1000000.0;
     c.eos_token_ids = {151645, 151643};
+  } else if (name == "gemma-3-1b") {
+    // google/gemma-3-1b-pt's config.json: 5 sliding layers (window 512, local rope 10000) to 1
+    // global (rope 1e6), q/k norms, query_pre_attn_scalar 256, no soft-caps.
+    c = FamilyConfig(ModelArch::kGemma3);
+    c.hidden_size = 1152, c.num_layers = 26, c.num_heads = 4, c.num_kv_heads = 1;
+    c.head_dim = 256, c.intermediate_size = 6912, c.vocab_size = 262144;
+    c.max_position_embeddings = 32768, c.rms_norm_eps = 1e-6f;
+    c.rope.theta = 1000000.0;
+    c.sliding_rope = RopeParameters();
+    c.sliding_rope->theta = 10000.0;
+    c.sliding_window = 512;
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      c.layer_uses_sliding_window.push_back((layer + 1) % 6 != 0);
+    }
+    c.bos_token_id = 2, c.eos_token_ids = {1, 106};
   } else if (name == "tiny") {
     c = FamilyConfig(ModelArch::kQwen3);
     c.rms_norm_eps = 1e-5f;
@@ -209,11 +225,15 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
 
   matrix("model.embed_tokens.weight", config.vocab_size, h, sqrt3);
   if (!config.tie_word_embeddings) matrix("lm_head.weight", config.vocab_size, h, amp(h));
-  vector("model.norm.weight", h, 1.0f, 0.1f);
+  // Norm gains near 1: weights near 1, or near 0 where the norm multiplies by 1 + weight.
+  const float gain = config.norm_adds_one ? 0.0f : 1.0f;
+  const LayerNormNames norms = NormNamesOf(FamilyOf(config.arch).block);
+  vector("model.norm.weight", h, gain, 0.1f);
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
-    vector(p + "input_layernorm.weight", h, 1.0f, 0.1f);
-    vector(p + "post_attention_layernorm.weight", h, 1.0f, 0.1f);
+    for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
+      if (!norm.empty()) vector(fmt::format("{}{}.weight", p, norm), h, gain, 0.1f);
+    }
     matrix(p + "self_attn.q_proj.weight", q_dim, h, amp(h));
     matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
     matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
@@ -224,8 +244,8 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
       vector(p + "self_attn.v_proj.bias", kv_dim, 0.0f, 0.1f);
     }
     if (config.qk_norm) {
-      vector(p + "self_attn.q_norm.weight", d, 1.0f, 0.1f);
-      vector(p + "self_attn.k_norm.weight", d, 1.0f, 0.1f);
+      vector(p + "self_attn.q_norm.weight", d, gain, 0.1f);
+      vector(p + "self_attn.k_norm.weight", d, gain, 0.1f);
     }
     matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
     matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));

@@ -1,4 +1,7 @@
 // The blocks every family's layer is built from (runtime_model.h): norm, attention, gated MLP.
+#include <algorithm>
+#include <cmath>
+
 #include "model/activation_buffers.h"
 #include "model/runtime_model.h"
 #include "ops/ops.h"
@@ -22,7 +25,20 @@ MutMatF32 RuntimeModel::Attention(int layer, const MatView& normed,
   const MutMatF32 q = Scratch(kQ, t, int64_t{hq} * d);   // [T, Hq*D]
   const MutMatF32 k = Scratch(kK, t, int64_t{hkv} * d);  // [T, Hkv*D]
   const MutMatF32 v = Scratch(kV, t, int64_t{hkv} * d);  // [T, Hkv*D]
-  ops::MatMul(normed, w.q, q, mode, pool_);
+  // With an output gate, q_proj gives per head D query values then D gate values.
+  const MutMatF32 query_and_gate =
+      Scratch(kQueryAndGate, t, config_.attention_output_gate ? int64_t{hq} * 2 * d : 0);
+  if (config_.attention_output_gate) {
+    ops::MatMul(normed, w.q, query_and_gate, mode, pool_);
+    for (int64_t r = 0; r < t; ++r) {
+      for (int h = 0; h < hq; ++h) {
+        const float* src = query_and_gate.Row(r) + int64_t{h} * 2 * d;
+        std::copy(src, src + d, q.Row(r) + int64_t{h} * d);
+      }
+    }
+  } else {
+    ops::MatMul(normed, w.q, q, mode, pool_);
+  }
   ops::MatMul(normed, w.k, k, mode, pool_);
   ops::MatMul(normed, w.v, v, mode, pool_);
   if (w.q_bias.rows) ops::AddBias(q, w.q_bias);
@@ -52,6 +68,15 @@ MutMatF32 RuntimeModel::Attention(int layer, const MatView& normed,
                                   .logit_softcap = config_.attn_logit_softcapping,
                                   .kv_first_position = kv.first_position()};
   ops::Attention(q.View(), kv.Keys(), kv.Values(), positions.front(), shape, attended, pool_);
+  if (config_.attention_output_gate) {  // attended *= sigmoid(gate), in f32 as torch
+    for (int64_t r = 0; r < t; ++r) {
+      for (int h = 0; h < hq; ++h) {
+        const float* gate = query_and_gate.Row(r) + int64_t{h} * 2 * d + d;
+        float* out = attended.Row(r) + int64_t{h} * d;
+        for (int i = 0; i < d; ++i) out[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+      }
+    }
+  }
 
   const MutMatF32 projected = Scratch(kProjected, t, config_.hidden_size);  // [T, hidden]
   ops::MatMul(attended.View(), w.o, projected, mode, pool_);

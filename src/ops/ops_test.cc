@@ -103,6 +103,31 @@ TEST(Rope, BothStylesMatchNaiveDouble) {
   }
 }
 
+// Partial rotary (Qwen3.5: a quarter of each head): the first R dimensions rotate as a head of R
+// would (halves i and i + R/2), the other D - R are left exactly as they were.
+TEST(Rope, PartialRotaryRotatesTheFirstDimensionsOnly) {
+  const int heads = 2, D = 32, R = 8;
+  const int64_t T = 4;
+  std::vector<float> inv_freq(static_cast<size_t>(R / 2));
+  for (int i = 0; i < R / 2; ++i)
+    inv_freq[i] = static_cast<float>(1.0 / std::pow(1e4, 2.0 * i / R));
+  const std::vector<int32_t> pos = {0, 3, 77, 1000};
+  auto x = RandomFloats(static_cast<size_t>(T * heads * D), 9);
+  const auto before = x;
+  ApplyRope(MutMatF32{T, heads * D, heads * D, x.data()}, heads, D, pos, inv_freq, 1.0f,
+            RopeStyle::kHalfRotation);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int h = 0; h < heads; ++h) {
+      const size_t head = static_cast<size_t>((t * heads + h) * D);
+      std::vector<double> expect(before.begin() + head, before.begin() + head + R);
+      NaiveRope(expect, 1, 1, R, {pos[t]}, inv_freq, 1.0, RopeStyle::kHalfRotation);
+      for (int i = 0; i < R; ++i)
+        ASSERT_NEAR(x[head + i], expect[i], 2e-6 * (std::fabs(expect[i]) + 1));
+      for (int i = R; i < D; ++i) ASSERT_EQ(x[head + i], before[head + i]) << "passed through";
+    }
+  }
+}
+
 struct AttentionCase {
   int64_t T, pos0;
   int heads, kv_heads, D, window;

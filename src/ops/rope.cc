@@ -10,15 +10,16 @@ namespace proctor::ops {
 
 void ApplyRope(MutMatF32 x, int n_heads, int head_dim, std::span<const int32_t> positions,
                std::span<const float> inv_freq, float attention_scale, RopeStyle style) {
-  CHECK_MSG(head_dim % 2 == 0 && static_cast<int64_t>(inv_freq.size()) == head_dim / 2,
+  CHECK_MSG(head_dim % 2 == 0 && !inv_freq.empty() &&
+                static_cast<int64_t>(inv_freq.size()) <= head_dim / 2,
             "head_dim {} with {} inverse frequencies", head_dim, inv_freq.size());
   CHECK_MSG(x.cols >= static_cast<int64_t>(n_heads) * head_dim &&
                 static_cast<int64_t>(positions.size()) == x.rows,
             "x [{}, {}] for {} heads of {}, {} positions", x.rows, x.cols, n_heads, head_dim,
             positions.size());
-  const int half = head_dim / 2;
-  std::vector<float> cos_table(static_cast<size_t>(half));  // [D/2]
-  std::vector<float> sin_table(static_cast<size_t>(half));  // [D/2]
+  const int half = static_cast<int>(inv_freq.size());       // rotary dims / 2
+  std::vector<float> cos_table(static_cast<size_t>(half));  // [R/2]
+  std::vector<float> sin_table(static_cast<size_t>(half));  // [R/2]
   for (int64_t t = 0; t < x.rows; ++t) {
     const float pos = static_cast<float>(positions[static_cast<size_t>(t)]);
     for (int i = 0; i < half; ++i) {

@@ -1,0 +1,149 @@
+// The gated DeltaNet mixer of hybrid models (runtime_model.h), as transformers' Qwen3.5 computes
+// it, for T new tokens of one sequence:
+//   mixed = silu(causal_depthwise_conv(in_proj_qkv(n)))    over the layer's last K-1 inputs
+//   q, k, v = split(mixed)          q, k: [key heads, dk]; v: [value heads, dv]
+//   q, k = l2norm(q), l2norm(k); q /= sqrt(dk)
+//   beta = sigmoid(in_proj_b(n));   g = -exp(A_log) * softplus(in_proj_a(n) + dt_bias)
+//   per value head h (its key head h / (value heads / key heads)), per token, state S [dk, dv]:
+//     S *= exp(g);  delta = (v - S^T k) * beta;  S += k delta^T;  o = S^T q
+//   out = out_proj(rmsnorm(o) * weight * silu(in_proj_z(n)))   per value head
+// The recurrence runs token by token for prefill and decode alike: transformers' chunked prefill
+// computes the same quantities in another order (its logits agree to float rounding; tested).
+#include <cmath>
+#include <vector>
+
+#include "model/activation_buffers.h"
+#include "model/runtime_model.h"
+#include "ops/ops.h"
+#include "util/error.h"
+
+namespace proctor {
+namespace {
+
+using namespace activations;  // NOLINT(google-build-using-namespace): the buffer names
+
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// torch.nn.functional.softplus (beta 1, threshold 20).
+float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// x * rsqrt(sum(x^2) + 1e-6), in place (transformers' l2norm).
+void L2Normalize(float* x, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum + 1e-6f);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+// The causal depthwise conv over time and its SiLU, in place on x [T, C]: output t of channel c
+// is sum_j taps[c][j] * input[t - (K-1) + j][c], inputs before the chunk coming from `state`
+// ([K-1, C], the previous inputs in time order), which then holds this chunk's last K-1 inputs.
+void CausalConvSilu(MutMatF32 x, const MatView& taps, Tensor& state) {
+  const int64_t t_count = x.rows, channels = x.cols, k = taps.cols;
+  const int64_t history = k - 1;
+  std::vector<float> w(static_cast<size_t>(channels * k));
+  for (int64_t c = 0; c < channels; ++c) ops::DecodeRowSegment(taps, c, 0, k, &w[c * k]);
+  // The inputs the outputs read: the state's rows, then the chunk's (copied: x is overwritten).
+  std::vector<float> inputs(static_cast<size_t>((history + t_count) * channels));
+  if (history > 0) std::copy(state.f32(), state.f32() + history * channels, inputs.begin());
+  for (int64_t t = 0; t < t_count; ++t) {
+    std::copy(x.Row(t), x.Row(t) + channels, inputs.begin() + (history + t) * channels);
+  }
+  for (int64_t t = 0; t < t_count; ++t) {
+    float* out = x.Row(t);
+    for (int64_t c = 0; c < channels; ++c) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < k; ++j) sum += w[c * k + j] * inputs[(t + j) * channels + c];
+      out[c] = Silu(sum);
+    }
+  }
+  if (history > 0) {
+    std::copy(inputs.end() - history * channels, inputs.end(), state.f32());
+  }
+}
+
+}  // namespace
+
+MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCache& cache) const {
+  const LayerWeights& w = layers_[static_cast<size_t>(layer)];
+  const LinearAttentionConfig& la = config_.linear_attention;
+  const int64_t t_count = normed.rows;
+  const int64_t nk = la.num_key_heads, nv = la.num_value_heads;
+  const int64_t dk = la.key_head_dim, dv = la.value_head_dim;
+  const int64_t key_dim = la.key_dim(), value_dim = la.value_dim();
+  const ops::ComputeMode mode = options_.compute;
+  RecurrentState& state = cache.Recurrent(layer);
+
+  const MutMatF32 mixed = Scratch(kMixed, t_count, la.conv_dim());  // [T, 2*key_dim + value_dim]
+  const MutMatF32 z = Scratch(kMixerGate, t_count, value_dim);      // [T, value_dim]
+  const MutMatF32 beta = Scratch(kBeta, t_count, nv);               // [T, value heads]
+  const MutMatF32 g = Scratch(kDecay, t_count, nv);                 // [T, value heads]
+  ops::MatMul(normed, w.in_proj_qkv, mixed, mode, pool_);
+  ops::MatMul(normed, w.in_proj_z, z, mode, pool_);
+  ops::MatMul(normed, w.in_proj_b, beta, mode, pool_);
+  ops::MatMul(normed, w.in_proj_a, g, mode, pool_);
+  CausalConvSilu(mixed, w.conv1d, state.conv_state());
+
+  // beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias), per token and value head.
+  std::vector<float> a_log(static_cast<size_t>(nv)), dt_bias(static_cast<size_t>(nv));
+  ops::DecodeRowSegment(w.a_log, 0, 0, nv, a_log.data());
+  ops::DecodeRowSegment(w.dt_bias, 0, 0, nv, dt_bias.data());
+  for (int64_t t = 0; t < t_count; ++t) {
+    for (int64_t h = 0; h < nv; ++h) {
+      beta.Row(t)[h] = 1.0f / (1.0f + std::exp(-beta.Row(t)[h]));
+      g.Row(t)[h] = -std::exp(a_log[h]) * Softplus(g.Row(t)[h] + dt_bias[h]);
+    }
+  }
+  // q, k: unit length, q also divided by sqrt(dk) (transformers divides by the python float).
+  const float q_divisor = static_cast<float>(std::sqrt(static_cast<double>(dk)));
+  for (int64_t t = 0; t < t_count; ++t) {
+    for (int64_t head = 0; head < 2 * nk; ++head) L2Normalize(mixed.Row(t) + head * dk, dk);
+    for (int64_t i = 0; i < key_dim; ++i) mixed.Row(t)[i] /= q_divisor;
+  }
+
+  // The delta rule, one value head per task; o overwrites v in `mixed`.
+  std::vector<float> norm_weight(static_cast<size_t>(dv));
+  ops::DecodeRowSegment(w.output_norm, 0, 0, dv, norm_weight.data());
+  const int64_t group = nv / nk;
+  pool_.ParallelFor(static_cast<size_t>(nv), [&](size_t begin, size_t end, int) {
+    std::vector<float> delta(static_cast<size_t>(dv));
+    for (size_t item = begin; item < end; ++item) {
+      const int64_t h = static_cast<int64_t>(item), kh = h / group;
+      float* s = state.ssm_state().f32() + h * dk * dv;  // [dk, dv]
+      for (int64_t t = 0; t < t_count; ++t) {
+        const float* q = mixed.Row(t) + kh * dk;
+        const float* k = mixed.Row(t) + key_dim + kh * dk;
+        float* v = mixed.Row(t) + 2 * key_dim + h * dv;
+        const float b = beta.Row(t)[h], decay = std::exp(g.Row(t)[h]);
+        for (int64_t i = 0; i < dk * dv; ++i) s[i] *= decay;
+        for (int64_t j = 0; j < dv; ++j) {
+          float memory = 0.0f;  // (S^T k)[j]
+          for (int64_t i = 0; i < dk; ++i) memory += s[i * dv + j] * k[i];
+          delta[j] = (v[j] - memory) * b;
+        }
+        for (int64_t i = 0; i < dk; ++i) {
+          for (int64_t j = 0; j < dv; ++j) s[i * dv + j] += k[i] * delta[j];
+        }
+        for (int64_t j = 0; j < dv; ++j) {
+          float out = 0.0f;  // (S^T q)[j]
+          for (int64_t i = 0; i < dk; ++i) out += s[i * dv + j] * q[i];
+          v[j] = out;
+        }
+        // The gated RMSNorm of this head: rmsnorm(o) * weight * silu(z), in f32.
+        float sum = 0.0f;
+        for (int64_t j = 0; j < dv; ++j) sum += v[j] * v[j];
+        const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dv) + config_.rms_norm_eps);
+        const float* gate = z.Row(t) + h * dv;
+        for (int64_t j = 0; j < dv; ++j) v[j] = norm_weight[j] * (v[j] * inv) * Silu(gate[j]);
+      }
+    }
+  });
+
+  const MutMatF32 projected = Scratch(kProjected, t_count, config_.hidden_size);  // [T, hidden]
+  const MatView o{DType::kF32, t_count, value_dim, mixed.stride * sizeof(float),
+                  reinterpret_cast<const uint8_t*>(mixed.data + 2 * key_dim)};
+  ops::MatMul(o, w.out_proj, projected, mode, pool_);
+  return projected;
+}
+
+}  // namespace proctor
