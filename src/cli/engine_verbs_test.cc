@@ -181,6 +181,53 @@ TEST(BenchVerb, KeysAndValuesTypedApartAsLlamaCpp) {
   EXPECT_NE(bad.out.find("affine"), std::string::npos) << bad.out;
 }
 
+// PROCTOR_CPU_CAP=avx2 runs the AVX2 kernels (and Highway's AVX2 target) on any bigger CPU:
+// bench names them, and the logits of every decode step (chunk 1: matrix-vector products) are
+// those of the uncapped run up to f32 summation order.
+TEST(CpuCap, Avx2CapRunsTheAvx2KernelsWithTheSameLogits) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c")) {
+    GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  }
+  const std::string capped = "PROCTOR_CPU_CAP=avx2";
+  const Result bench = RunShell(fmt::format(
+      "{} {} -q -t 1 bench --synthetic tiny --dtype q4_0 --prompt-tokens 8 --decode-tokens 2 2>&1",
+      capped, PROCTOR_BIN));
+  ASSERT_EQ(bench.status, 0) << bench.out;
+  const auto json = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(json["cpu_cap"], "avx2");
+  EXPECT_EQ(json["decode_kernels"]["q4_0"], "gguf-matvec-avx2") << json.dump(1);
+  EXPECT_EQ(json["bf16_kernel"], "f32-fallback");
+  for (const auto& [type, kernel] : json["prefill_kernels"].items()) {
+    EXPECT_EQ(kernel.get<std::string>().find("amx"), std::string::npos) << type;
+  }
+
+  const std::string logits_args =
+      "-t 2 logits synthetic:tiny:q4_0 --prompt-ids 1,5,9,200,3,77,41,8 --chunk 1 --out";
+  const fs::path plain_out = TempPath("plain.f32"), capped_out = TempPath("capped.f32");
+  const Result plain = Proctor(fmt::format("{} {}", logits_args, plain_out.string()));
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  const Result cap = RunShell(
+      fmt::format("{} {} -q {} {} 2>&1", capped, PROCTOR_BIN, logits_args, capped_out.string()));
+  ASSERT_EQ(cap.status, 0) << cap.out;
+  const std::vector<float> a = ReadF32(plain_out), b = ReadF32(capped_out);
+  fs::remove(plain_out);
+  fs::remove(capped_out);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  float max_diff = 0.0f, max_abs = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(a[i] - b[i]));
+    max_abs = std::max(max_abs, std::abs(a[i]));
+  }
+  EXPECT_LE(max_diff, 1e-5f * max_abs + 1e-6f);
+
+  const Result bad = RunShell(fmt::format(
+      "PROCTOR_CPU_CAP=sse2 {} -q bench --synthetic tiny --prompt-tokens 4 2>&1", PROCTOR_BIN));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("PROCTOR_CPU_CAP='sse2' is not a cap"), std::string::npos) << bad.out;
+}
+
 TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
   Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:7");
   EXPECT_EQ(r.status, 1);

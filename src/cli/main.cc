@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "ops/matmul_kernel_choice.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -31,7 +32,10 @@ int main(int argc, char** argv) {
                  "bit-identical for the same inputs and thread count.")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-q,--quiet", cli::g_options.quiet, "No progress output on stderr");
-  app.parse_complete_callback([] { ThreadPool::SetGlobalThreads(cli::g_options.threads); });
+  app.parse_complete_callback([] {
+    ThreadPool::SetGlobalThreads(cli::g_options.threads);
+    ops::CpuFeatures::Host();  // reads PROCTOR_CPU_CAP: a bad value is an error before any work
+  });
 
   cli::RegisterVersionVerb(app);
   cli::RegisterGenerateVerb(app);

@@ -143,6 +143,22 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
   }
 }
 
+std::map<std::string, std::string> RuntimeModel::MatMulKernels(int64_t rows) const {
+  std::map<std::string, std::string> kernels;
+  const auto add = [&](const ops::LinearWeight& w) {
+    if (!w.empty()) kernels[w.TypeName()] = ops::MatMulKernelName(w, options_.compute, rows);
+  };
+  for (const LayerWeights& w : layers_) {
+    for (const ops::LinearWeight* linear :
+         {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down, &w.in_proj_qkv, &w.in_proj_z,
+          &w.in_proj_b, &w.in_proj_a, &w.out_proj}) {
+      add(*linear);
+    }
+  }
+  add(lm_head_);
+  return kernels;
+}
+
 ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
   ModelCache cache;
   const int64_t kv_dim = static_cast<int64_t>(config_.num_kv_heads) * config_.head_dim;

@@ -80,6 +80,10 @@ class RuntimeModel {
   Tensor LogitsFromHidden(const MatView& hidden) const;
   void LogitsFromHidden(const MatView& hidden, MutMatF32 logits) const;
 
+  // The matrix-product kernel each weight type of the model runs with for `rows` activation rows
+  // on this CPU (ops::MatMulKernelName), e.g. {"q4_0": "gguf-matvec-avx2", "q6_K": ...}.
+  std::map<std::string, std::string> MatMulKernels(int64_t rows) const;
+
  private:
   struct LayerWeights {
     MatView attention_norm;      // before attention (HF input_layernorm)

@@ -112,10 +112,12 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
   }
-  if (kernel == MatMulKernel::kGgufMatVec) {
+  if (kernel == MatMulKernel::kGgufMatVec || kernel == MatMulKernel::kGgufMatVecAvx2) {
+    const auto matvec =
+        kernel == MatMulKernel::kGgufMatVec ? internal::MatVecGguf : internal::MatVecGgufAvx2;
     pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
-      internal::MatVecGguf(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
-                           static_cast<int64_t>(end));
+      matvec(xs.RowAs<float>(0), w, out.Row(0), static_cast<int64_t>(begin),
+             static_cast<int64_t>(end));
     });
     return;
   }

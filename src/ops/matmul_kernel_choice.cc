@@ -5,7 +5,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <hwy/targets.h>
+#include <cstdlib>
+
 #include "ops/matmul_kernels.h"
+#include "util/error.h"
 
 namespace proctor::ops {
 namespace {
@@ -34,12 +38,47 @@ CpuFeatures DetectHost() {
   cpu.avx512_gguf = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                     cpu.avx512_vbmi;
-  return cpu;
+  cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 __builtin_cpu_supports("f16c");
+  const char* cap_env = std::getenv("PROCTOR_CPU_CAP");
+  const CpuCap cap = ParseCpuCap(cap_env == nullptr ? "" : cap_env);
+  // Highway's dispatch is capped too: its targets better than AVX2 have the lower bits.
+  if (cap == CpuCap::kAvx2) hwy::DisableTargets(HWY_AVX2 - 1);
+  return cpu.CappedTo(cap);
 }
 
 KernelOverrides g_overrides;
 
 }  // namespace
+
+const char* CpuCapName(CpuCap cap) {
+  switch (cap) {
+    case CpuCap::kNone:
+      return "none";
+    case CpuCap::kAvx512:
+      return "avx512";
+    case CpuCap::kAvx2:
+      return "avx2";
+  }
+  return "?";
+}
+
+CpuCap ParseCpuCap(std::string_view name) {
+  if (name.empty() || name == "none") return CpuCap::kNone;
+  if (name == "avx512") return CpuCap::kAvx512;
+  if (name == "avx2") return CpuCap::kAvx2;
+  Fail("cpu", "PROCTOR_CPU_CAP='{}' is not a cap (use avx512 or avx2, or leave it unset)", name);
+}
+
+CpuFeatures CpuFeatures::CappedTo(CpuCap to) const {
+  CpuFeatures capped = *this;
+  capped.cap = to;
+  if (to == CpuCap::kAvx512 || to == CpuCap::kAvx2) capped.amx_bf16 = false;
+  if (to == CpuCap::kAvx2) {
+    capped.avx512_bf16 = capped.avx512_gguf = capped.avx512_vbmi = false;
+  }
+  return capped;
+}
 
 const CpuFeatures& CpuFeatures::Host() {
   static const CpuFeatures host = DetectHost();
@@ -58,6 +97,8 @@ const char* KernelName(MatMulKernel kernel) {
       return "amx-quant";
     case MatMulKernel::kGgufMatVec:
       return "gguf-matvec";
+    case MatMulKernel::kGgufMatVecAvx2:
+      return "gguf-matvec-avx2";
     case MatMulKernel::kF32MatVec:
       return "f32-matvec";
     case MatMulKernel::kF32Blocked:
@@ -101,9 +142,9 @@ MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t
       cpu.avx512_bf16) {
     return MatMulKernel::kAmxQuant;
   }
-  if (T == 1 && overrides.fused_gguf_matvec && internal::FusedGgufMatVecCovers(type) &&
-      cpu.avx512_gguf) {
-    return MatMulKernel::kGgufMatVec;
+  if (T == 1 && overrides.fused_gguf_matvec && internal::FusedGgufMatVecCovers(type)) {
+    if (cpu.avx512_gguf) return MatMulKernel::kGgufMatVec;
+    if (cpu.avx2_fma) return MatMulKernel::kGgufMatVecAvx2;
   }
   return T == 1 ? MatMulKernel::kF32MatVec : MatMulKernel::kF32Blocked;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "ops/linear_weight.h"
 
@@ -23,6 +24,7 @@ enum class MatMulKernel {
                        // T == 1, blocked otherwise)
   kAmxQuant,           // "amx-quant": GGUF blocks with exact integer codes, T >= 2; AMX tiles
   kGgufMatVec,         // "gguf-matvec": GGUF blocks, T == 1; fused AVX-512 kernels
+  kGgufMatVecAvx2,     // "gguf-matvec-avx2": GGUF blocks, T == 1; fused AVX2 kernels
   kF32MatVec,          // "f32-matvec": any dense type, T == 1; Highway matrix-vector
   kF32Blocked,         // "f32-blocked": any dense type, T >= 2; Highway blocked FMA kernel
   kMlxMatVec,          // "mlx-matvec": MLX matrices, T == 1
@@ -33,14 +35,28 @@ enum class MatMulKernel {
 };
 const char* KernelName(MatMulKernel kernel);
 
+// The most of the CPU a process may use, to run and time the paths of smaller CPUs on a bigger
+// one: kAvx512 drops AMX, kAvx2 drops AMX and every AVX-512 kernel (hand-written and Highway's).
+// Set by the environment variable PROCTOR_CPU_CAP = avx512 | avx2 (unset or "none": no cap),
+// read once with the features.
+enum class CpuCap { kNone, kAvx512, kAvx2 };
+const char* CpuCapName(CpuCap cap);  // "none", "avx512", "avx2"
+// Error naming the variable, the value and the accepted ones for anything else.
+CpuCap ParseCpuCap(std::string_view name);
+
 // The CPU features the kernels need. Host() detects them once per process (and asks Linux for
-// AMX tile data then); tests pass other values to see what a different CPU would run.
+// AMX tile data then), capped by PROCTOR_CPU_CAP; tests pass other values to see what a
+// different CPU would run.
 struct CpuFeatures {
-  bool amx_bf16 = false;     // AMX-TILE, AMX-BF16 and AVX-512 BW, tile data granted by Linux
-  bool avx512_bf16 = false;  // vdpbf16ps (AVX-512 BF16, BW, VL)
-  bool avx512_gguf = false;  // AVX-512 F, BW, VL, DQ, VBMI: the fused GGUF matrix-vector kernels
-  bool avx512_vbmi = false;  // vpermb: decoding MLX codes for the AMX kernel
+  bool amx_bf16 = false;       // AMX-TILE, AMX-BF16 and AVX-512 BW, tile data granted by Linux
+  bool avx512_bf16 = false;    // vdpbf16ps (AVX-512 BF16, BW, VL)
+  bool avx512_gguf = false;    // AVX-512 F, BW, VL, DQ, VBMI: the fused GGUF matrix-vector kernels
+  bool avx512_vbmi = false;    // vpermb: decoding MLX codes for the AMX kernel
+  bool avx2_fma = false;       // AVX2, FMA, F16C: the fused AVX2 GGUF matrix-vector kernels
+  CpuCap cap = CpuCap::kNone;  // the cap these features were reduced by
   static const CpuFeatures& Host();
+  // These features without what `cap` excludes (the Highway targets are not touched).
+  CpuFeatures CappedTo(CpuCap cap) const;
 };
 
 // The kernel families bf16 mode may use for bf16 weights. kAuto: the fastest the CPU has (AMX

@@ -4,19 +4,30 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <set>
 #include <string>
+
+#include "util/error.h"
 
 namespace proctor::ops {
 namespace {
 
 using enum MatMulKernel;
 
-constexpr CpuFeatures kSapphireRapids{
-    .amx_bf16 = true, .avx512_bf16 = true, .avx512_gguf = true, .avx512_vbmi = true};
-constexpr CpuFeatures kAvx512Bf16NoAmx{
-    .amx_bf16 = false, .avx512_bf16 = true, .avx512_gguf = true, .avx512_vbmi = true};
-constexpr CpuFeatures kAvx2Only{};
+constexpr CpuFeatures kSapphireRapids{.amx_bf16 = true,
+                                      .avx512_bf16 = true,
+                                      .avx512_gguf = true,
+                                      .avx512_vbmi = true,
+                                      .avx2_fma = true};
+constexpr CpuFeatures kAvx512Bf16NoAmx{.amx_bf16 = false,
+                                       .avx512_bf16 = true,
+                                       .avx512_gguf = true,
+                                       .avx512_vbmi = true,
+                                       .avx2_fma = true};
+constexpr CpuFeatures kAvx2Only{.avx2_fma = true};
+constexpr CpuFeatures kNoSimd{};
 
 LinearWeight Dense(DType type) { return MatView{type, 0, 0, 0, nullptr}; }
 LinearWeight Mlx(int group_size) {
@@ -61,8 +72,38 @@ TEST(ChooseMatMulKernel, CpusWithoutAmxOrAvx512FallBack) {
   EXPECT_EQ(Choose(Mlx(64), kF32, 64, kAvx512Bf16NoAmx), kMlxF32Blocked);
   EXPECT_EQ(Choose(Dense(DType::kBF16), kBF16, 64, kAvx2Only), kF32Blocked);
   EXPECT_EQ(Choose(Dense(DType::kBF16), kBF16, 1, kAvx2Only), kF32MatVec);
-  EXPECT_EQ(Choose(Dense(DType::kQ4_K), kF32, 1, kAvx2Only), kF32MatVec);
+  EXPECT_EQ(Choose(Dense(DType::kQ4_K), kF32, 1, kAvx2Only), kGgufMatVecAvx2);
+  EXPECT_EQ(Choose(Dense(DType::kQ4_K), kF32, 64, kAvx2Only), kF32Blocked);
+  EXPECT_EQ(Choose(Dense(DType::kF16), kF32, 1, kAvx2Only), kF32MatVec);
   EXPECT_EQ(Choose(Mlx(64), kBF16, 64, kAvx2Only), kMlxF32Blocked);
+  EXPECT_EQ(Choose(Dense(DType::kQ4_K), kF32, 1, kNoSimd), kF32MatVec);
+  EXPECT_EQ(Choose(Dense(DType::kQ4_0), kF32, 1, kAvx2Only, {.fused_gguf_matvec = false}),
+            kF32MatVec);
+}
+
+// PROCTOR_CPU_CAP: a capped Sapphire Rapids chooses what the smaller CPU would.
+TEST(ChooseMatMulKernel, ACappedCpuChoosesTheSmallerCpusKernels) {
+  const CpuFeatures avx512 = kSapphireRapids.CappedTo(CpuCap::kAvx512);
+  const CpuFeatures avx2 = kSapphireRapids.CappedTo(CpuCap::kAvx2);
+  EXPECT_EQ(avx2.cap, CpuCap::kAvx2);
+  for (const DType type : {DType::kBF16, DType::kQ4_0, DType::kQ6_K, DType::kF16}) {
+    for (const ComputeMode mode : {kF32, kBF16}) {
+      for (const int64_t T : {1, 64}) {
+        SCOPED_TRACE(fmt::format("{} T={}", Name(type), T));
+        EXPECT_EQ(Choose(Dense(type), mode, T, avx512),
+                  Choose(Dense(type), mode, T, kAvx512Bf16NoAmx));
+        EXPECT_EQ(Choose(Dense(type), mode, T, avx2), Choose(Dense(type), mode, T, kAvx2Only));
+      }
+    }
+  }
+  EXPECT_EQ(Choose(Mlx(64), kF32, 64, avx2), kMlxF32Blocked);
+  EXPECT_EQ(Choose(Dense(DType::kQ4_0), kF32, 1, avx2), kGgufMatVecAvx2);
+  EXPECT_EQ(kSapphireRapids.CappedTo(CpuCap::kNone).amx_bf16, true);
+  EXPECT_EQ(ParseCpuCap(""), CpuCap::kNone);
+  EXPECT_EQ(ParseCpuCap("avx2"), CpuCap::kAvx2);
+  EXPECT_EQ(ParseCpuCap(CpuCapName(CpuCap::kAvx512)), CpuCap::kAvx512);
+  EXPECT_THROW(ParseCpuCap("AVX2"), Error);
+  EXPECT_THROW(ParseCpuCap("sse4"), Error);
 }
 
 TEST(ChooseMatMulKernel, OverridesOnlyNarrowTheChoice) {
@@ -92,8 +133,8 @@ TEST(ChooseMatMulKernel, OverridesOnlyNarrowTheChoice) {
 TEST(ChooseMatMulKernel, NamesAreDistinct) {
   std::set<std::string> names;
   for (MatMulKernel k :
-       {kAmxBf16, kAmxBf16x3, kAvx512Bf16, kAmxQuant, kGgufMatVec, kF32MatVec, kF32Blocked,
-        kMlxMatVec, kMlxAmxExact, kMlxAmxBf16Weights, kMlxF32Blocked}) {
+       {kAmxBf16, kAmxBf16x3, kAvx512Bf16, kAmxQuant, kGgufMatVec, kGgufMatVecAvx2, kF32MatVec,
+        kF32Blocked, kMlxMatVec, kMlxAmxExact, kMlxAmxBf16Weights, kMlxF32Blocked}) {
     EXPECT_TRUE(names.insert(KernelName(k)).second) << KernelName(k);
   }
   EXPECT_STREQ(KernelName(kAmxBf16x3), "amx-bf16x3");

@@ -62,11 +62,13 @@ inline float GeluTanh(float g) {
   return 0.5f * g * (1.0f + std::tanh(inner));
 }
 
-// Fused AVX-512 matrix-vector kernels for the GGUF block types (matvec_gguf.cc): rows
-// [n_begin, n_end) of w times x[K] (f32). FusedGgufMatVecCovers(type) says whether one exists
-// for `type`; they run on CpuFeatures::avx512_gguf. MatVecGguf CHECKs both.
+// Fused matrix-vector kernels for the GGUF block types: rows [n_begin, n_end) of w times x[K]
+// (f32). FusedGgufMatVecCovers(type) says whether they exist for `type` (the same types on both
+// CPU kinds). MatVecGguf (matvec_gguf.cc) runs on CpuFeatures::avx512_gguf, MatVecGgufAvx2
+// (matvec_gguf_avx2.cc) on CpuFeatures::avx2_fma; each CHECKs the type and the CPU.
 bool FusedGgufMatVecCovers(DType type);
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
+void MatVecGgufAvx2(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
 
 // AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, both compute modes.

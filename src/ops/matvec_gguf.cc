@@ -20,15 +20,12 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "ops/matmul_kernels.h"
+#include "ops/matvec_gguf_rows.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
-#include "util/f16_table.h"
-#include "util/half.h"
 
 #define PROCTOR_GGUF_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma,f16c")))
@@ -57,37 +54,7 @@ namespace {
 
 constexpr int kRows = 4;  // weight rows per pass (they share the x loads)
 
-inline float HalfAt(const float* f16, const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16[h];
-}
-
-// Software prefetch of the next pass's rows while this pass runs. Rows are short (a 2048-wide
-// Q4_0 row is 1152 bytes) and four are read at once, too many short streams for the hardware
-// prefetcher alone; the next four rows are one contiguous range, prefetched line by line in step
-// with the blocks consumed, so it is in cache when the next pass starts.
-struct Prefetcher {
-  const char* next = nullptr;  // next line to prefetch (nullptr: off)
-  const char* end = nullptr;   // end of the next pass's rows
-  int64_t step = 0;            // bytes of the next pass per block of this pass
-
-  PROCTOR_GGUF_TARGET inline void Advance(const char* base, int64_t blocks_done) {
-    if (next == nullptr) return;
-    const char* target = std::min(end, base + blocks_done * step);
-    for (; next < target; next += 64) _mm_prefetch(next, _MM_HINT_T0);
-  }
-};
-
-struct Inputs {
-  const float* x;       // [K]
-  const float* xsum;    // [K / 16]: sums of x over each group of 16
-  const float* xsum32;  // [K / 32]: sums of x over each group of 32
-  int64_t n_blocks;     // blocks per row
-  const float* f16;     // F16ToF32Table()
-  mutable Prefetcher prefetch;
-  const char* prefetch_base = nullptr;
-};
+using Inputs = GgufRowInputs;
 
 // Sum of the 16 lanes in a fixed pairwise order.
 PROCTOR_GGUF_TARGET inline float SumLanes(__m512 v) {
@@ -172,7 +139,7 @@ PROCTOR_GGUF_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, __
     const __m512 x0 = _mm512_loadu_ps(in.x + 32 * b);
     const __m512 x1 = _mm512_loadu_ps(in.x + 32 * b + 16);
     const float xs = Block::kHasMin ? in.xsum32[b] : 0.0f;
-    in.prefetch.Advance(in.prefetch_base, b + 1);
+    in.prefetch.Advance(b + 1);
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + b * Block::kBytes;
       const __m512 dot = Block::Dot(block, x0, x1, table_lo, table_hi);
@@ -340,7 +307,7 @@ PROCTOR_GGUF_TARGET void RowsK(const Inputs& in, const uint8_t* const* rows, flo
   __m512 acc[R], min_acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), min_acc[r] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
-    in.prefetch.Advance(in.prefetch_base, sb + 1);
+    in.prefetch.Advance(sb + 1);
     for (int r = 0; r < R; ++r) Decode::Run(rows[r] + sb * Decode::kBytes, in.f16, &dec[r]);
     const float* x = in.x + 256 * sb;
     for (int g = 0; g < 16; ++g) {
@@ -374,7 +341,7 @@ PROCTOR_GGUF_TARGET void RowsQ4_K(const Inputs& in, const uint8_t* const* rows, 
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
     const __m256 xs32 = _mm256_loadu_ps(in.xsum32 + 8 * sb);
-    in.prefetch.Advance(in.prefetch_base, sb + 1);
+    in.prefetch.Advance(sb + 1);
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + sb * kBytes;
       __m128i sc, m;
@@ -448,45 +415,20 @@ PROCTOR_GGUF_TARGET void GroupSums(const float* x, int64_t K, float* sums) {
 
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
   CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx512_gguf);
-  const int64_t block_elems = static_cast<int64_t>(Info(w.type).block_elems);
-  CHECK_MSG(w.cols % block_elems == 0, "{} rows of {} values", Name(w.type), w.cols);
-  thread_local std::vector<float> xsum, xsum32;  // [K / 16], [K / 32]
-  xsum.resize(static_cast<size_t>(w.cols / 16));
-  xsum32.resize(static_cast<size_t>(w.cols / 32));
-  GroupSums(x, w.cols, xsum.data());
-  for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
-  Inputs in{x,      xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), Prefetcher{},
-            nullptr};
-  const int64_t row_bytes = static_cast<int64_t>(w.RowBytes());
-  const bool contiguous = static_cast<int64_t>(w.row_stride) == row_bytes;
-  for (int64_t n = n_begin; n < n_end; n += kRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRows, n_end - n));
-    const int64_t next_rows = std::min<int64_t>(kRows, n_end - n - rows);
-    if (contiguous && next_rows > 0) {
-      const char* next = reinterpret_cast<const char*>(w.Row(n + rows));
-      in.prefetch =
-          Prefetcher{next, next + next_rows * row_bytes, next_rows * row_bytes / in.n_blocks};
-      in.prefetch_base = next;
-    } else {
-      in.prefetch = Prefetcher{};
-    }
-    const uint8_t* row_ptrs[kRows];
-    for (int r = 0; r < rows; ++r) row_ptrs[r] = w.Row(n + r);
-    switch (rows) {
-      case 4:
-        RunRows<4>(w.type, in, row_ptrs, out + n);
-        break;
-      case 3:
-        RunRows<3>(w.type, in, row_ptrs, out + n);
-        break;
-      case 2:
-        RunRows<2>(w.type, in, row_ptrs, out + n);
-        break;
-      default:
-        RunRows<1>(w.type, in, row_ptrs, out + n);
-        break;
-    }
-  }
+  ForEachRowPass<kRows>(
+      x, w, out, n_begin, n_end, GroupSums,
+      [&](int rows, const Inputs& in, const uint8_t* const* row_ptrs, float* row_out) {
+        switch (rows) {
+          case 4:
+            return RunRows<4>(w.type, in, row_ptrs, row_out);
+          case 3:
+            return RunRows<3>(w.type, in, row_ptrs, row_out);
+          case 2:
+            return RunRows<2>(w.type, in, row_ptrs, row_out);
+          default:
+            return RunRows<1>(w.type, in, row_ptrs, row_out);
+        }
+      });
 }
 
 }  // namespace proctor::ops::internal

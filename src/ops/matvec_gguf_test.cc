@@ -1,10 +1,11 @@
-// The fused AVX-512 GGUF matrix-vector kernels against a double-precision sum over the scalar
-// reference dequantization, on odd row counts and row lengths, plus partition independence and
-// the MatMul dispatch.
+// The fused GGUF matrix-vector kernels (AVX-512 and AVX2, each where the CPU has it) against a
+// double-precision sum over the scalar reference dequantization, on odd row counts and row
+// lengths, plus partition independence and the MatMul dispatch.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/convert.h"
@@ -19,8 +20,18 @@ namespace {
 constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
                             DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
-TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
-  if (!CpuFeatures::Host().avx512_gguf) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
+using MatVecFn = void (*)(const float*, const MatView&, float*, int64_t, int64_t);
+struct FusedKernel {
+  const char* name;
+  MatVecFn fn;
+  bool runs_here;
+};
+
+class MatVecGguf : public ::testing::TestWithParam<FusedKernel> {};
+
+TEST_P(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
+  const FusedKernel& kernel = GetParam();
+  if (!kernel.runs_here) GTEST_SKIP() << "CPU lacks " << kernel.name;
   for (const DType type : kTypes) {
     ASSERT_TRUE(internal::FusedGgufMatVecCovers(type)) << Name(type);
     const int64_t block = static_cast<int64_t>(Info(type).block_elems);
@@ -33,10 +44,10 @@ TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
         const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
         const auto x = quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K));
         std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
-        internal::MatVecGguf(x.data(), w, out.data(), 0, N);
+        kernel.fn(x.data(), w, out.data(), 0, N);
         // Any partition of the rows gives the same bits (each output is one fixed chain).
-        internal::MatVecGguf(x.data(), w, split.data(), 0, N / 2);
-        internal::MatVecGguf(x.data(), w, split.data(), N / 2, N);
+        kernel.fn(x.data(), w, split.data(), 0, N / 2);
+        kernel.fn(x.data(), w, split.data(), N / 2, N);
         EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
         std::vector<float> a, b;
         for (int64_t n = 0; n < N; ++n) {
@@ -53,8 +64,18 @@ TEST(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
   }
 }
 
-TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
-  if (!CpuFeatures::Host().avx512_gguf) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/DQ/VBMI";
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, MatVecGguf,
+    ::testing::Values(FusedKernel{"avx512", internal::MatVecGguf, CpuFeatures::Host().avx512_gguf},
+                      FusedKernel{"avx2", internal::MatVecGgufAvx2, CpuFeatures::Host().avx2_fma}),
+    [](const ::testing::TestParamInfo<FusedKernel>& param) {
+      return std::string(param.param.name);
+    });
+
+TEST(MatVecGgufDispatch, MatMulAgreesWithThePerRowDotKernels) {
+  const CpuFeatures& cpu = CpuFeatures::Host();
+  if (!cpu.avx512_gguf && !cpu.avx2_fma) GTEST_SKIP() << "CPU lacks AVX2 and AVX-512";
+  const char* fused_name = cpu.avx512_gguf ? "gguf-matvec" : "gguf-matvec-avx2";
   ThreadPool pool(2);
   for (const DType type : kTypes) {
     SCOPED_TRACE(Name(type));
@@ -65,7 +86,7 @@ TEST(MatVecGguf, MatMulDispatchAgreesWithThePerRowDotKernels) {
     const auto x = quant::testing::RandomWeights(K, 17);
     const MatView xv{DType::kF32, 1, K, static_cast<size_t>(K) * 4,
                      reinterpret_cast<const uint8_t*>(x.data())};
-    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kF32, 1), "gguf-matvec");
+    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kF32, 1), fused_name);
     Tensor fused = Tensor::F32(1, N), per_row = Tensor::F32(1, N), one_thread = Tensor::F32(1, N);
     MatMul(xv, w, fused.MutF32(), ComputeMode::kF32, pool);
     ThreadPool single(1);

@@ -2,12 +2,14 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "eval/runners/eval_model.h"
 #include "model/greedy.h"
 #include "ops/matmul.h"
 #include "util/error.h"
+#include "util/machine.h"
 #include "util/thread_pool.h"
 #include "util/timing.h"
 
@@ -81,18 +83,30 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   const KvScheme& kv = options.runtime.kv;
   const ModelConfig& config = opened->config();
   const int64_t kv_dim = int64_t{config.num_kv_heads} * config.head_dim;
-  const auto& first = static_cast<const FullAttentionKvCache&>(cache.layer(0));
+  // Quantized-cache facts from the first attention layer (a hybrid model's first layers may be
+  // recurrent).
+  int attention_layer = 0;
+  while (attention_layer + 1 < cache.num_layers() &&
+         cache.layer(attention_layer).kind() == LayerCacheKind::kRecurrent) {
+    ++attention_layer;
+  }
   report["kv_cache_bytes"] = cache.MemoryBytes();  // allocated: reserved positions x layers
   report["compute"] = std::string(ComputeModeName(options.runtime.compute));
   report["kv"] = kv.Name();
   if (kv.quantized()) {
     report["kv_start"] = kv.start;
-    report["kv_converted"] = first.converted();  // false: the run never reached kv_start
+    report["kv_converted"] =
+        cache.Attention(attention_layer).converted();  // false: the run never reached kv_start
   }
   report["kv_effective_bits"] = kv.EffectiveBits();
   report["kv_bytes_per_token_per_layer"] = kv.BytesPerToken(kv_dim);
   report["threads"] = ThreadPool::Global().num_threads();
   report["bf16_kernel"] = ops::BF16KernelName();
+  report["prefill_kernels"] =
+      model->MatMulKernels(std::min<int64_t>(options.chunk_size, options.prompt_tokens));
+  report["decode_kernels"] = model->MatMulKernels(1);
+  report["machine"] = DescribeMachine(ReadMachineFacts());
+  report["cpu_cap"] = std::string(ops::CpuCapName(ops::CpuFeatures::Host().cap));
   report["peak_rss_bytes"] = PeakRssBytes();
   return report;
 }

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""proctor and llama.cpp side by side on the same GGUF files, the same CPU and thread counts.
+
+Writes a TinyLlama-1.1B-shaped model once (22 layers, hidden 2048, 32 heads / 4 KV heads, MLP
+5632, Llama's SentencePiece vocabulary of 32000 from the fixtures' vocab-only GGUF; random bf16
+weights, seed 7) with the `gguf` package, quantizes it with llama.cpp's own llama-quantize
+(Q8_0, Q4_0, Q4_K_M, Q6_K), then for every type and thread count runs `proctor bench FILE` and
+`llama-bench -m FILE` (prefill 512, decode 32), interleaved, `--reps` times each, and prints one
+table: tok/s of each (the best repetition), the ratio proctor / llama.cpp, decode GB/s (the
+file's weight bytes x decode tok/s), peak RSS, and the load average before the cell. MLX affine
+types are proctor-only rows (llama.cpp cannot read them): `proctor bench --synthetic
+tinyllama-1.1b --dtype affine4-g64`.
+
+llama.cpp comes from the llama-cpp-python sdist the oracle setup unpacked
+(tools/oracle/setup.sh), built here for this CPU: GGML_NATIVE off (its native build dies with
+SIGILL in the AMX path on these VMs), AVX2/FMA/F16C on, the AVX-512 options on where the CPU has
+them, AMX off. Files and builds are cached under ~/.cache/proctor/bench.
+
+usage: bench/vs_llama_cpp.py [--proctor build/proctor] [--types bf16,q8_0,q4_0,q4_k_m,q6_k]
+                             [--mlx affine4-g64,affine8-g64] [--threads 1,2] [--reps 2]
+                             [--json OUT]
+Run with the oracle environment's python (it has numpy and gguf):
+  ~/.cache/proctor/oracle-venv-*/bin/python bench/vs_llama_cpp.py
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "proctor")
+BENCH_CACHE = os.path.join(CACHE, "bench")
+LLAMA_TYPES = {"bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_k_m": "Q4_K_M",
+               "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4_1": "Q4_1", "q5_0": "Q5_0"}
+SHAPE = dict(layers=22, hidden=2048, heads=32, kv_heads=4, ff=5632, vocab=32000, ctx=2048)
+
+
+def fail(message):
+    sys.exit("vs_llama_cpp: " + message)
+
+
+def cpu_facts():
+    name, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and name == "unknown CPU":
+                name = value.strip()
+            if key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    shown = [f for f in ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                         "avx512_bf16", "avx512vbmi", "amx_tile", "amx_bf16", "amx_int8")
+             if f in flags]
+    return name, flags, shown
+
+
+def llama_cpp_build(flags):
+    """Builds llama-bench and llama-quantize for this CPU; returns the bin directory."""
+    roots = sorted(glob.glob(os.path.join(CACHE, "llama.cpp-*", "src", ".complete")))
+    if not roots:
+        fail("no llama.cpp source under %s/llama.cpp-*/src: run tools/oracle/setup.sh first" % CACHE)
+    src = os.path.dirname(roots[-1])
+    avx512 = "avx512f" in flags and "avx512bw" in flags and "avx512vl" in flags
+    # llama.cpp's defaults otherwise (OpenMP threads, its CPU backend built in).
+    options = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+               "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_OPENSSL=OFF",
+               "-DLLAMA_USE_PREBUILT_UI=OFF", "-DGGML_NATIVE=OFF", "-DGGML_AVX=ON",
+               "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON",
+               "-DGGML_AVX512=%s" % ("ON" if avx512 else "OFF"),
+               "-DGGML_AVX512_VBMI=%s" % ("ON" if avx512 and "avx512vbmi" in flags else "OFF"),
+               "-DGGML_AVX512_VNNI=%s" % ("ON" if avx512 and "avx512_vnni" in flags else "OFF"),
+               "-DGGML_AVX512_BF16=%s" % ("ON" if avx512 and "avx512_bf16" in flags else "OFF"),
+               "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
+    key = hashlib.sha256((src + " ".join(options)).encode()).hexdigest()[:12]
+    build = os.path.join(os.path.dirname(src), "build-bench-" + key)
+    binary = os.path.join(build, "bin", "llama-bench")
+    if not os.path.exists(os.path.join(build, ".complete")):
+        print("building llama.cpp's llama-bench and llama-quantize in %s" % build, file=sys.stderr)
+        launcher = []
+        if subprocess.run(["sh", "-c", "command -v ccache"], capture_output=True).returncode == 0:
+            launcher = ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+        log = open(os.path.join(os.path.dirname(src), "build-bench.log"), "w")
+        for command in (["cmake", "-S", src, "-B", build, "-G", "Ninja"] + launcher + options,
+                        ["cmake", "--build", build, "-j", str(os.cpu_count()), "--target",
+                         "llama-bench", "llama-quantize"]):
+            if subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode != 0:
+                fail("building llama.cpp failed (see %s)" % log.name)
+        open(os.path.join(build, ".complete"), "w").close()
+    if not os.path.exists(binary):
+        fail("no %s after the build" % binary)
+    return os.path.join(build, "bin")
+
+
+def write_model(path):
+    """The TinyLlama-shaped bf16 GGUF: Llama's SPM vocabulary, random N(0, 1/fan_in) weights."""
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
+    fixtures = os.environ.get("PROCTOR_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
+    vocab_file = os.path.join(fixtures, "llama.cpp-vocab", "ggml-vocab-llama-spm.gguf")
+    if not os.path.exists(vocab_file):
+        fail("no %s (set PROCTOR_FIXTURES)" % vocab_file)
+    vocab = GGUFReader(vocab_file)
+
+    def field(name):
+        f = vocab.fields[name]
+        if f.types and f.types[0].name == "ARRAY":
+            return [bytes(f.parts[i]).decode() if f.types[-1].name == "STRING" else f.parts[i][0]
+                    for i in f.data]
+        return f.parts[f.data[0]][0]
+
+    s = SHAPE
+    head_dim = s["hidden"] // s["heads"]
+    w = GGUFWriter(path + ".part", "llama")
+    w.add_name("tinyllama-1.1b-shaped random")
+    w.add_context_length(s["ctx"])
+    w.add_embedding_length(s["hidden"])
+    w.add_block_count(s["layers"])
+    w.add_feed_forward_length(s["ff"])
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv_heads"])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(10000.0)
+    w.add_rope_dimension_count(head_dim)
+    w.add_file_type(32)  # LLAMA_FTYPE_MOSTLY_BF16
+    w.add_tokenizer_model("llama")
+    w.add_token_list(field("tokenizer.ggml.tokens"))
+    w.add_token_scores([float(x) for x in field("tokenizer.ggml.scores")])
+    w.add_token_types([int(x) for x in field("tokenizer.ggml.token_type")])
+    w.add_bos_token_id(int(field("tokenizer.ggml.bos_token_id")))
+    w.add_eos_token_id(int(field("tokenizer.ggml.eos_token_id")))
+    rng = np.random.default_rng(7)
+
+    def bf16(shape, fan_in):
+        a = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan_in))
+        bits = a.view(np.uint32).astype(np.uint64)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+    def add(name, array):
+        w.add_tensor(name, array, raw_dtype=GGMLQuantizationType.BF16 if array.dtype == np.uint16
+                     else None)
+
+    hidden, kv = s["hidden"], s["kv_heads"] * head_dim
+    add("token_embd.weight", bf16((s["vocab"], hidden), 1))
+    for i in range(s["layers"]):
+        p = "blk.%d." % i
+        add(p + "attn_norm.weight", np.ones(hidden, np.float32))
+        add(p + "attn_q.weight", bf16((hidden, hidden), hidden))
+        add(p + "attn_k.weight", bf16((kv, hidden), hidden))
+        add(p + "attn_v.weight", bf16((kv, hidden), hidden))
+        add(p + "attn_output.weight", bf16((hidden, hidden), hidden))
+        add(p + "ffn_norm.weight", np.ones(hidden, np.float32))
+        add(p + "ffn_gate.weight", bf16((s["ff"], hidden), hidden))
+        add(p + "ffn_up.weight", bf16((s["ff"], hidden), hidden))
+        add(p + "ffn_down.weight", bf16((hidden, s["ff"]), s["ff"]))
+    add("output_norm.weight", np.ones(hidden, np.float32))
+    add("output.weight", bf16((s["vocab"], hidden), hidden))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(path + ".part", path)
+
+
+def model_files(types, bin_dir):
+    os.makedirs(BENCH_CACHE, exist_ok=True)
+    base = os.path.join(BENCH_CACHE, "tinyllama-shaped-bf16.gguf")
+    if not os.path.exists(base):
+        print("writing %s" % base, file=sys.stderr)
+        write_model(base)
+    files = {}
+    for t in types:
+        if t == "bf16":
+            files[t] = base
+            continue
+        out = os.path.join(BENCH_CACHE, "tinyllama-shaped-%s.gguf" % t)
+        if not os.path.exists(out):
+            print("llama-quantize %s -> %s" % (LLAMA_TYPES[t], out), file=sys.stderr)
+            r = subprocess.run([os.path.join(bin_dir, "llama-quantize"), base, out + ".part",
+                                LLAMA_TYPES[t]], capture_output=True, text=True)
+            if r.returncode != 0:
+                fail("llama-quantize %s failed:\n%s" % (t, r.stderr[-2000:]))
+            os.replace(out + ".part", out)
+        files[t] = out
+    return files
+
+
+def timed(command):
+    """(stdout, peak RSS in MB, seconds) of one process."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile("w+") as err_file:
+        p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err_file, text=True)
+        # wait4 gives this child's own peak RSS (ru_maxrss, KiB); read its output first.
+        out = p.stdout.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        err_file.seek(0)
+        err = err_file.read()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        fail("%s failed (%d):\n%s" % (" ".join(command), p.returncode, err[-2000:]))
+    return out, usage.ru_maxrss / 1024.0, time.monotonic() - start
+
+
+def proctor_cell(proctor, model, threads, synthetic=None):
+    command = [proctor, "-q", "-t", str(threads), "bench", "--prompt-tokens", "512",
+               "--decode-tokens", "32"]
+    command += ["--synthetic", "tinyllama-1.1b", "--dtype", synthetic] if synthetic else [model]
+    out, rss, _ = timed(command)
+    j = json.loads(out)
+    return {"prefill": j["prefill_tokens_per_second"], "decode": j["decode_tokens_per_second"],
+            "rss_mb": rss, "weight_bytes": j["weight_bytes"], "kernels": j.get("decode_kernels")}
+
+
+def llama_cell(bin_dir, model, threads):
+    out, rss, _ = timed([os.path.join(bin_dir, "llama-bench"), "-m", model, "-t", str(threads),
+                         "-p", "512", "-n", "32", "-r", "1", "-o", "json"])
+    rows = json.loads(out)
+    prefill = next(r["avg_ts"] for r in rows if r["n_prompt"] == 512 and r["n_gen"] == 0)
+    decode = next(r["avg_ts"] for r in rows if r["n_gen"] == 32 and r["n_prompt"] == 0)
+    return {"prefill": prefill, "decode": decode, "rss_mb": rss}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--proctor", default=os.path.join(ROOT, "build", "proctor"))
+    ap.add_argument("--types", default="bf16,q8_0,q4_0,q4_k_m,q6_k")
+    ap.add_argument("--mlx", default="affine4-g64,affine8-g64")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--json", help="also write every measurement here")
+    args = ap.parse_args()
+    types = [t for t in args.types.split(",") if t]
+    for t in types:
+        if t not in LLAMA_TYPES:
+            fail("unknown type %r (known: %s)" % (t, ", ".join(LLAMA_TYPES)))
+    threads = [int(t) for t in args.threads.split(",") if t]
+    if not os.access(args.proctor, os.X_OK):
+        fail("no proctor binary at %s (build it: bash scripts/build.sh)" % args.proctor)
+    if args.reps < 1 or not threads or min(threads) < 1:
+        fail("--reps and --threads must be positive")
+    cpu, flags, shown = cpu_facts()
+    bin_dir = llama_cpp_build(flags)
+    files = model_files(types, bin_dir)
+
+    cells = []
+    for t in types:
+        for n in threads:
+            load = os.getloadavg()[0]
+            p_runs, l_runs = [], []
+            for _ in range(args.reps):  # interleaved
+                l_runs.append(llama_cell(bin_dir, files[t], n))
+                p_runs.append(proctor_cell(args.proctor, files[t], n))
+            cells.append({"type": t, "threads": n, "load": load, "proctor": p_runs,
+                          "llama_cpp": l_runs, "file_bytes": os.path.getsize(files[t])})
+            print("  %s x%d done" % (t, n), file=sys.stderr)
+    for m in [m for m in args.mlx.split(",") if m]:
+        for n in threads:
+            load = os.getloadavg()[0]
+            p_runs = [proctor_cell(args.proctor, None, n, synthetic=m) for _ in range(args.reps)]
+            cells.append({"type": m, "threads": n, "load": load, "proctor": p_runs,
+                          "llama_cpp": None, "file_bytes": p_runs[0]["weight_bytes"]})
+
+    print("CPU: %s (%s), %d hardware threads" % (cpu, " ".join(shown), os.cpu_count()))
+    print("TinyLlama-1.1B-shaped GGUF (random weights), prefill 512, decode 32; best of %d "
+          "interleaved runs; tok/s" % args.reps)
+    print("%-14s %3s  %9s %9s %6s  %8s %8s %6s  %7s  %9s %9s  %5s" % (
+        "weights", "thr", "pp llama", "pp proc", "ratio", "tg llama", "tg proc", "ratio",
+        "tg GB/s", "RSS llama", "RSS proc", "load"))
+    for c in cells:
+        p_pp = max(r["prefill"] for r in c["proctor"])
+        p_tg = max(r["decode"] for r in c["proctor"])
+        p_rss = max(r["rss_mb"] for r in c["proctor"])
+        gbs = c["file_bytes"] * p_tg / 1e9
+        if c["llama_cpp"]:
+            l_pp = max(r["prefill"] for r in c["llama_cpp"])
+            l_tg = max(r["decode"] for r in c["llama_cpp"])
+            l_rss = max(r["rss_mb"] for r in c["llama_cpp"])
+            print("%-14s %3d  %9.1f %9.1f %5.2fx  %8.2f %8.2f %5.2fx  %7.1f  %8.0fM %8.0fM  %5.2f" % (
+                c["type"], c["threads"], l_pp, p_pp, p_pp / l_pp, l_tg, p_tg, p_tg / l_tg, gbs,
+                l_rss, p_rss, c["load"]))
+        else:
+            print("%-14s %3d  %9s %9.1f %6s  %8s %8.2f %6s  %7.1f  %9s %8.0fM  %5.2f" % (
+                c["type"], c["threads"], "-", p_pp, "", "-", p_tg, "", gbs, "-", p_rss, c["load"]))
+    print("ratio = proctor / llama.cpp; tg GB/s = weight bytes x proctor decode tok/s; RSS = peak "
+          "resident set of the process; load = 1-minute load average before the cell.")
+    kernels = {c["type"]: c["proctor"][0]["kernels"] for c in cells}
+    print("proctor decode kernels: %s" % json.dumps(kernels))
+    if args.json:
+        with open(args.json + ".part", "w") as f:
+            json.dump({"cpu": cpu, "flags": shown, "cells": cells}, f, indent=1)
+        os.replace(args.json + ".part", args.json)
+
+
+if __name__ == "__main__":
+    main()
