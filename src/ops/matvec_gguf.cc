@@ -178,20 +178,6 @@ PROCTOR_GGUF_TARGET inline void StoreScaled(float* dst, __m512i ints, float fact
   _mm512_store_ps(dst, _mm512_mul_ps(_mm512_cvtepi32_ps(ints), _mm512_set1_ps(factor)));
 }
 
-// The 8 six-bit (scale, min) pairs of a Q4_K / Q5_K super-block, unpacked with word operations
-// into bytes (byte j of *scales / *mins: sub-block j), as ggml's get_scale_min_k4 defines them:
-// j < 4: scale = q[j] & 63, min = q[j + 4] & 63; j >= 4: scale = (q[j + 4] & 15) | (q[j - 4] >> 6)
-// << 4, min = (q[j + 4] >> 4) | (q[j] >> 6) << 4.
-inline void UnpackK4(const uint8_t* packed, __m128i* scales, __m128i* mins) {
-  uint32_t w[3];
-  std::memcpy(w, packed, 12);
-  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, m_lo = w[1] & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | (((w[0] >> 6) & 0x03030303u) << 4);
-  const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | (((w[1] >> 6) & 0x03030303u) << 4);
-  *scales = _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0);
-  *mins = _mm_setr_epi32(static_cast<int>(m_lo), static_cast<int>(m_hi), 0, 0);
-}
-
 // Q4_K / Q5_K: 8 (scale, min) pairs per super-block, each covering 32 values (2 groups).
 PROCTOR_GGUF_TARGET inline void ScalesK4(const uint8_t* packed, float d, float dmin, Decoded* o) {
   __m128i sc, m;

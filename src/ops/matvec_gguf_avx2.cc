@@ -190,27 +190,30 @@ struct Q3_KDecode {
   }
 };
 
-// Q5_K: value 64c + m (m < 32) has code (qs[32c + m] & 15) | (qh[m] bit 2c) << 4, value
-// 64c + 32 + m (qs[32c + m] >> 4) | (qh[m] bit 2c + 1) << 4; sub-block j (groups 2j, 2j + 1):
+// Q5_K: value 64c + l (l < 32) has code (qs[32c + l] & 15) | (qh[l] bit 2c) << 4, value
+// 64c + 32 + l (qs[32c + l] >> 4) | (qh[l] bit 2c + 1) << 4; sub-block j (groups 2j, 2j + 1):
 // scale d * sc_j, offset dmin * m_j.
 struct Q5_KDecode {
   static constexpr int kBytes = 176;
   static constexpr bool kHasMin = true;
   PROCTOR_AVX2_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
     const float d = HalfAt(f16, b), dmin = HalfAt(f16, b + 2);
+    __m128i sc, m;
+    UnpackK4(b + 4, &sc, &m);
+    alignas(16) uint8_t scales[16], mins[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc);
+    _mm_store_si128(reinterpret_cast<__m128i*>(mins), m);
     for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      quant::UnpackScaleMinK4(b + 4, j, &sc, &m);
-      o->scale[2 * j] = o->scale[2 * j + 1] = d * static_cast<float>(sc);
-      o->offset[2 * j] = o->offset[2 * j + 1] = dmin * static_cast<float>(m);
+      o->scale[2 * j] = o->scale[2 * j + 1] = d * static_cast<float>(scales[j]);
+      o->offset[2 * j] = o->offset[2 * j + 1] = dmin * static_cast<float>(mins[j]);
     }
     const uint8_t* qh = b + 16;
     for (int c = 0; c < 4; ++c) {
       const uint8_t* qs = b + 48 + 32 * c;
       int8_t* q = o->q + 64 * c;
-      for (int m = 0; m < 32; ++m) {
-        q[m] = static_cast<int8_t>((qs[m] & 15) | ((qh[m] >> (2 * c)) & 1) << 4);
-        q[32 + m] = static_cast<int8_t>((qs[m] >> 4) | ((qh[m] >> (2 * c + 1)) & 1) << 4);
+      for (int l = 0; l < 32; ++l) {
+        q[l] = static_cast<int8_t>((qs[l] & 15) | ((qh[l] >> (2 * c)) & 1) << 4);
+        q[32 + l] = static_cast<int8_t>((qs[l] >> 4) | ((qh[l] >> (2 * c + 1)) & 1) << 4);
       }
     }
   }
@@ -284,18 +287,13 @@ PROCTOR_AVX2_TARGET void RowsQ4_K(const Inputs& in, const uint8_t* const* rows, 
     in.prefetch.Advance(sb + 1);
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + sb * kBytes;
-      alignas(32) float mins[8];
-      for (int j = 0; j < 8; ++j) {
-        uint8_t sc, m;
-        quant::UnpackScaleMinK4(block + 4, j, &sc, &m);
-        scale[r][j] = static_cast<float>(sc);
-        mins[j] = static_cast<float>(m);
-      }
-      _mm256_store_ps(
-          scale[r], _mm256_mul_ps(_mm256_load_ps(scale[r]), _mm256_set1_ps(HalfAt(in.f16, block))));
-      const __m256 m =
-          _mm256_mul_ps(_mm256_load_ps(mins), _mm256_set1_ps(HalfAt(in.f16, block + 2)));
-      min_acc[r] = _mm256_fmadd_ps(m, xs32, min_acc[r]);
+      __m128i sc, m;
+      UnpackK4(block + 4, &sc, &m);
+      _mm256_store_ps(scale[r], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)),
+                                              _mm256_set1_ps(HalfAt(in.f16, block))));
+      const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)),
+                                        _mm256_set1_ps(HalfAt(in.f16, block + 2)));
+      min_acc[r] = _mm256_fmadd_ps(mins, xs32, min_acc[r]);
     }
     const float* x = in.x + 256 * sb;
     for (int c = 0; c < 4; ++c) {

@@ -3,6 +3,7 @@
 // output rows in passes of a few rows that share the loads of x. Internal to src/ops.
 #pragma once
 
+#include <emmintrin.h>
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -38,6 +39,20 @@ struct Prefetcher {
     for (; next < target; next += 64) _mm_prefetch(next, _MM_HINT_T0);
   }
 };
+
+// The 8 six-bit (scale, min) pairs of a Q4_K / Q5_K super-block, unpacked with word operations
+// into bytes (byte j of *scales / *mins: sub-block j), as ggml's get_scale_min_k4 defines them:
+// j < 4: scale = q[j] & 63, min = q[j + 4] & 63; j >= 4: scale = (q[j + 4] & 15) | (q[j - 4] >> 6)
+// << 4, min = (q[j + 4] >> 4) | (q[j] >> 6) << 4.
+inline void UnpackK4(const uint8_t* packed, __m128i* scales, __m128i* mins) {
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, m_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | (((w[0] >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | (((w[1] >> 6) & 0x03030303u) << 4);
+  *scales = _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0);
+  *mins = _mm_setr_epi32(static_cast<int>(m_lo), static_cast<int>(m_hi), 0, 0);
+}
 
 struct GgufRowInputs {
   const float* x;       // [K]
