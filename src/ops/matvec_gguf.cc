@@ -52,8 +52,6 @@ bool FusedGgufMatVecCovers(DType type) {
 
 namespace {
 
-constexpr int kRows = 4;  // weight rows per pass (they share the x loads)
-
 using Inputs = GgufRowInputs;
 
 // Sum of the 16 lanes in a fixed pairwise order.
@@ -401,20 +399,10 @@ PROCTOR_GGUF_TARGET void GroupSums(const float* x, int64_t K, float* sums) {
 
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
   CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx512_gguf);
-  ForEachRowPass<kRows>(
-      x, w, out, n_begin, n_end, GroupSums,
-      [&](int rows, const Inputs& in, const uint8_t* const* row_ptrs, float* row_out) {
-        switch (rows) {
-          case 4:
-            return RunRows<4>(w.type, in, row_ptrs, row_out);
-          case 3:
-            return RunRows<3>(w.type, in, row_ptrs, row_out);
-          case 2:
-            return RunRows<2>(w.type, in, row_ptrs, row_out);
-          default:
-            return RunRows<1>(w.type, in, row_ptrs, row_out);
-        }
-      });
+  ForEachRowPass(x, w, out, n_begin, n_end, GroupSums,
+                 [&]<int R>(const Inputs& in, const uint8_t* const* row_ptrs, float* row_out) {
+                   RunRows<R>(w.type, in, row_ptrs, row_out);
+                 });
 }
 
 }  // namespace proctor::ops::internal

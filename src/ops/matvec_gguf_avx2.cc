@@ -30,8 +30,6 @@ namespace {
 
 using Inputs = GgufRowInputs;
 
-constexpr int kRows = 4;  // weight rows per pass (they share the x loads)
-
 // Sum of the 8 lanes in a fixed pairwise order.
 PROCTOR_AVX2_TARGET inline float SumLanes(__m256 v) {
   const __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -73,6 +71,13 @@ struct Q8_0Block {
   }
 };
 
+// The low nibbles of 16 bytes (values 0..15 of a block) and their high nibbles (16..31).
+PROCTOR_AVX2_TARGET inline void SplitNibbles(__m128i bytes, __m128i* lo, __m128i* hi) {
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  *lo = _mm_and_si128(bytes, low4);
+  *hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+}
+
 // Q4_0 (codes q - 8) / Q4_1 (codes q): value l has the low nibble of byte l, value 16 + l the
 // high one.
 template <bool kMin>
@@ -81,10 +86,7 @@ struct Q4Block {
   static constexpr bool kHasMin = kMin;
   static constexpr int kMinAt = 2;
   PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
-    const __m128i bytes = Load16(b + (kMin ? 4 : 2));
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    *lo = _mm_and_si128(bytes, low4);
-    *hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+    SplitNibbles(Load16(b + (kMin ? 4 : 2)), lo, hi);
     if constexpr (!kMin) {
       *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(8));
       *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(8));
@@ -102,10 +104,9 @@ struct Q5Block {
     constexpr int kQh = kMin ? 4 : 2;
     uint32_t qh;
     std::memcpy(&qh, b + kQh, 4);
-    const __m128i bytes = Load16(b + kQh + 4);
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    *lo = _mm_or_si128(_mm_and_si128(bytes, low4), BitsToBytes(qh, 16));
-    *hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4), BitsToBytes(qh >> 16, 16));
+    SplitNibbles(Load16(b + kQh + 4), lo, hi);
+    *lo = _mm_or_si128(*lo, BitsToBytes(qh, 16));
+    *hi = _mm_or_si128(*hi, BitsToBytes(qh >> 16, 16));
     if constexpr (!kMin) {
       *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(16));
       *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(16));
@@ -361,20 +362,10 @@ PROCTOR_AVX2_TARGET void GroupSums(const float* x, int64_t K, float* sums) {
 
 void MatVecGgufAvx2(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end) {
   CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx2_fma);
-  ForEachRowPass<kRows>(
-      x, w, out, n_begin, n_end, GroupSums,
-      [&](int rows, const Inputs& in, const uint8_t* const* row_ptrs, float* row_out) {
-        switch (rows) {
-          case 4:
-            return RunRows<4>(w.type, in, row_ptrs, row_out);
-          case 3:
-            return RunRows<3>(w.type, in, row_ptrs, row_out);
-          case 2:
-            return RunRows<2>(w.type, in, row_ptrs, row_out);
-          default:
-            return RunRows<1>(w.type, in, row_ptrs, row_out);
-        }
-      });
+  ForEachRowPass(x, w, out, n_begin, n_end, GroupSums,
+                 [&]<int R>(const Inputs& in, const uint8_t* const* row_ptrs, float* row_out) {
+                   RunRows<R>(w.type, in, row_ptrs, row_out);
+                 });
 }
 
 }  // namespace proctor::ops::internal

@@ -63,13 +63,17 @@ struct GgufRowInputs {
   mutable Prefetcher prefetch;
 };
 
-// Rows [n_begin, n_end) of w times x, in passes of up to kRows rows: `sum16(x, K, sums)` writes
-// the sums of x over each 16 values (the kernel's own fixed order); `pass(rows, in, row_ptrs,
-// out)` computes `rows` outputs. Every output is one fixed chain over its row, so results do not
-// depend on how the rows are partitioned.
-template <int kRows, class Sum16, class Pass>
+// Weight rows per pass of the fused kernels (they share the loads of x).
+inline constexpr int kRowsPerPass = 4;
+
+// Rows [n_begin, n_end) of w times x, in passes of up to kRowsPerPass rows: `sum16(x, K, sums)`
+// writes the sums of x over each 16 values (the kernel's own fixed order); `pass.template
+// operator()<R>(in, row_ptrs, out)` computes R outputs. Every output is one fixed chain over its
+// row, so results do not depend on how the rows are partitioned.
+template <class Sum16, class Pass>
 void ForEachRowPass(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end,
                     Sum16 sum16, Pass pass) {
+  constexpr int kRows = kRowsPerPass;
   const int64_t block_elems = static_cast<int64_t>(Info(w.type).block_elems);
   CHECK_MSG(w.cols % block_elems == 0, "{} rows of {} values", Name(w.type), w.cols);
   thread_local std::vector<float> xsum, xsum32;  // [K / 16], [K / 32]
@@ -91,7 +95,20 @@ void ForEachRowPass(const float* x, const MatView& w, float* out, int64_t n_begi
     }
     const uint8_t* row_ptrs[kRows];
     for (int r = 0; r < rows; ++r) row_ptrs[r] = w.Row(n + r);
-    pass(rows, in, row_ptrs, out + n);
+    switch (rows) {
+      case 4:
+        pass.template operator()<4>(in, row_ptrs, out + n);
+        break;
+      case 3:
+        pass.template operator()<3>(in, row_ptrs, out + n);
+        break;
+      case 2:
+        pass.template operator()<2>(in, row_ptrs, out + n);
+        break;
+      default:
+        pass.template operator()<1>(in, row_ptrs, out + n);
+        break;
+    }
   }
 }
 
