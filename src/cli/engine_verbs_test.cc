@@ -1,5 +1,6 @@
 // End-to-end tests of `proctor generate`, `proctor logits` and `proctor bench` (the built
 // executable, PROCTOR_BIN): outputs against Hugging Face's goldens, JSON fields, and errors.
+#include <cpuid.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -185,8 +186,9 @@ TEST(BenchVerb, KeysAndValuesTypedApartAsLlamaCpp) {
 // bench names them, and the logits of every decode step (chunk 1: matrix-vector products) are
 // those of the uncapped run up to f32 summation order.
 TEST(CpuCap, Avx2CapRunsTheAvx2KernelsWithTheSameLogits) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-      !__builtin_cpu_supports("f16c")) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // F16C: CPUID.1:ECX bit 29
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !f16c) {
     GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   }
   const std::string capped = "PROCTOR_CPU_CAP=avx2";

@@ -28,6 +28,12 @@ bool DetectAmxBf16() {
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
 }
 
+// CPUID.1:ECX bit 29 (clang's __builtin_cpu_supports has no "f16c").
+bool HasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 CpuFeatures DetectHost() {
   __builtin_cpu_init();
   CpuFeatures cpu;
@@ -38,8 +44,7 @@ CpuFeatures DetectHost() {
   cpu.avx512_gguf = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                     cpu.avx512_vbmi;
-  cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                 __builtin_cpu_supports("f16c");
+  cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
   const char* cap_env = std::getenv("PROCTOR_CPU_CAP");
   const CpuCap cap = ParseCpuCap(cap_env == nullptr ? "" : cap_env);
   // Highway's dispatch is capped too: its targets better than AVX2 have the lower bits.
