@@ -1,12 +1,31 @@
 #include "util/thread_pool.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "util/error.h"
 
 namespace proctor {
+namespace {
+
+// Polls `done()` for up to `micros` microseconds; true once it holds.
+template <class Done>
+bool SpinUntil(Done done, int micros) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      _mm_pause();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 void PartitionRange(size_t n, size_t grain, int parts, int part, size_t* begin, size_t* end) {
   const size_t blocks = (n + grain - 1) / grain;
@@ -26,7 +45,7 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -34,18 +53,19 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::WorkerLoop(int worker_index) {
   unsigned seen = 0;
+  const auto job_or_stop = [&] {
+    return stop_.load(std::memory_order_acquire) ||
+           generation_.load(std::memory_order_acquire) != seen;
+  };
   for (;;) {
-    const std::function<void(size_t, size_t, int)>* job;
-    size_t n, grain;
-    {
+    if (!SpinUntil(job_or_stop, kSpinMicros)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      grain = job_grain_;
+      start_cv_.wait(lock, job_or_stop);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const std::function<void(size_t, size_t, int)>* job = job_;
+    const size_t n = job_n_, grain = job_grain_;
     size_t begin, end;
     PartitionRange(n, grain, num_threads_, worker_index, &begin, &end);
     std::exception_ptr error;
@@ -56,10 +76,14 @@ void ThreadPool::WorkerLoop(int worker_index) {
         error = std::current_exception();
       }
     }
-    {
+    if (error) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (error && !first_error_) first_error_ = error;
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (!first_error_) first_error_ = error;
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep: notify under the mutex its predicate is checked under.
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_cv_.notify_one();
     }
   }
 }
@@ -81,9 +105,9 @@ void ThreadPool::ParallelForGrain(size_t n, size_t grain,
     job_ = &fn;
     job_n_ = n;
     job_grain_ = grain;
-    pending_ = num_threads_ - 1;
+    pending_.store(num_threads_ - 1, std::memory_order_relaxed);
     first_error_ = nullptr;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   size_t begin, end;
@@ -96,8 +120,12 @@ void ThreadPool::ParallelForGrain(size_t n, size_t grain,
       error = std::current_exception();
     }
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(all_done, kSpinMicros)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, all_done);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   job_ = nullptr;
   if (error) std::rethrow_exception(error);
   if (first_error_) std::rethrow_exception(first_error_);
