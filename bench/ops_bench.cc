@@ -85,8 +85,22 @@ PROCTOR_AVX512_TARGET __attribute__((noinline)) float SumFloats(const float* p, 
   return _mm512_cvtss_f32(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
+#define PROCTOR_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+PROCTOR_AVX2_TARGET __attribute__((noinline)) float SumFloatsAvx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  return _mm256_cvtss_f32(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
 void BM_StreamRead(benchmark::State& state) {
-  if (!CpuFeatures::Host().avx512_bf16) return state.SkipWithError("needs AVX-512");
+  const bool avx512 = CpuFeatures::Host().avx512_bf16;
+  if (!avx512 && !CpuFeatures::Host().avx2_fma) return state.SkipWithError("needs AVX2");
   const int threads = static_cast<int>(state.range(0));
   constexpr size_t kBytes = size_t{1} << 30;
   Tensor buf(DType::kF32, 1, static_cast<int64_t>(kBytes / 4));
@@ -95,16 +109,19 @@ void BM_StreamRead(benchmark::State& state) {
   const size_t n = kBytes / 4;
   for (auto _ : state) {
     pool.ParallelForGrain(n, 4096, [&](size_t begin, size_t end, int) {
-      benchmark::DoNotOptimize(SumFloats(buf.f32() + begin, end - begin));
+      benchmark::DoNotOptimize(avx512 ? SumFloats(buf.f32() + begin, end - begin)
+                                      : SumFloatsAvx2(buf.f32() + begin, end - begin));
     });
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBytes));
 }
-BENCHMARK(BM_StreamRead)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamRead)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// One TinyLlama-1.1B layer's projections (tinyllama_layer.h) in bf16 or a GGUF block type.
+// One TinyLlama-1.1B layer's projections (tinyllama_layer.h) in bf16 or a GGUF block type; mode
+// 0 f32, 1 bf16, 2 q8.
 void BM_MatMulLayer(benchmark::State& state) {
-  const auto mode = state.range(0) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;
+  constexpr ComputeMode kModes[] = {ComputeMode::kF32, ComputeMode::kBF16, ComputeMode::kQ8};
+  const ComputeMode mode = kModes[state.range(0)];
   const int64_t T = state.range(1);
   const int threads = static_cast<int>(state.range(2));
   const auto type = static_cast<DType>(state.range(3));
@@ -116,8 +133,9 @@ void BM_MatMulLayer(benchmark::State& state) {
     weight_bytes += static_cast<double>(weights.back().size_bytes());
   }
   TimeLayerMatMuls(state, T, weights, weight_bytes, mode, pool);
+  constexpr const char* kModeNames[] = {"f32", "bf16", "q8"};
   state.SetLabel(fmt::format("{} {} T={} threads={} kernel={}", Name(type),
-                             mode == ComputeMode::kF32 ? "f32" : "bf16", T, threads,
+                             kModeNames[state.range(0)], T, threads,
                              MatMulKernelName(weights.front().View(), mode, T)));
 }
 BENCHMARK(BM_MatMulLayer)
@@ -131,6 +149,13 @@ BENCHMARK(BM_MatMulLayer)
                     static_cast<int64_t>(DType::kQ5_1), static_cast<int64_t>(DType::kQ2_K),
                     static_cast<int64_t>(DType::kQ3_K), static_cast<int64_t>(DType::kQ4_K),
                     static_cast<int64_t>(DType::kQ5_K), static_cast<int64_t>(DType::kQ6_K)}})
+    // Decode on 8-bit activations next to f32 ones, 1 and 2 threads (wall time).
+    ->ArgsProduct({{0, 2},
+                   {1},
+                   {1, 2},
+                   {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)}})
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
 // One bf16-weight MatMul out[T, N] = x[T, K] · w[N, K]^T on one thread.

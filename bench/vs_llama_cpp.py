@@ -7,7 +7,9 @@ weights, seed 7) with the `gguf` package, quantizes it with llama.cpp's own llam
 (Q8_0, Q4_0, Q4_K_M, Q6_K), then for every type and thread count runs `proctor bench FILE` and
 `llama-bench -m FILE` (prefill 512, decode 32), interleaved, `--reps` times each, and prints one
 table: tok/s of each (the best repetition), the ratio proctor / llama.cpp, decode GB/s (the
-file's weight bytes x decode tok/s), peak RSS, and the load average before the cell. MLX affine
+file's weight bytes x decode tok/s), peak RSS, and the load average before the cell. proctor
+runs once per `--compute` mode: f32 (exact activations) and q8 (8-bit activations before
+products with GGUF block weights, as llama.cpp computes them; not run for bf16). MLX affine
 types are proctor-only rows (llama.cpp cannot read them): `proctor bench --synthetic
 tinyllama-1.1b --dtype affine4-g64`.
 
@@ -18,7 +20,7 @@ them, AMX off. Files and builds are cached under ~/.cache/proctor/bench.
 
 usage: bench/vs_llama_cpp.py [--proctor build/proctor] [--types bf16,q8_0,q4_0,q4_k_m,q6_k]
                              [--mlx affine4-g64,affine8-g64] [--threads 1,2] [--reps 2]
-                             [--json OUT]
+                             [--compute f32,q8] [--json OUT]
 Run with the oracle environment's python (it has numpy and gguf):
   ~/.cache/proctor/oracle-venv-*/bin/python bench/vs_llama_cpp.py
 """
@@ -210,9 +212,9 @@ def timed(command):
     return out, usage.ru_maxrss / 1024.0, time.monotonic() - start
 
 
-def proctor_cell(proctor, model, threads, synthetic=None):
+def proctor_cell(proctor, model, threads, compute, synthetic=None):
     command = [proctor, "-q", "-t", str(threads), "bench", "--prompt-tokens", "512",
-               "--decode-tokens", "32"]
+               "--decode-tokens", "32", "--compute", compute]
     command += ["--synthetic", "tinyllama-1.1b", "--dtype", synthetic] if synthetic else [model]
     out, rss, _ = timed(command)
     j = json.loads(out)
@@ -236,6 +238,8 @@ def main():
     ap.add_argument("--mlx", default="affine4-g64,affine8-g64")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--compute", default="f32,q8",
+                    help="proctor's --compute modes to run (f32, bf16, q8)")
     ap.add_argument("--json", help="also write every measurement here")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -247,6 +251,9 @@ def main():
         if t not in LLAMA_TYPES:
             fail("unknown type %r (known: %s)" % (t, ", ".join(LLAMA_TYPES)))
     threads = [int(t) for t in args.threads.split(",") if t]
+    modes = [m for m in args.compute.split(",") if m]
+    if not modes or any(m not in ("f32", "bf16", "q8") for m in modes):
+        fail("--compute %r: expected a list of f32, bf16, q8" % args.compute)
     if not os.access(args.proctor, os.X_OK):
         fail("no proctor binary at %s (build it: bash scripts/build.sh)" % args.proctor)
     if args.reps < 1 or not threads or min(threads) < 1:
@@ -257,27 +264,34 @@ def main():
 
     cells = []
     for t in types:
+        # q8 changes nothing for bf16 weights (it quantizes activations for block weights only).
+        type_modes = [m for m in modes if not (t == "bf16" and m == "q8")]
         for n in threads:
             load = os.getloadavg()[0]
-            p_runs, l_runs = [], []
+            p_runs, l_runs = {m: [] for m in type_modes}, []
             for _ in range(args.reps):  # interleaved
                 l_runs.append(llama_cell(bin_dir, files[t], n))
-                p_runs.append(proctor_cell(args.proctor, files[t], n))
-            cells.append({"type": t, "threads": n, "load": load, "proctor": p_runs,
-                          "llama_cpp": l_runs, "file_bytes": os.path.getsize(files[t])})
+                for m in type_modes:
+                    p_runs[m].append(proctor_cell(args.proctor, files[t], n, m))
+            for m in type_modes:
+                cells.append({"type": t, "compute": m, "threads": n, "load": load,
+                              "proctor": p_runs[m], "llama_cpp": l_runs,
+                              "file_bytes": os.path.getsize(files[t])})
             print("  %s x%d done" % (t, n), file=sys.stderr)
     for m in [m for m in args.mlx.split(",") if m]:
         for n in threads:
             load = os.getloadavg()[0]
-            p_runs = [proctor_cell(args.proctor, None, n, synthetic=m) for _ in range(args.reps)]
-            cells.append({"type": m, "threads": n, "load": load, "proctor": p_runs,
-                          "llama_cpp": None, "file_bytes": p_runs[0]["weight_bytes"]})
+            p_runs = [proctor_cell(args.proctor, None, n, "f32", synthetic=m)
+                      for _ in range(args.reps)]
+            cells.append({"type": m, "compute": "f32", "threads": n, "load": load,
+                          "proctor": p_runs, "llama_cpp": None,
+                          "file_bytes": p_runs[0]["weight_bytes"]})
 
     print("CPU: %s (%s), %d hardware threads" % (cpu, " ".join(shown), os.cpu_count()))
     print("TinyLlama-1.1B-shaped GGUF (random weights), prefill 512, decode 32; best of %d "
           "interleaved runs; tok/s" % args.reps)
-    print("%-14s %3s  %9s %9s %6s  %8s %8s %6s  %7s  %9s %9s  %5s" % (
-        "weights", "thr", "pp llama", "pp proc", "ratio", "tg llama", "tg proc", "ratio",
+    print("%-14s %-4s %3s  %9s %9s %6s  %8s %8s %6s  %7s  %9s %9s  %5s" % (
+        "weights", "act", "thr", "pp llama", "pp proc", "ratio", "tg llama", "tg proc", "ratio",
         "tg GB/s", "RSS llama", "RSS proc", "load"))
     for c in cells:
         p_pp = max(r["prefill"] for r in c["proctor"])
@@ -288,15 +302,16 @@ def main():
             l_pp = max(r["prefill"] for r in c["llama_cpp"])
             l_tg = max(r["decode"] for r in c["llama_cpp"])
             l_rss = max(r["rss_mb"] for r in c["llama_cpp"])
-            print("%-14s %3d  %9.1f %9.1f %5.2fx  %8.2f %8.2f %5.2fx  %7.1f  %8.0fM %8.0fM  %5.2f" % (
-                c["type"], c["threads"], l_pp, p_pp, p_pp / l_pp, l_tg, p_tg, p_tg / l_tg, gbs,
+            print("%-14s %-4s %3d  %9.1f %9.1f %5.2fx  %8.2f %8.2f %5.2fx  %7.1f  %8.0fM %8.0fM  "
+                  "%5.2f" % (c["type"], c["compute"], c["threads"], l_pp, p_pp, p_pp / l_pp, l_tg, p_tg, p_tg / l_tg, gbs,
                 l_rss, p_rss, c["load"]))
         else:
-            print("%-14s %3d  %9s %9.1f %6s  %8s %8.2f %6s  %7.1f  %9s %8.0fM  %5.2f" % (
-                c["type"], c["threads"], "-", p_pp, "", "-", p_tg, "", gbs, "-", p_rss, c["load"]))
-    print("ratio = proctor / llama.cpp; tg GB/s = weight bytes x proctor decode tok/s; RSS = peak "
+            print("%-14s %-4s %3d  %9s %9.1f %6s  %8s %8.2f %6s  %7.1f  %9s %8.0fM  %5.2f" % (
+                c["type"], c["compute"], c["threads"], "-", p_pp, "", "-", p_tg, "", gbs, "-", p_rss, c["load"]))
+    print("act = proctor's --compute (f32: exact activations; q8: 8-bit activations as llama.cpp); "
+          "ratio = proctor / llama.cpp; tg GB/s = weight bytes x proctor decode tok/s; RSS = peak "
           "resident set of the process; load = 1-minute load average before the cell.")
-    kernels = {c["type"]: c["proctor"][0]["kernels"] for c in cells}
+    kernels = {"%s %s" % (c["type"], c["compute"]): c["proctor"][0]["kernels"] for c in cells}
     print("proctor decode kernels: %s" % json.dumps(kernels))
     if args.json:
         with open(args.json + ".part", "w") as f:

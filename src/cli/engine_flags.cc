@@ -7,9 +7,13 @@ namespace proctor::cli {
 
 void EngineFlags::Add(CLI::App& verb) {
   verb.add_option("--compute", compute,
-                  "f32 (default: activations and accumulation in f32, exact for the stored "
-                  "weights) or bf16 (activations rounded to bf16 inside matrix products; faster)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+                  "How activations enter matrix products: f32 (default: activations and "
+                  "accumulation in f32, exact for the stored weights), bf16 (activations rounded "
+                  "to bf16; faster with bf16 weights) or q8 (activations quantized to 8 bits per "
+                  "32 values before products with GGUF block weights, as llama.cpp does; integer "
+                  "dot products, faster decode). What a mode costs: proctor kl --self "
+                  "compute=f32:q8")
+      ->check(CLI::IsMember({"f32", "bf16", "q8"}));
   verb.add_option("--kv", kv,
                   "KV cache scheme: f32 (default), bf16, f16, ggml:TYPE (llama.cpp's cache types "
                   "q8_0, q4_0, q4_1, q5_0, q5_1; ggml:KTYPE/VTYPE for keys and values apart), or "

@@ -230,6 +230,77 @@ TEST(CpuCap, Avx2CapRunsTheAvx2KernelsWithTheSameLogits) {
   EXPECT_NE(bad.out.find("PROCTOR_CPU_CAP='sse2' is not a cap"), std::string::npos) << bad.out;
 }
 
+// --compute q8 (8-bit activations before products with GGUF block weights): bench names the
+// integer kernel for decode; decode-shaped logits (chunk 1, the integer kernel) equal the
+// teacher-forced ones (chunk 8, the f32 kernels on the same 8-bit activations) up to f32
+// summation order, and differ from f32 mode; `kl --self compute=f32:q8` reports what it costs
+// (0 for q8 against itself).
+TEST(ComputeQ8, IntegerDecodeMatchesTeacherForcedQ8AndTheSelfAbPricesIt) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !f16c) {
+    GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  }
+  const Result bench = Proctor(
+      "-t 1 bench --synthetic tiny --dtype q4_0 --prompt-tokens 8 --decode-tokens 2 --compute q8");
+  ASSERT_EQ(bench.status, 0) << bench.out;
+  const auto json = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(json["compute"], "q8");
+  EXPECT_EQ(json["decode_kernels"]["q4_0"], "gguf-q8-avx2") << json.dump(1);
+
+  const auto logits = [](const std::string& compute, int chunk) {
+    const fs::path out = TempPath("q8.f32");
+    const Result r = Proctor(fmt::format(
+        "-t 2 logits synthetic:tiny:q4_0 --prompt-ids 1,5,9,200,3,77,41,8 --compute {} --chunk {} "
+        "--out {}",
+        compute, chunk, out.string()));
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::vector<float> values = ReadF32(out);
+    fs::remove(out);
+    return values;
+  };
+  const auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    float diff = 0.0f;
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+    return diff;
+  };
+  const std::vector<float> decode = logits("q8", 1), forced = logits("q8", 8),
+                           exact = logits("f32", 1);
+  ASSERT_EQ(decode.size(), forced.size());
+  ASSERT_EQ(decode.size(), exact.size());
+  ASSERT_FALSE(decode.empty());
+  float max_abs = 0.0f;
+  for (const float v : exact) max_abs = std::max(max_abs, std::abs(v));
+  EXPECT_LE(max_diff(decode, forced), 1e-5f * max_abs);
+  EXPECT_GT(max_diff(decode, exact), 1e-4f * max_abs);
+
+  const fs::path tokenizer = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path text = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  if (!fs::exists(tokenizer) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent";
+  TempDir tmp;
+  const std::string corpus = (tmp.path() / "corpus").string();
+  ASSERT_EQ(Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 32 --n-seqs 3 {}",
+                                tokenizer.string(), corpus, text.string()))
+                .status,
+            0);
+  const auto self_kl = [&](const std::string& ab, const std::string& extra) {
+    const fs::path out = tmp.path() / "kl.json";
+    const Result r =
+        Proctor(fmt::format("-t 2 kl --model synthetic:tiny:q4_0 --self compute={} --corpus {} {} "
+                            "--json {}",
+                            ab, corpus, extra, out.string()));
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::ifstream in(out);
+    return nlohmann::json::parse(in)["results"]["kl"]["mean"].get<double>();
+  };
+  EXPECT_EQ(self_kl("q8:q8", ""), 0.0);
+  const double forced_kl = self_kl("f32:q8", ""), decode_kl = self_kl("f32:q8", "--decode-steps 4");
+  EXPECT_GT(forced_kl, 0.0);
+  EXPECT_LT(forced_kl, 1e-2);
+  EXPECT_GT(decode_kl, 0.0);
+  EXPECT_LT(decode_kl, 1e-2);
+}
+
 TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
   Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:7");
   EXPECT_EQ(r.status, 1);

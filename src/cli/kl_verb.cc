@@ -131,7 +131,7 @@ void RegisterKlVerb(CLI::App& app) {
   verb->add_option("--reference-compute", args->reference_compute,
                    "Two-model mode: the reference's --compute (default: the candidate's); with "
                    "the same model on both sides this is a self A/B of the switch")
-      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->check(CLI::IsMember({"f32", "bf16", "q8"}))
       ->needs(resident);
   verb->add_option("--reference-kv", args->reference_kv,
                    "Two-model mode: the reference's --kv scheme (default: the candidate's)")

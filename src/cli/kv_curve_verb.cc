@@ -44,8 +44,8 @@ void RegisterKvCurveVerb(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   verb->add_option("--chunk", args->chunk, "Prefill chunk size (default 512)")
       ->check(CLI::PositiveNumber);
-  verb->add_option("--compute", args->compute, "f32 (default) or bf16, for both arms")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+  verb->add_option("--compute", args->compute, "f32 (default), bf16 or q8, for both arms")
+      ->check(CLI::IsMember({"f32", "bf16", "q8"}));
   verb->add_option("--json", args->json, "Also write the results JSON to this file");
   verb->callback([args] {
     const KvCurveOptions options{.model = args->model,

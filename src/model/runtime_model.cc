@@ -53,11 +53,20 @@ MatView ConvTaps(const WeightStore& weights, const std::string& name, int64_t ch
 ops::ComputeMode ParseComputeMode(std::string_view name) {
   if (name == "f32") return ops::ComputeMode::kF32;
   if (name == "bf16") return ops::ComputeMode::kBF16;
-  Fail("model", "unknown compute mode '{}' (expected f32 or bf16)", name);
+  if (name == "q8") return ops::ComputeMode::kQ8;
+  Fail("model", "unknown compute mode '{}' (expected f32, bf16 or q8)", name);
 }
 
 std::string_view ComputeModeName(ops::ComputeMode mode) {
-  return mode == ops::ComputeMode::kF32 ? "f32" : "bf16";
+  switch (mode) {
+    case ops::ComputeMode::kF32:
+      return "f32";
+    case ops::ComputeMode::kBF16:
+      return "bf16";
+    case ops::ComputeMode::kQ8:
+      return "q8";
+  }
+  return "?";
 }
 
 RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights,

@@ -40,7 +40,7 @@ struct RuntimeOptions {
   ThreadPool* pool = nullptr;  // null: ThreadPool::Global()
 };
 
-// "f32" / "bf16" -> ComputeMode; Error naming the value otherwise.
+// "f32" / "bf16" / "q8" -> ComputeMode; Error naming the value otherwise.
 ops::ComputeMode ParseComputeMode(std::string_view name);
 std::string_view ComputeModeName(ops::ComputeMode mode);
 

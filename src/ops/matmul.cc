@@ -70,6 +70,7 @@ void MatMulBf16Dot(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool
 
 void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool) {
+  if (mode == ComputeMode::kQ8 && !TakesQ8Activations(weight)) mode = ComputeMode::kF32;
   if (weight.is_mlx()) {  // matmul_mlx.cc
     internal::MatMulMlx(x, weight.mlx(), out, mode, pool, ChooseMatMulKernel(weight, mode, x.rows));
     return;
@@ -87,6 +88,28 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     return;
   }
   const MatMulKernel kernel = ChooseMatMulKernel(weight, mode, T);
+  if (kernel == MatMulKernel::kGgufQ8Avx2) {  // x quantized once, then the rows split
+    thread_local ActivationsQ8 x_q8_storage;  // the caller's; workers see it through x_q8
+    const ActivationsQ8& x_q8 = x_q8_storage;
+    x_q8_storage.Quantize(x.RowAs<float>(0), K);
+    pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
+      internal::MatVecGgufQ8Avx2(x_q8, w, out.Row(0), static_cast<int64_t>(begin),
+                                 static_cast<int64_t>(end));
+    });
+    return;
+  }
+  MatView xs = x;
+  // [T, K]: the activations the f32 kernels see when they are not x itself (bf16 mode: rounded
+  // to bf16; q8 mode without the integer kernel: round-tripped through 8 bits, then f32 mode);
+  // reused by the calling thread.
+  thread_local std::vector<float> rounded;
+  if (mode == ComputeMode::kQ8) {
+    rounded.resize(static_cast<size_t>(T * K));
+    for (int64_t t = 0; t < T; ++t) RoundTripQ8Activations(x.RowAs<float>(t), K, &rounded[t * K]);
+    xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
+                 reinterpret_cast<const uint8_t*>(rounded.data())};
+    mode = ComputeMode::kF32;
+  }
   switch (kernel) {
     case MatMulKernel::kAmxBf16:
       MatMulBf16Amx(x, w, out, /*parts=*/1, pool);
@@ -98,14 +121,11 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
       MatMulBf16Dot(x, w, out, pool);
       return;
     case MatMulKernel::kAmxQuant:
-      internal::MatMulAmxQuant(x, w, out, mode, pool);
+      internal::MatMulAmxQuant(xs, w, out, mode, pool);
       return;
     default:  // the f32 kernels below, on activations rounded for the mode
       break;
   }
-  MatView xs = x;
-  // [T, K]: activations rounded to bf16 (bf16 mode fallback); reused by the calling thread.
-  thread_local std::vector<float> rounded;
   if (mode == ComputeMode::kBF16) {
     rounded.resize(static_cast<size_t>(T * K));
     for (int64_t t = 0; t < T; ++t) RoundToBF16Floats(x.RowAs<float>(t), K, &rounded[t * K]);

@@ -11,6 +11,12 @@
 //    |x - bf16(x)| <= 2^-8 |x| per element: |out_bf16 - out_f32| <= 2^-8 * sum_k |x_k w_k| (+ f32
 //    summation error). MLX matrices on AMX (T >= 2) are the one exception that also rounds the
 //    decoded weights to bf16 ("mlx-amx-bf16-weights" below): a further 2^-9 |w| per weight.
+//  - kQ8: for integer-coded weights (the GGUF block types) the activations are quantized per 32
+//    values to 8 bits as llama.cpp's CPU backend does (activations_q8.h); the product is w · x^
+//    with x^ the dequantized activations, accumulated in f32. With T == 1 on AVX2 this runs on
+//    integer dot products ("gguf-q8-avx2"); otherwise x^ goes through the f32-mode kernels.
+//    |x - x^| <= (1/2 + 127 * 2^-11) d per element (d = the block's absmax / 127: half a step,
+//    plus d's rounding to f16 times the code). Float and MLX weights take f32 activations.
 // Threads split N statically (partitions aligned to the kernel's panel width), T == 1 uses a
 // matrix-vector path. Results are bit-identical for the same inputs, mode, and thread count.
 #pragma once
@@ -28,8 +34,9 @@ namespace proctor::ops {
 void MatMul(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode,
             ThreadPool& pool);
 
-// Scalar reference: f32 accumulation in k order of x (rounded to bf16 first in kBF16 mode) times
-// exactly decoded weights (the scalar reference decoders). Single-threaded and slow; for tests.
+// Scalar reference: f32 accumulation in k order of x (rounded to bf16 first in kBF16 mode, to x^
+// in kQ8 mode for block weights) times exactly decoded weights (the scalar reference decoders).
+// Single-threaded and slow; for tests.
 void MatMulRef(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMode mode);
 
 // Which kernel runs for a weight, mode and T, the test switches, and the kernel names reports

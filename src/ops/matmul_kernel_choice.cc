@@ -8,6 +8,7 @@
 #include <hwy/targets.h>
 #include <cstdlib>
 
+#include "ops/activations_q8.h"
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
 
@@ -104,6 +105,8 @@ const char* KernelName(MatMulKernel kernel) {
       return "gguf-matvec";
     case MatMulKernel::kGgufMatVecAvx2:
       return "gguf-matvec-avx2";
+    case MatMulKernel::kGgufQ8Avx2:
+      return "gguf-q8-avx2";
     case MatMulKernel::kF32MatVec:
       return "f32-matvec";
     case MatMulKernel::kF32Blocked:
@@ -122,6 +125,14 @@ const char* KernelName(MatMulKernel kernel) {
 
 MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t T,
                                 const CpuFeatures& cpu, const KernelOverrides& overrides) {
+  if (mode == ComputeMode::kQ8) {
+    // Integer dot products where they exist; everything else runs the f32 kernels (on the
+    // round-tripped activations for block weights, on x itself for the others).
+    if (T == 1 && overrides.fused_gguf_matvec && TakesQ8Activations(w) && cpu.avx2_fma) {
+      return MatMulKernel::kGgufQ8Avx2;
+    }
+    mode = ComputeMode::kF32;
+  }
   const bool f32_mode = mode == ComputeMode::kF32;
   const BF16Kernel family = overrides.bf16_family;
   const bool bf16_amx_allowed = family == BF16Kernel::kAuto || family == BF16Kernel::kAmx;

@@ -13,7 +13,7 @@
 namespace proctor::ops {
 
 // How activations enter the products (the contracts are in ops/matmul.h).
-enum class ComputeMode { kF32, kBF16 };
+enum class ComputeMode { kF32, kBF16, kQ8 };
 
 // Every kernel MatMul runs. KernelName gives the name reports use (in quotes below).
 enum class MatMulKernel {
@@ -25,6 +25,8 @@ enum class MatMulKernel {
   kAmxQuant,           // "amx-quant": GGUF blocks with exact integer codes, T >= 2; AMX tiles
   kGgufMatVec,         // "gguf-matvec": GGUF blocks, T == 1; fused AVX-512 kernels
   kGgufMatVecAvx2,     // "gguf-matvec-avx2": GGUF blocks, T == 1; fused AVX2 kernels
+  kGgufQ8Avx2,         // "gguf-q8-avx2": GGUF blocks, q8 mode, T == 1; AVX2 integer dot
+                       // products on 8-bit activations
   kF32MatVec,          // "f32-matvec": any dense type, T == 1; Highway matrix-vector
   kF32Blocked,         // "f32-blocked": any dense type, T >= 2; Highway blocked FMA kernel
   kMlxMatVec,          // "mlx-matvec": MLX matrices, T == 1

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/activations_q8.h"
 #include "ops/matmul.h"
 #include "quant/mlx_quant.h"
 #include "tensor/tensor.h"
@@ -69,6 +70,11 @@ inline float GeluTanh(float g) {
 bool FusedGgufMatVecCovers(DType type);
 void MatVecGguf(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
 void MatVecGgufAvx2(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end);
+// The same rows times 8-bit activations (ComputeMode::kQ8, activations_q8.h) with AVX2 integer
+// dot products (matvec_gguf_q8_avx2.cc); runs on CpuFeatures::avx2_fma for the types
+// FusedGgufMatVecCovers names.
+void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int64_t n_begin,
+                      int64_t n_end);
 
 // AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, both compute modes.

@@ -1,6 +1,7 @@
 // Scalar reference for MatMul (see matmul.h).
 #include <vector>
 
+#include "ops/activations_q8.h"
 #include "ops/convert.h"
 #include "ops/matmul.h"
 #include "util/error.h"
@@ -19,8 +20,12 @@ void MatMulRef(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMo
     DecodeWeightRowRef(w, n, 0, w.cols(), w_row.data());
     for (int64_t t = 0; t < x.rows; ++t) {
       const float* xt = x.RowAs<float>(t);
-      for (int64_t k = 0; k < x.cols; ++k) {
-        x_row[k] = mode == ComputeMode::kBF16 ? RoundToBF16(xt[k]) : xt[k];
+      if (mode == ComputeMode::kQ8 && TakesQ8Activations(w)) {
+        RoundTripQ8Activations(xt, x.cols, x_row.data());
+      } else {
+        for (int64_t k = 0; k < x.cols; ++k) {
+          x_row[k] = mode == ComputeMode::kBF16 ? RoundToBF16(xt[k]) : xt[k];
+        }
       }
       float sum = 0.0f;
       for (int64_t k = 0; k < x.cols; ++k) sum += x_row[k] * w_row[k];

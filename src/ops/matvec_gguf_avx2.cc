@@ -16,26 +16,20 @@
 // Every output is a fixed chain over its row, so results do not depend on thread partitions.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include <cstring>
 
 #include "ops/matmul_kernels.h"
+#include "ops/matvec_gguf_avx2_codes.h"
 #include "ops/matvec_gguf_rows.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
-
-#define PROCTOR_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 namespace proctor::ops::internal {
 namespace {
 
 using Inputs = GgufRowInputs;
-
-// Sum of the 8 lanes in a fixed pairwise order.
-PROCTOR_AVX2_TARGET inline float SumLanes(__m256 v) {
-  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
-}
 
 // sum over 16 int8 codes (an xmm) of code * x[0..16).
 PROCTOR_AVX2_TARGET inline __m256 Dot16(__m128i codes, __m256 x0, __m256 x1) {
@@ -43,76 +37,6 @@ PROCTOR_AVX2_TARGET inline __m256 Dot16(__m128i codes, __m256 x0, __m256 x1) {
   const __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8)));
   return _mm256_fmadd_ps(q1, x1, _mm256_mul_ps(q0, x0));
 }
-
-PROCTOR_AVX2_TARGET inline __m128i Load16(const uint8_t* p) {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-}
-
-// Bytes with value `bit` where bit j of `bits` (j = 0..15) is set, else 0.
-PROCTOR_AVX2_TARGET inline __m128i BitsToBytes(uint32_t bits, int8_t bit) {
-  const __m128i spread =
-      _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bits)),
-                       _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
-  const __m128i select = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  const __m128i set = _mm_cmpeq_epi8(_mm_and_si128(spread, select), select);
-  return _mm_and_si128(set, _mm_set1_epi8(bit));
-}
-
-// ---- 32-wide block types -------------------------------------------------------------------
-
-// One block's codes as two xmm of 16 int8 (values 0..15, 16..31); the types with a block minimum
-// (kHasMin) keep it as f16 at byte kMinAt.
-struct Q8_0Block {
-  static constexpr int kBytes = 34;
-  static constexpr bool kHasMin = false;  // no kMinAt
-  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
-    *lo = Load16(b + 2);
-    *hi = Load16(b + 18);
-  }
-};
-
-// The low nibbles of 16 bytes (values 0..15 of a block) and their high nibbles (16..31).
-PROCTOR_AVX2_TARGET inline void SplitNibbles(__m128i bytes, __m128i* lo, __m128i* hi) {
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  *lo = _mm_and_si128(bytes, low4);
-  *hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
-}
-
-// Q4_0 (codes q - 8) / Q4_1 (codes q): value l has the low nibble of byte l, value 16 + l the
-// high one.
-template <bool kMin>
-struct Q4Block {
-  static constexpr int kBytes = kMin ? 20 : 18;
-  static constexpr bool kHasMin = kMin;
-  static constexpr int kMinAt = 2;
-  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
-    SplitNibbles(Load16(b + (kMin ? 4 : 2)), lo, hi);
-    if constexpr (!kMin) {
-      *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(8));
-      *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(8));
-    }
-  }
-};
-
-// Q5_0 (codes q - 16) / Q5_1 (codes q): Q4's nibbles plus 16 where bit l of qh is set.
-template <bool kMin>
-struct Q5Block {
-  static constexpr int kBytes = kMin ? 24 : 22;
-  static constexpr bool kHasMin = kMin;
-  static constexpr int kMinAt = 2;
-  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
-    constexpr int kQh = kMin ? 4 : 2;
-    uint32_t qh;
-    std::memcpy(&qh, b + kQh, 4);
-    SplitNibbles(Load16(b + kQh + 4), lo, hi);
-    *lo = _mm_or_si128(*lo, BitsToBytes(qh, 16));
-    *hi = _mm_or_si128(*hi, BitsToBytes(qh >> 16, 16));
-    if constexpr (!kMin) {
-      *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(16));
-      *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(16));
-    }
-  }
-};
 
 template <class Block, int R>
 PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, float* out) {
@@ -131,119 +55,13 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
       Block::Codes(block, &lo, &hi);
       const __m256 dot = _mm256_add_ps(Dot16(lo, x0, x1), Dot16(hi, x2, x3));
       acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(HalfAt(in.f16, block)), acc[r]);
-      if constexpr (Block::kHasMin) min_sum[r] += HalfAt(in.f16, block + Block::kMinAt) * xs;
+      if constexpr (Block::kHasMin) {  // one explicit fma: the same rounding for every R
+        min_sum[r] = std::fma(HalfAt(in.f16, block + Block::kMinAt), xs, min_sum[r]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) + min_sum[r];
 }
-
-// ---- K-quants: super-blocks decoded to int8 codes + per-16 scales/offsets -------------------
-
-struct alignas(32) Decoded {
-  int8_t q[256];     // codes (offsets such as Q6_K's -32 applied)
-  float scale[16];   // value = scale[g] * q - offset[g] for values 16g..16g+15
-  float offset[16];  // zero for the types without a minimum
-};
-
-// Q2_K: value 128h + 32j + m has code (qs[32h + m] >> 2j) & 3; group g: scale d * (sc & 15),
-// offset dmin * (sc >> 4).
-struct Q2_KDecode {
-  static constexpr int kBytes = 84;
-  static constexpr bool kHasMin = true;
-  PROCTOR_AVX2_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
-    const float d = HalfAt(f16, b + 80), dmin = HalfAt(f16, b + 82);
-    for (int g = 0; g < 16; ++g) {
-      o->scale[g] = d * static_cast<float>(b[g] & 15);
-      o->offset[g] = dmin * static_cast<float>(b[g] >> 4);
-    }
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* qs = b + 16 + 32 * h;
-      for (int j = 0; j < 4; ++j) {
-        int8_t* q = o->q + 128 * h + 32 * j;
-        for (int m = 0; m < 32; ++m) q[m] = static_cast<int8_t>((qs[m] >> (2 * j)) & 3);
-      }
-    }
-  }
-};
-
-// Q3_K: Q2_K's layout plus hmask[m] bit 4h + j; code = low2 - (bit set ? 0 : 4); group g:
-// scale d * (6-bit scale - 32).
-struct Q3_KDecode {
-  static constexpr int kBytes = 110;
-  static constexpr bool kHasMin = false;
-  PROCTOR_AVX2_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
-    int8_t scales[16];
-    quant::UnpackQ3_KScales(b + 96, scales);
-    const float d = HalfAt(f16, b + 108);
-    for (int g = 0; g < 16; ++g) o->scale[g] = d * static_cast<float>(scales[g]);
-    const uint8_t* hmask = b;
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* qs = b + 32 + 32 * h;
-      for (int j = 0; j < 4; ++j) {
-        int8_t* q = o->q + 128 * h + 32 * j;
-        const int bit = 4 * h + j;
-        for (int m = 0; m < 32; ++m) {
-          const int low = (qs[m] >> (2 * j)) & 3;
-          q[m] = static_cast<int8_t>(low - (((hmask[m] >> bit) & 1) != 0 ? 0 : 4));
-        }
-      }
-    }
-  }
-};
-
-// Q5_K: value 64c + l (l < 32) has code (qs[32c + l] & 15) | (qh[l] bit 2c) << 4, value
-// 64c + 32 + l (qs[32c + l] >> 4) | (qh[l] bit 2c + 1) << 4; sub-block j (groups 2j, 2j + 1):
-// scale d * sc_j, offset dmin * m_j.
-struct Q5_KDecode {
-  static constexpr int kBytes = 176;
-  static constexpr bool kHasMin = true;
-  PROCTOR_AVX2_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
-    const float d = HalfAt(f16, b), dmin = HalfAt(f16, b + 2);
-    __m128i sc, m;
-    UnpackK4(b + 4, &sc, &m);
-    alignas(16) uint8_t scales[16], mins[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc);
-    _mm_store_si128(reinterpret_cast<__m128i*>(mins), m);
-    for (int j = 0; j < 8; ++j) {
-      o->scale[2 * j] = o->scale[2 * j + 1] = d * static_cast<float>(scales[j]);
-      o->offset[2 * j] = o->offset[2 * j + 1] = dmin * static_cast<float>(mins[j]);
-    }
-    const uint8_t* qh = b + 16;
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* qs = b + 48 + 32 * c;
-      int8_t* q = o->q + 64 * c;
-      for (int l = 0; l < 32; ++l) {
-        q[l] = static_cast<int8_t>((qs[l] & 15) | ((qh[l] >> (2 * c)) & 1) << 4);
-        q[32 + l] = static_cast<int8_t>((qs[l] >> 4) | ((qh[l] >> (2 * c + 1)) & 1) << 4);
-      }
-    }
-  }
-};
-
-// Q6_K: value 128h + 32i + l has code (ql[64h + l + 32 (i & 1)] >> 4 (i >> 1)) & 15 |
-// ((qh[32h + l] >> 2i) & 3) << 4, minus 32; group g: scale d * scales[g].
-struct Q6_KDecode {
-  static constexpr int kBytes = 210;
-  static constexpr bool kHasMin = false;
-  PROCTOR_AVX2_TARGET static void Run(const uint8_t* b, const float* f16, Decoded* o) {
-    const float d = HalfAt(f16, b + 208);
-    const auto* scales = reinterpret_cast<const int8_t*>(b + 192);
-    for (int g = 0; g < 16; ++g) o->scale[g] = d * static_cast<float>(scales[g]);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = b + 64 * h;
-      const uint8_t* qh = b + 128 + 32 * h;
-      for (int i = 0; i < 4; ++i) {
-        int8_t* q = o->q + 128 * h + 32 * i;
-        const uint8_t* low = ql + 32 * (i & 1);
-        const int shift = 4 * (i >> 1);
-        for (int l = 0; l < 32; ++l) {
-          q[l] =
-              static_cast<int8_t>((((low[l] >> shift) & 15) | ((qh[l] >> (2 * i)) & 3) << 4) - 32);
-        }
-      }
-    }
-  }
-};
 
 template <class Decode, int R>
 PROCTOR_AVX2_TARGET void RowsK(const Inputs& in, const uint8_t* const* rows, float* out) {

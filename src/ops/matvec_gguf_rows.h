@@ -66,22 +66,14 @@ struct GgufRowInputs {
 // Weight rows per pass of the fused kernels (they share the loads of x).
 inline constexpr int kRowsPerPass = 4;
 
-// Rows [n_begin, n_end) of w times x, in passes of up to kRowsPerPass rows: `sum16(x, K, sums)`
-// writes the sums of x over each 16 values (the kernel's own fixed order); `pass.template
-// operator()<R>(in, row_ptrs, out)` computes R outputs. Every output is one fixed chain over its
-// row, so results do not depend on how the rows are partitioned.
-template <class Sum16, class Pass>
-void ForEachRowPass(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end,
-                    Sum16 sum16, Pass pass) {
+// Rows [n_begin, n_end) of w in passes of up to kRowsPerPass rows: `pass.template
+// operator()<R>(in, row_ptrs, out)` computes R outputs from the inputs `in` (any struct with the
+// members `n_blocks` and `prefetch`; the prefetch is set here for each pass). Every output is one
+// fixed chain over its row, so results do not depend on how the rows are partitioned.
+template <class In, class Pass>
+void WalkRowPasses(const MatView& w, float* out, int64_t n_begin, int64_t n_end, In& in,
+                   Pass pass) {
   constexpr int kRows = kRowsPerPass;
-  const int64_t block_elems = static_cast<int64_t>(Info(w.type).block_elems);
-  CHECK_MSG(w.cols % block_elems == 0, "{} rows of {} values", Name(w.type), w.cols);
-  thread_local std::vector<float> xsum, xsum32;  // [K / 16], [K / 32]
-  xsum.resize(static_cast<size_t>(w.cols / 16));
-  xsum32.resize(static_cast<size_t>(w.cols / 32));
-  sum16(x, w.cols, xsum.data());
-  for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
-  GgufRowInputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), {}};
   const int64_t row_bytes = static_cast<int64_t>(w.RowBytes());
   const bool contiguous = static_cast<int64_t>(w.row_stride) == row_bytes;
   for (int64_t n = n_begin; n < n_end; n += kRows) {
@@ -110,6 +102,22 @@ void ForEachRowPass(const float* x, const MatView& w, float* out, int64_t n_begi
         break;
     }
   }
+}
+
+// WalkRowPasses over f32 activations x[K]: `sum16(x, K, sums)` writes the sums of x over each 16
+// values (the kernel's own fixed order), from which the inputs' group sums are made.
+template <class Sum16, class Pass>
+void ForEachRowPass(const float* x, const MatView& w, float* out, int64_t n_begin, int64_t n_end,
+                    Sum16 sum16, Pass pass) {
+  const int64_t block_elems = static_cast<int64_t>(Info(w.type).block_elems);
+  CHECK_MSG(w.cols % block_elems == 0, "{} rows of {} values", Name(w.type), w.cols);
+  thread_local std::vector<float> xsum, xsum32;  // [K / 16], [K / 32]
+  xsum.resize(static_cast<size_t>(w.cols / 16));
+  xsum32.resize(static_cast<size_t>(w.cols / 32));
+  sum16(x, w.cols, xsum.data());
+  for (size_t g = 0; g < xsum32.size(); ++g) xsum32[g] = xsum[2 * g] + xsum[2 * g + 1];
+  GgufRowInputs in{x, xsum.data(), xsum32.data(), w.cols / block_elems, F16ToF32Table(), {}};
+  WalkRowPasses(w, out, n_begin, n_end, in, pass);
 }
 
 }  // namespace proctor::ops::internal

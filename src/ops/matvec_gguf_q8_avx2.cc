@@ -1,0 +1,340 @@
+// Matrix-vector kernels for the GGUF block types on 8-bit activations (ComputeMode::kQ8, decode,
+// T == 1) with AVX2 integer dot products, as llama.cpp's CPU backend computes them: each weight
+// block's int8 codes times the activation block's int8 codes summed exactly in int32
+// (vpmaddubsw on |w| and x signed by w, then vpmaddwd), scaled in f32 by the weight scale times
+// the activation scale. The result is w · x^ (x^ the dequantized Q8_0 activations,
+// activations_q8.h) up to f32 rounding of the scaled block sums.
+//
+//  - 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): the block's 32 codes (matvec_gguf_avx2_codes.h)
+//    against the activation block: acc += d_w d_x * isum; a block minimum m adds m * sum(x^).
+//  - Q4_K, Q5_K: per 64-value chunk the low nibbles (plus Q5_K's fifth bit) are sub-block 2c, the
+//    high ones 2c + 1; each sub-block's 6-bit scale multiplies its pair sums in vpmaddwd, so
+//    acc += d d_x * (scale * isum); dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
+//  - Q6_K: 6-bit codes assembled from ql and qh as 0..63; the per-16 scales multiply in vpmaddwd;
+//    the codes' offset 32 is subtracted once per super-block as 32 d sum_g scale_g sum(x^ of g).
+//  - Q2_K, Q3_K: super-blocks decoded to int8 codes with per-16 f32 scales and offsets
+//    (matvec_gguf_avx2_codes.h), then the same integer dot per 32 values.
+// Every output is one fixed chain over its row, so results do not depend on thread partitions.
+#include <immintrin.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "ops/activations_q8.h"
+#include "ops/matmul_kernels.h"
+#include "ops/matvec_gguf_avx2_codes.h"
+#include "ops/matvec_gguf_rows.h"
+#include "util/error.h"
+#include "util/f16_table.h"
+
+namespace proctor::ops::internal {
+namespace {
+
+struct Inputs {
+  const int8_t* codes;  // [K]
+  const float* scale;   // [K / 32]
+  const float* sum16;   // [K / 16]
+  const float* sum32;   // [K / 32]
+  int64_t n_blocks;     // weight blocks per row
+  const float* f16;     // F16ToF32Table()
+  mutable Prefetcher prefetch;
+};
+
+// The f16 at p as f32 (F16C; exact).
+PROCTOR_AVX2_TARGET inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+PROCTOR_AVX2_TARGET inline __m256i Load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// sum of w_i * x_i over 32 signed int8 codes, as 8 int32 lanes (lanes 0-3: values 0..15, lanes
+// 4-7: values 16..31), exact: |w| <= 128 and |x| <= 127 keep vpmaddubsw's pair sums in int16.
+PROCTOR_AVX2_TARGET inline __m256i DotCodes(__m256i w, __m256i x) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// sum of scale_g * w_i * x_i over 32 unsigned codes w (0..63) and signed x, the scale of values
+// 0..15 in the low 8 int16 of `scales` and of 16..31 in the high 8, as 8 int32 lanes (exact).
+PROCTOR_AVX2_TARGET inline __m256i DotScaled(__m256i w, __m256i x, __m256i scales) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), scales);
+}
+
+// ---- 32-wide block types -------------------------------------------------------------------
+
+// A 32-wide block's codes as one ymm of int8: Q8_0's bytes as they are, Q4_0 / Q4_1's nibbles
+// split in ymm (low nibbles values 0..15, high 16..31), the others through the xmm pair.
+template <class Block>
+PROCTOR_AVX2_TARGET inline __m256i BlockCodes(const uint8_t* block) {
+  if constexpr (std::is_same_v<Block, Q8_0Block>) {
+    return Load32(block + 2);
+  } else if constexpr (std::is_same_v<Block, Q4Block<false>> ||
+                       std::is_same_v<Block, Q4Block<true>>) {
+    const __m128i packed = Load16(block + (Block::kHasMin ? 4 : 2));
+    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                                           _mm256_set1_epi8(0x0F));
+    return Block::kHasMin ? codes : _mm256_sub_epi8(codes, _mm256_set1_epi8(8));
+  } else {
+    __m128i lo, hi;
+    Block::Codes(block, &lo, &hi);
+    return _mm256_set_m128i(hi, lo);
+  }
+}
+
+template <class Block, int R>
+PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, float* out) {
+  __m256 acc[R];
+  float min_sum[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_sum[r] = 0.0f;
+  for (int64_t b = 0; b < in.n_blocks; ++b) {
+    const __m256i x = Load32(in.codes + 32 * b);
+    const float dx = in.scale[b];
+    in.prefetch.Advance(b + 1);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows[r] + b * Block::kBytes;
+      const __m256i isum = DotCodes(BlockCodes<Block>(block), x);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(Half(block) * dx), acc[r]);
+      if constexpr (Block::kHasMin) {
+        min_sum[r] = std::fma(Half(block + Block::kMinAt), in.sum32[b], min_sum[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) + min_sum[r];
+}
+
+// ---- Q4_K, Q5_K, Q6_K: one f32 accumulator per super-block ---------------------------------
+
+// The integer sums of a super-block's 32-value slices are scaled by their activation scale into
+// a per-super-block accumulator, which is scaled by the weight block's d once at the end.
+
+// The 16 int16 lanes all equal to int16 lane k (0..7) of a 128-bit lane: _mm256_shuffle_epi8
+// masks, one per k (bytes 2k, 2k + 1 repeated).
+struct alignas(32) PickWordMasks {
+  uint8_t bytes[8][32];
+  constexpr PickWordMasks() : bytes() {
+    for (int k = 0; k < 8; ++k) {
+      for (int i = 0; i < 32; ++i) bytes[k][i] = static_cast<uint8_t>(2 * k + (i & 1));
+    }
+  }
+};
+inline constexpr PickWordMasks kPickWord;
+
+// For Q6_K's 16-value groups: the low 128-bit lane all int16 lane 2k, the high one all 2k + 1
+// (k = 0..3: the two groups of a 32-value slice).
+struct alignas(32) PickWordPairMasks {
+  uint8_t bytes[4][32];
+  constexpr PickWordPairMasks() : bytes() {
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 32; ++i) {
+        bytes[k][i] = static_cast<uint8_t>(2 * (2 * k + (i >= 16 ? 1 : 0)) + (i & 1));
+      }
+    }
+  }
+};
+inline constexpr PickWordPairMasks kPickWordPair;
+
+PROCTOR_AVX2_TARGET inline __m256i Mask(const uint8_t* bytes) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
+}
+
+// Q4_K (kFifthBit false, 144-byte blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (176 bytes:
+// qh[32] before qs). Chunk c holds sub-blocks 2c (low nibbles of qs[32c..32c+32)) and 2c + 1 (high
+// nibbles); Q5_K adds bit 2c / 2c + 1 of qh[l] as 16. Sub-block j's 6-bit scale multiplies its
+// pair sums in vpmaddwd; dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
+template <bool kFifthBit, int R>
+PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows, float* out) {
+  constexpr int kBytes = kFifthBit ? 176 : 144;
+  constexpr int kQs = kFifthBit ? 48 : 16;
+  __m256 acc[R], min_acc[R];
+  alignas(32) __m256i scales16[R];  // the 8 sub-block scales as int16, in both 128-bit lanes
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
+    const __m256 xs32 = _mm256_loadu_ps(in.sum32 + 8 * sb);
+    in.prefetch.Advance(sb + 1);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows[r] + sb * kBytes;
+      __m128i sc, m;
+      UnpackK4(block + 4, &sc, &m);
+      scales16[r] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc));
+      const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)),
+                                        _mm256_set1_ps(Half(block + 2)));
+      min_acc[r] = _mm256_fmadd_ps(mins, xs32, min_acc[r]);
+    }
+    const int8_t* x = in.codes + 256 * sb;
+    __m256 sb_acc[R];
+    for (int r = 0; r < R; ++r) sb_acc[r] = _mm256_setzero_ps();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i x_lo = Load32(x + 64 * c), x_hi = Load32(x + 64 * c + 32);
+      const __m256 dx_lo = _mm256_set1_ps(in.scale[8 * sb + 2 * c]);
+      const __m256 dx_hi = _mm256_set1_ps(in.scale[8 * sb + 2 * c + 1]);
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* block = rows[r] + sb * kBytes;
+        const __m256i qs = Load32(block + kQs + 32 * c);
+        __m256i lo = _mm256_and_si256(qs, low4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
+        if constexpr (kFifthBit) {
+          const __m256i qh = Load32(block + 16);
+          const __m256i bit_lo = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+          const __m256i bit_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+          lo = _mm256_or_si256(lo, _mm256_slli_epi16(bit_lo, 4));
+          hi = _mm256_or_si256(hi, _mm256_slli_epi16(bit_hi, 4));
+        }
+        const __m256i s_lo = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c]));
+        const __m256i s_hi = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c + 1]));
+        sb_acc[r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotScaled(lo, x_lo, s_lo)), dx_lo, sb_acc[r]);
+        sb_acc[r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotScaled(hi, x_hi, s_hi)), dx_hi, sb_acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm256_fmadd_ps(sb_acc[r], _mm256_set1_ps(Half(rows[r] + sb * kBytes)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) - SumLanes(min_acc[r]);
+}
+
+// Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
+// ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, minus 32;
+// group g (16 values) has scale d * scales[g]. The codes enter unsigned (0..63); the offset 32
+// starts each super-block's accumulator as -32 sum_g scales[g] * sum(x^ of group g).
+template <int R>
+PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, float* out) {
+  constexpr int kBytes = 210;
+  __m256 acc[R];
+  alignas(32) __m256i scales16[R][2];  // groups 0-7 and 8-15 as int16, in both 128-bit lanes
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x30);
+  const __m256 minus32 = _mm256_set1_ps(-32.0f);
+  for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
+    in.prefetch.Advance(sb + 1);
+    const __m256 xs0 = _mm256_loadu_ps(in.sum16 + 16 * sb);
+    const __m256 xs1 = _mm256_loadu_ps(in.sum16 + 16 * sb + 8);
+    __m256 sb_acc[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = rows[r] + sb * kBytes;
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192));
+      scales16[r][0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc));
+      scales16[r][1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc, 8)));
+      const __m256 s0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
+      const __m256 s1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+      sb_acc[r] = _mm256_mul_ps(_mm256_fmadd_ps(s1, xs1, _mm256_mul_ps(s0, xs0)), minus32);
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) {
+        const int j = 4 * h + i;  // 32-value slice: groups 2j, 2j + 1
+        const __m256i x = Load32(in.codes + 256 * sb + 32 * j);
+        const __m256 dx = _mm256_set1_ps(in.scale[8 * sb + j]);
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* block = rows[r] + sb * kBytes;
+          const __m256i ql = Load32(block + 64 * h + 32 * (i & 1));
+          const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (i >> 1)), low4);
+          const __m256i qh = Load32(block + 128 + 32 * h);
+          // bits 2i, 2i + 1 of qh moved to bits 4, 5: shift right by 2i - 4 (or left by 4 - 2i).
+          const __m256i high = _mm256_and_si256(
+              i < 2 ? _mm256_slli_epi16(qh, 4 - 2 * i) : _mm256_srli_epi16(qh, 2 * i - 4),
+              two_bits);
+          const __m256i scales = _mm256_shuffle_epi8(scales16[r][h], Mask(kPickWordPair.bytes[i]));
+          const __m256i isum = DotScaled(_mm256_or_si256(low, high), x, scales);
+          sb_acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dx, sb_acc[r]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r] =
+          _mm256_fmadd_ps(sb_acc[r], _mm256_set1_ps(Half(rows[r] + sb * kBytes + 208)), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]);
+}
+
+// ---- Q2_K, Q3_K: decoded super-blocks ------------------------------------------------------
+
+template <class Decode, int R>
+PROCTOR_AVX2_TARGET void RowsDecodedK(const Inputs& in, const uint8_t* const* rows, float* out) {
+  Decoded dec[R];
+  __m256 acc[R], min_acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
+    in.prefetch.Advance(sb + 1);
+    for (int r = 0; r < R; ++r) Decode::Run(rows[r] + sb * Decode::kBytes, in.f16, &dec[r]);
+    for (int j = 0; j < 8; ++j) {
+      const __m256i x = Load32(in.codes + 256 * sb + 32 * j);
+      const __m256 dx = _mm256_set1_ps(in.scale[8 * sb + j]);
+      for (int r = 0; r < R; ++r) {
+        const __m256i isum =
+            DotCodes(_mm256_load_si256(reinterpret_cast<const __m256i*>(dec[r].q + 32 * j)), x);
+        const __m256 scales =
+            _mm256_set_m128(_mm_set1_ps(dec[r].scale[2 * j + 1]), _mm_set1_ps(dec[r].scale[2 * j]));
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), dx), scales, acc[r]);
+      }
+    }
+    if constexpr (Decode::kHasMin) {
+      const __m256 xs0 = _mm256_loadu_ps(in.sum16 + 16 * sb);
+      const __m256 xs1 = _mm256_loadu_ps(in.sum16 + 16 * sb + 8);
+      for (int r = 0; r < R; ++r) {
+        min_acc[r] = _mm256_fmadd_ps(_mm256_load_ps(dec[r].offset), xs0, min_acc[r]);
+        min_acc[r] = _mm256_fmadd_ps(_mm256_load_ps(dec[r].offset + 8), xs1, min_acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) - SumLanes(min_acc[r]);
+}
+
+// ---- dispatch --------------------------------------------------------------------------------
+
+template <int R>
+PROCTOR_AVX2_TARGET void RunRows(DType type, const Inputs& in, const uint8_t* const* rows,
+                                 float* out) {
+  switch (type) {
+    case DType::kQ8_0:
+      return Rows32<Q8_0Block, R>(in, rows, out);
+    case DType::kQ4_0:
+      return Rows32<Q4Block<false>, R>(in, rows, out);
+    case DType::kQ4_1:
+      return Rows32<Q4Block<true>, R>(in, rows, out);
+    case DType::kQ5_0:
+      return Rows32<Q5Block<false>, R>(in, rows, out);
+    case DType::kQ5_1:
+      return Rows32<Q5Block<true>, R>(in, rows, out);
+    case DType::kQ2_K:
+      return RowsDecodedK<Q2_KDecode, R>(in, rows, out);
+    case DType::kQ3_K:
+      return RowsDecodedK<Q3_KDecode, R>(in, rows, out);
+    case DType::kQ4_K:
+      return RowsQ45_K<false, R>(in, rows, out);
+    case DType::kQ5_K:
+      return RowsQ45_K<true, R>(in, rows, out);
+    case DType::kQ6_K:
+      return RowsQ6_K<R>(in, rows, out);
+    default:
+      CHECK_MSG(false, "no 8-bit-activation matvec for {}", Name(type));
+  }
+}
+
+}  // namespace
+
+void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int64_t n_begin,
+                      int64_t n_end) {
+  CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx2_fma);
+  CHECK_MSG(static_cast<int64_t>(x.codes.size()) == w.cols, "{} activation codes for rows of {}",
+            x.codes.size(), w.cols);
+  Inputs in{x.codes.data(),
+            x.scale.data(),
+            x.sum16.data(),
+            x.sum32.data(),
+            w.cols / static_cast<int64_t>(Info(w.type).block_elems),
+            F16ToF32Table(),
+            {}};
+  WalkRowPasses(w, out, n_begin, n_end, in,
+                [&]<int R>(const Inputs& inputs, const uint8_t* const* row_ptrs, float* row_out) {
+                  RunRows<R>(w.type, inputs, row_ptrs, row_out);
+                });
+}
+
+}  // namespace proctor::ops::internal

@@ -1,0 +1,164 @@
+// 8-bit activations (ComputeMode::kQ8): the quantized activations against ggml's Q8_0 blocks,
+// the AVX2 integer dot-product kernels against a double-precision sum of exactly decoded weights
+// times the dequantized activations x^ on odd shapes, and MatMul's q8 contract for every T.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops/activations_q8.h"
+#include "ops/matmul.h"
+#include "ops/matmul_kernels.h"
+#include "ops/test_util.h"
+#include "quant/ggml_blocks.h"
+#include "quant/test_blocks.h"
+#include "util/half.h"
+
+namespace proctor::ops {
+namespace {
+
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                            DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+MatView RowView(const std::vector<float>& x, int64_t T, int64_t K) {
+  return MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
+                 reinterpret_cast<const uint8_t*>(x.data())};
+}
+
+TEST(ActivationsQ8, AreGgmlQ8_0BlocksUnpacked) {
+  constexpr int64_t K = 160;
+  std::vector<float> x = quant::testing::RandomWeights(K, 3);
+  for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block: d = 0, codes 0
+  x[70] = 1e4f;                               // a block dominated by one value
+  std::vector<quant::BlockQ8_0> blocks(K / 32);
+  quant::QuantizeQ8_0Ref(x.data(), K / 32, reinterpret_cast<uint8_t*>(blocks.data()));
+  ActivationsQ8 q;
+  q.Quantize(x.data(), K);
+  std::vector<float> round_trip(K);
+  RoundTripQ8Activations(x.data(), K, round_trip.data());
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const float d = F16ToF32(blocks[b].d);
+    EXPECT_EQ(q.scale[b], d) << b;
+    double sums[2] = {0, 0};
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(q.codes[b * 32 + i], blocks[b].q[i]) << b << " " << i;
+      EXPECT_EQ(round_trip[b * 32 + i], d * blocks[b].q[i]);
+      // Half a step, plus the f16 rounding of d (relative 2^-11) times a code of at most 127.
+      EXPECT_LE(std::fabs(round_trip[b * 32 + i] - x[b * 32 + i]), (0.5 + 127.0 / 2048) * d);
+      sums[i / 16] += static_cast<double>(d) * blocks[b].q[i];
+    }
+    EXPECT_EQ(q.sum16[2 * b], sums[0]);  // exact in f32
+    EXPECT_EQ(q.sum16[2 * b + 1], sums[1]);
+    EXPECT_EQ(q.sum32[b], sums[0] + sums[1]);
+  }
+  EXPECT_EQ(q.scale[1], 0.0f);
+}
+
+TEST(MatVecGgufQ8, EveryTypeIsTheProductWithTheDequantizedActivations) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  for (const DType type : kTypes) {
+    const int64_t block = static_cast<int64_t>(Info(type).block_elems);
+    for (const int64_t blocks_per_row : {1, 3, 7}) {
+      const int64_t K = blocks_per_row * block;
+      for (const int64_t N : {1, 2, 3, 5, 9}) {
+        SCOPED_TRACE(fmt::format("{} K={} N={}", Name(type), K, N));
+        const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row),
+                                                      static_cast<uint32_t>(K + N));
+        const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
+        const auto x = quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K));
+        ActivationsQ8 q;
+        q.Quantize(x.data(), K);
+        std::vector<float> x_hat(K);
+        RoundTripQ8Activations(x.data(), K, x_hat.data());
+        std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
+        internal::MatVecGgufQ8Avx2(q, w, out.data(), 0, N);
+        internal::MatVecGgufQ8Avx2(q, w, split.data(), 0, N / 2);
+        internal::MatVecGgufQ8Avx2(q, w, split.data(), N / 2, N);
+        EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
+        std::vector<float> a, b;
+        for (int64_t n = 0; n < N; ++n) {
+          testing::SplitWeightRow(w, n, a, b);
+          double exact = 0.0, magnitude = 0.0;
+          for (int64_t k = 0; k < K; ++k) {
+            exact += static_cast<double>(x_hat[k]) * (static_cast<double>(a[k]) - b[k]);
+            magnitude +=
+                std::fabs(static_cast<double>(x_hat[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
+          }
+          EXPECT_NEAR(out[n], exact, 4e-6 * magnitude + 1e-30) << "row " << n;
+        }
+      }
+    }
+  }
+}
+
+// Extreme codes: Q8_0 weight codes -128 and 127 against activation codes +-127 keep vpmaddubsw's
+// int16 pair sums in range (2 * 128 * 127 < 32768).
+TEST(MatVecGgufQ8, ExtremeCodesDoNotSaturate) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  constexpr int64_t K = 64;
+  std::vector<quant::BlockQ8_0> w_blocks(K / 32);
+  for (auto& block : w_blocks) {
+    block.d = F32ToF16(0.5f);
+    for (int i = 0; i < 32; ++i) block.q[i] = static_cast<int8_t>(i % 2 == 0 ? -128 : 127);
+  }
+  std::vector<float> x(K);
+  for (int64_t k = 0; k < K; ++k) x[k] = k % 2 == 0 ? -1.0f : 1.0f;  // codes -127, 127
+  ActivationsQ8 q;
+  q.Quantize(x.data(), K);
+  const MatView w{DType::kQ8_0, 1, K, BytesFor(DType::kQ8_0, K),
+                  reinterpret_cast<const uint8_t*>(w_blocks.data())};
+  ASSERT_EQ(q.codes[0], -127);
+  ASSERT_EQ(q.codes[1], 127);
+  float out = 0.0f;
+  internal::MatVecGgufQ8Avx2(q, w, &out, 0, 1);
+  // Per pair of values 0.5 d (-128 * -127 + 127 * 127), 16 pairs per block.
+  const double expected = 0.5 * (q.scale[0] + q.scale[1]) * 16 * (128 * 127 + 127 * 127);
+  EXPECT_NEAR(out, expected, 1e-6 * expected);
+}
+
+// MatMul in q8 mode: T == 1 runs the integer kernel (one or two threads, the same bits) and
+// agrees with MatMulRef's q8 mode; T >= 2 is exactly f32 mode on x^; float weights ignore it.
+TEST(MatMulQ8, ContractForEveryRowCount) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  ThreadPool two(2), one(1);
+  constexpr int64_t K = 512, N = 67, T = 3;
+  for (const DType type : kTypes) {
+    SCOPED_TRACE(Name(type));
+    const int64_t blocks_per_row = K / static_cast<int64_t>(Info(type).block_elems);
+    const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row), 11);
+    const MatView w{type, N, K, BytesFor(type, K), raw.data()};
+    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, 1), "gguf-q8-avx2");
+    const auto x = quant::testing::RandomWeights(T * K, 19);
+    Tensor fast = Tensor::F32(1, N), single = Tensor::F32(1, N), ref = Tensor::F32(1, N);
+    MatMul(RowView(x, 1, K), w, fast.MutF32(), ComputeMode::kQ8, two);
+    MatMul(RowView(x, 1, K), w, single.MutF32(), ComputeMode::kQ8, one);
+    EXPECT_EQ(std::memcmp(fast.bytes(), single.bytes(), fast.size_bytes()), 0);
+    MatMulRef(RowView(x, 1, K), w, ref.MutF32(), ComputeMode::kQ8);
+    std::vector<float> x_hat(static_cast<size_t>(T * K)), a, b;
+    for (int64_t t = 0; t < T; ++t) RoundTripQ8Activations(&x[t * K], K, &x_hat[t * K]);
+    for (int64_t n = 0; n < N; ++n) {
+      testing::SplitWeightRow(w, n, a, b);
+      double magnitude = 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        magnitude += std::fabs(x_hat[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
+      EXPECT_NEAR(fast.RowF32(0)[n], ref.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
+    }
+    Tensor q8 = Tensor::F32(T, N), f32_on_x_hat = Tensor::F32(T, N);
+    MatMul(RowView(x, T, K), w, q8.MutF32(), ComputeMode::kQ8, two);
+    MatMul(RowView(x_hat, T, K), w, f32_on_x_hat.MutF32(), ComputeMode::kF32, two);
+    EXPECT_EQ(std::memcmp(q8.bytes(), f32_on_x_hat.bytes(), q8.size_bytes()), 0);
+  }
+  const auto dense = quant::testing::RandomWeights(N * K, 23);
+  const MatView w{DType::kF32, N, K, static_cast<size_t>(K) * 4,
+                  reinterpret_cast<const uint8_t*>(dense.data())};
+  EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, 1), "f32-matvec");
+  const auto x = quant::testing::RandomWeights(K, 29);
+  Tensor q8 = Tensor::F32(1, N), f32 = Tensor::F32(1, N);
+  MatMul(RowView(x, 1, K), w, q8.MutF32(), ComputeMode::kQ8, two);
+  MatMul(RowView(x, 1, K), w, f32.MutF32(), ComputeMode::kF32, two);
+  EXPECT_EQ(std::memcmp(q8.bytes(), f32.bytes(), q8.size_bytes()), 0);
+}
+
+}  // namespace
+}  // namespace proctor::ops
