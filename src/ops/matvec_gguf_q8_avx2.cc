@@ -6,7 +6,8 @@
 // activations_q8.h) up to f32 rounding of the scaled block sums.
 //
 //  - 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): the block's 32 codes (matvec_gguf_avx2_codes.h)
-//    against the activation block: acc += d_w d_x * isum; a block minimum m adds m * sum(x^).
+//    against the activation block, four rows' integer sums packed into one vector:
+//    acc += d_w d_x * isum; a block minimum m adds m * sum(x^).
 //  - Q4_K, Q5_K: per 64-value chunk the low nibbles (plus Q5_K's fifth bit) are sub-block 2c, the
 //    high ones 2c + 1; each sub-block's 6-bit scale multiplies its pair sums in vpmaddwd, so
 //    acc += d d_x * (scale * isum); dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
@@ -85,25 +86,46 @@ PROCTOR_AVX2_TARGET inline __m256i BlockCodes(const uint8_t* block) {
   }
 }
 
+// The f16 values at byte `at` of the 4 rows' current blocks (rows >= R: 0) as 4 f32 lanes.
+template <int R>
+PROCTOR_AVX2_TARGET inline __m128 Halves4(const uint8_t* const* blocks, int at) {
+  uint16_t h[4] = {0, 0, 0, 0};
+  for (int r = 0; r < R; ++r) std::memcpy(&h[r], blocks[r] + at, 2);
+  uint64_t packed;
+  std::memcpy(&packed, h, 8);
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(packed)));
+}
+
+// Up to 4 rows at once: each row's 8 int32 lanes of a block are summed exactly by two rounds of
+// vphaddd into lane r of both 128-bit halves, then scaled by the 4 rows' d times d_x at once.
 template <class Block, int R>
 PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, float* out) {
-  __m256 acc[R];
-  float min_sum[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_sum[r] = 0.0f;
+  static_assert(R <= 4);
+  __m256 acc = _mm256_setzero_ps();   // lane r and r + 4: row r
+  __m128 min_acc = _mm_setzero_ps();  // lane r: row r
+  const uint8_t* blocks[4] = {};
   for (int64_t b = 0; b < in.n_blocks; ++b) {
     const __m256i x = Load32(in.codes + 32 * b);
-    const float dx = in.scale[b];
     in.prefetch.Advance(b + 1);
+    __m256i isum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                       _mm256_setzero_si256()};
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows[r] + b * Block::kBytes;
-      const __m256i isum = DotCodes(BlockCodes<Block>(block), x);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(Half(block) * dx), acc[r]);
-      if constexpr (Block::kHasMin) {
-        min_sum[r] = std::fma(Half(block + Block::kMinAt), in.sum32[b], min_sum[r]);
-      }
+      blocks[r] = rows[r] + b * Block::kBytes;
+      isum[r] = DotCodes(BlockCodes<Block>(blocks[r]), x);
+    }
+    const __m256i sums =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
+    const __m128 d = _mm_mul_ps(Halves4<R>(blocks, 0), _mm_set1_ps(in.scale[b]));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(d, d), acc);
+    if constexpr (Block::kHasMin) {
+      min_acc = _mm_fmadd_ps(Halves4<R>(blocks, Block::kMinAt), _mm_set1_ps(in.sum32[b]), min_acc);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) + min_sum[r];
+  const __m128 rows_sum =
+      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), min_acc);
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, rows_sum);
+  for (int r = 0; r < R; ++r) out[r] = lanes[r];
 }
 
 // ---- Q4_K, Q5_K, Q6_K: one f32 accumulator per super-block ---------------------------------
