@@ -101,6 +101,20 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .sliding_window = kNone,
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false},
+    // Qwen3-Next: Qwen3.5's hybrid with the DeltaNet's input projections fused per key-head group
+    // (in_proj_qkvz, in_proj_ba) and mixture-of-experts MLPs (routed experts + a gated shared
+    // expert); no GGUF reader yet.
+    {.arch = ModelArch::kQwen3Next,
+     .block = BlockStyle::kHybrid,
+     .hf_model_type = "qwen3_next",
+     .hf_architecture = "Qwen3NextForCausalLM",
+     .gguf_architecture = "",
+     .attention_bias = kFromConfig,
+     .qk_norm = true,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kNone,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
 });
 
 // FamilyOf indexes the table by the enum value.

@@ -12,15 +12,16 @@
 namespace proctor {
 
 // One value per table row, in row order (family_traits.cc checks it).
-enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3, kQwen35 };
+enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3, kQwen35, kQwen3Next };
 
 // The shape of a decoder layer, which picks the forward pass (model/*_forward.cc).
 enum class BlockStyle {
   kLlama,   // x += attn(norm(x)); x += mlp(norm(x))
   kGemma,   // x += norm(attn(norm(x))); x += norm(mlp(norm(x))); embeddings x sqrt(hidden),
             // GeGLU, RMSNorm by (1 + weight) in HF checkpoints, optional logit soft-capping
-  kHybrid,  // Qwen3.5: x += mixer(norm(x)); x += mlp(norm(x)), the mixer a gated DeltaNet
-            // (linear attention) or gated full attention per layer; RMSNorm by (1 + weight)
+  kHybrid,  // Qwen3.5, Qwen3-Next: x += mixer(norm(x)); x += mlp(norm(x)), the mixer a gated
+            // DeltaNet (linear attention) or gated full attention per layer, the MLP dense or
+            // (Qwen3-Next) a mixture of experts; RMSNorm by (1 + weight)
 };
 
 // Whether q/k/v carry biases.

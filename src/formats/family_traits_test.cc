@@ -33,7 +33,7 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
 
 TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
   EXPECT_EQ(SupportedHfModelTypes(),
-            "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text");
+            "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next");
   EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3");
 }
 
@@ -65,7 +65,7 @@ TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
   const json j = json::parse(R"({"model_type": "phi3"})");
   EXPECT_ERROR_CONTAINS(
       ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
-      "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text)");
+      "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next)");
 }
 
 }  // namespace

@@ -322,6 +322,54 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
   }
 }
 
+// Qwen3-Next's mixture of experts: which layers use it (every decoder_sparse_step-th layer not in
+// mlp_only_layers, as transformers decides) and its sizes.
+void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
+  MoeConfig& moe = out.moe;
+  moe.num_experts = GetInt(config, "num_experts", origin, 0);
+  if (moe.num_experts == 0) return;  // every layer a dense MLP
+  moe.experts_per_token = GetInt(config, "num_experts_per_tok", origin);
+  moe.expert_intermediate_size = GetInt(config, "moe_intermediate_size", origin);
+  moe.shared_expert_intermediate_size = GetInt(config, "shared_expert_intermediate_size", origin);
+  moe.norm_topk_prob = GetBool(config, "norm_topk_prob", origin, true);
+  if (moe.num_experts < 0 || moe.num_experts > (1 << 16)) {
+    ConfigFail(origin, fmt::format("\"num_experts\" = {} is out of range", moe.num_experts));
+  }
+  if (moe.experts_per_token <= 0 || moe.experts_per_token > moe.num_experts) {
+    ConfigFail(origin,
+               fmt::format("\"num_experts_per_tok\" = {} should be in [1, num_experts = {}]",
+                           moe.experts_per_token, moe.num_experts));
+  }
+  for (const auto& [name, value] :
+       {std::pair{"moe_intermediate_size", moe.expert_intermediate_size},
+        std::pair{"shared_expert_intermediate_size", moe.shared_expert_intermediate_size}}) {
+    if (value <= 0 || value > (1 << 20)) {
+      ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", name, value));
+    }
+  }
+  const int step = GetInt(config, "decoder_sparse_step", origin, 1);
+  if (step <= 0) {
+    ConfigFail(origin, fmt::format("\"decoder_sparse_step\" should be positive, got {}", step));
+  }
+  std::vector<bool> dense_only(static_cast<size_t>(out.num_layers), false);
+  if (config.contains("mlp_only_layers") && !config["mlp_only_layers"].is_null()) {
+    const json& listed = config["mlp_only_layers"];
+    if (!listed.is_array()) ConfigFail(origin, "\"mlp_only_layers\" should be a list of layers");
+    for (const json& layer : listed) {
+      if (!layer.is_number_integer() || layer.get<int64_t>() < 0 ||
+          layer.get<int64_t>() >= out.num_layers) {
+        ConfigFail(origin, fmt::format("\"mlp_only_layers\" entry {} is not a layer in [0, {})",
+                                       layer.dump(), out.num_layers));
+      }
+      dense_only[layer.get<size_t>()] = true;
+    }
+  }
+  for (int layer = 0; layer < out.num_layers; ++layer) {
+    out.layer_uses_moe.push_back(!dense_only[static_cast<size_t>(layer)] &&
+                                 (layer + 1) % step == 0);
+  }
+}
+
 // Qwen3.5's hybrid layout: the gated DeltaNet's sizes, and which layers use it (`layer_types`,
 // read with the sliding window, or every `full_attention_interval`-th layer full, 4 by default).
 void ParseHybridLayers(const json& config, ModelConfig& out, std::string_view origin) {
@@ -347,6 +395,10 @@ void ParseHybridLayers(const json& config, ModelConfig& out, std::string_view or
   }
   out.attention_output_gate = true;
   out.norm_adds_one = true;
+  if (out.arch == ModelArch::kQwen3Next) {
+    out.fused_linear_projections = true;
+    ParseMoe(config, out, origin);
+  }
   if (out.layer_uses_linear_attention.empty()) {
     const int interval = GetInt(config, "full_attention_interval", origin, 4);
     if (interval <= 0) {

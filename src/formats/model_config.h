@@ -40,6 +40,18 @@ struct LinearAttentionConfig {
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k, v channels
 };
 
+// Mixture-of-experts MLPs (Qwen3-Next): per token, the softmax of the router's logits over
+// num_experts, the experts_per_token largest (renormalised to sum 1 when norm_topk_prob), each
+// selected expert a SwiGLU MLP of expert_intermediate_size, their outputs weighted and summed;
+// plus a shared expert of shared_expert_intermediate_size times sigmoid(shared_expert_gate(x)).
+struct MoeConfig {
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int expert_intermediate_size = 0;
+  int shared_expert_intermediate_size = 0;
+  bool norm_topk_prob = true;
+};
+
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
   std::string model_type;  // as written in the source ("llama", "qwen3", ...)
@@ -78,6 +90,12 @@ struct ModelConfig {
   std::vector<bool> layer_uses_linear_attention;
   LinearAttentionConfig linear_attention;
   bool attention_output_gate = false;
+  // Qwen3-Next: the DeltaNet's input projections are stored fused per key-head group (one
+  // in_proj_qkvz and one in_proj_ba; the loader regroups their rows).
+  bool fused_linear_projections = false;
+  // The layers whose MLP is a mixture of experts (empty: none) and its sizes.
+  std::vector<bool> layer_uses_moe;
+  MoeConfig moe;
   // true: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF llama: llama.cpp's converter permuted the
   // Q/K rows); false: rotate halves (x[i], x[i + d/2]) (HF checkpoints, GGUF qwen2/qwen3).
   bool rope_adjacent_pairs = false;
@@ -96,6 +114,9 @@ struct ModelConfig {
     if (sliding_window <= 0) return 0;
     if (layer_uses_sliding_window.empty()) return sliding_window;
     return layer_uses_sliding_window.at(static_cast<size_t>(layer)) ? sliding_window : 0;
+  }
+  bool IsMoeLayer(int layer) const {
+    return !layer_uses_moe.empty() && layer_uses_moe.at(static_cast<size_t>(layer));
   }
   bool IsLinearAttentionLayer(int layer) const {
     return !layer_uses_linear_attention.empty() &&

@@ -271,5 +271,40 @@ TEST(ParseHfConfig, Qwen35HybridLayers) {
   EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "partial_rotary_factor 0.5");
 }
 
+// Qwen3-Next: Qwen3.5's hybrid plus mixture-of-experts MLPs on every decoder_sparse_step-th layer
+// not in mlp_only_layers; inconsistent expert counts and layer lists are errors naming the key.
+TEST(ParseHfConfig, Qwen3NextExperts) {
+  json j = LlamaBase();
+  j["model_type"] = "qwen3_next";
+  j["num_hidden_layers"] = 8;
+  j["head_dim"] = 32;
+  j.update(json::parse(R"({"linear_num_key_heads": 2, "linear_num_value_heads": 4,
+      "linear_key_head_dim": 16, "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4,
+      "partial_rotary_factor": 0.25, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
+      "decoder_sparse_step": 2, "mlp_only_layers": [3], "norm_topk_prob": false})"));
+  const ModelConfig c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kQwen3Next);
+  EXPECT_TRUE(c.fused_linear_projections);
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_EQ(c.moe.experts_per_token, 2);
+  EXPECT_FALSE(c.moe.norm_topk_prob);
+  for (int layer = 0; layer < 8; ++layer) {  // layers 1, 5, 7 (2 and 3 sparse, 3 forced dense)
+    EXPECT_EQ(c.IsMoeLayer(layer), layer == 1 || layer == 5 || layer == 7) << layer;
+  }
+  json bad = j;
+  bad["num_experts_per_tok"] = 9;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "num_experts_per_tok", "9");
+  bad = j;
+  bad["mlp_only_layers"] = json::array({8});
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "mlp_only_layers", "[0, 8)");
+  bad = j;
+  bad["decoder_sparse_step"] = 0;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "decoder_sparse_step");
+  bad = j;
+  bad.erase("moe_intermediate_size");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "moe_intermediate_size");
+}
+
 }  // namespace
 }  // namespace proctor

@@ -22,10 +22,13 @@ enum Buffer {
   kGate,
   kUp,
   kDown,
-  kMixed,      // gated DeltaNet: the q, k, v channels (conv input, then output)
-  kMixerGate,  // gated DeltaNet: z
-  kBeta,       // gated DeltaNet: b, then beta
-  kDecay,      // gated DeltaNet: a, then g
+  kMixed,         // gated DeltaNet: the q, k, v channels (conv input, then output)
+  kMixerGate,     // gated DeltaNet: z
+  kBeta,          // gated DeltaNet: b, then beta
+  kDecay,         // gated DeltaNet: a, then g
+  kRouterLogits,  // mixture of experts: the router's logits [T, experts]
+  kExpertInput,   // mixture of experts: the rows routed to one expert
+  kExpertsOut,    // mixture of experts: the weighted sum of the experts' outputs [T, hidden]
   kBufferCount
 };
 

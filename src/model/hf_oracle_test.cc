@@ -206,6 +206,44 @@ json CasesOf(const std::string& family) {
             300, 8),
     });
   }
+  if (family == "qwen3_next") {
+    // Qwen3.5's hybrid with fused DeltaNet projections and mixture-of-experts MLPs.
+    const json hybrid_moe = {
+        {"head_dim", 32},
+        {"linear_num_key_heads", 2},
+        {"linear_num_value_heads", 4},
+        {"linear_key_head_dim", 16},
+        {"linear_value_head_dim", 16},
+        {"linear_conv_kernel_dim", 4},
+        {"num_hidden_layers", 4},
+        {"layer_types",
+         {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
+        {"num_experts", 4},
+        {"num_experts_per_tok", 2},
+        {"moe_intermediate_size", 32},
+        {"shared_expert_intermediate_size", 48}};
+    return json::array({
+        Case("qwen3_next-f32-moe", "qwen3_next", "float32", 101,
+             Merge(hybrid_moe, Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),
+        // Every other layer sparse, layer 1 forced dense, 8 experts top 3 without renormalising,
+        // 4 value heads per key head.
+        Case("qwen3_next-bf16-sparse-step-unnormalised", "qwen3_next", "bfloat16", 102,
+             Merge(hybrid_moe,
+                   Merge({{"decoder_sparse_step", 2},
+                          {"mlp_only_layers", {1}},
+                          {"num_experts", 8},
+                          {"num_experts_per_tok", 3},
+                          {"norm_topk_prob", false},
+                          {"linear_num_key_heads", 1},
+                          {"tie_word_embeddings", true}},
+                         Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.5}})))),
+        Case("qwen3_next-f32-long", "qwen3_next", "float32", 103,
+             Merge(hybrid_moe,
+                   Merge({{"max_position_embeddings", 1024}},
+                         Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),
+             300, 8),
+    });
+  }
   return json::array();
 }
 
@@ -264,7 +302,7 @@ TEST_P(HfLive, EngineMatchesTransformersOnEveryConfigOfTheFamily) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfLive,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3",
-                                           "qwen3_5"));
+                                           "qwen3_5", "qwen3_next"));
 
 }  // namespace
 }  // namespace proctor

@@ -152,16 +152,33 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
     for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
       if (!norm.empty()) expect(fmt::format("{}{}.weight", p, norm), {hidden});
     }
-    linear(p + "mlp.gate_proj", ff, hidden);
-    linear(p + "mlp.up_proj", ff, hidden);
-    linear(p + "mlp.down_proj", hidden, ff);
+    const auto mlp = [&](const std::string& prefix, int64_t size) {
+      linear(prefix + "gate_proj", size, hidden);
+      linear(prefix + "up_proj", size, hidden);
+      linear(prefix + "down_proj", hidden, size);
+    };
+    if (c.IsMoeLayer(layer)) {
+      linear(p + "mlp.gate", c.moe.num_experts, hidden);
+      for (int e = 0; e < c.moe.num_experts; ++e) {
+        mlp(fmt::format("{}mlp.experts.{}.", p, e), c.moe.expert_intermediate_size);
+      }
+      mlp(p + "mlp.shared_expert.", c.moe.shared_expert_intermediate_size);
+      linear(p + "mlp.shared_expert_gate", 1, hidden);
+    } else {
+      mlp(p + "mlp.", ff);
+    }
     if (c.IsLinearAttentionLayer(layer)) {
       const LinearAttentionConfig& la = c.linear_attention;
       const std::string m = p + "linear_attn.";
-      linear(m + "in_proj_qkv", la.conv_dim(), hidden);
-      linear(m + "in_proj_z", la.value_dim(), hidden);
-      linear(m + "in_proj_b", la.num_value_heads, hidden);
-      linear(m + "in_proj_a", la.num_value_heads, hidden);
+      if (c.fused_linear_projections) {
+        linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden);
+        linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
+      } else {
+        linear(m + "in_proj_qkv", la.conv_dim(), hidden);
+        linear(m + "in_proj_z", la.value_dim(), hidden);
+        linear(m + "in_proj_b", la.num_value_heads, hidden);
+        linear(m + "in_proj_a", la.num_value_heads, hidden);
+      }
       linear(m + "out_proj", hidden, la.value_dim());
       expect(m + "conv1d.weight", {la.conv_dim(), 1, la.conv_kernel});
       expect(m + "dt_bias", {la.num_value_heads});

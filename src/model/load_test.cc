@@ -112,13 +112,27 @@ TEST(LoadModel, HfGoldenQwen3) {
   EXPECT_TRUE(m.config.tie_word_embeddings);
 }
 
-TEST(LoadModel, MixtureOfExpertsHybridIsRefusedByName) {
-  for (const auto& [name, arch] :
-       std::vector<std::pair<std::string, std::string>>{{"qwen3_next-f32", "qwen3_next"}}) {
-    const fs::path dir = GoldenDir(name);
-    SKIP_IF_MISSING(dir);
-    EXPECT_ERROR_CONTAINS(LoadModel(dir.string()), arch.c_str(), "not supported", "config.json");
-  }
+// The Qwen3-Next golden's weights under configs that disagree with them: one clear error naming
+// the tensor (a router for five experts; experts of the wrong width), and an architecture the
+// engine does not run named as such.
+TEST(LoadModel, MixtureOfExpertsConfigThatDisagreesWithTheWeightsIsAClearError) {
+  const fs::path golden = GoldenDir("qwen3_next-f32");
+  SKIP_IF_MISSING(golden);
+  const nlohmann::json config = nlohmann::json::parse(ReadFileToString(golden / "config.json"));
+  const TempDir tmp;
+  fs::create_symlink(golden / "model.safetensors", tmp.path() / "model.safetensors");
+  const auto load_with = [&](const nlohmann::json& changes) {
+    nlohmann::json changed = config;
+    changed.update(changes);
+    WriteFileAtomic(tmp.path() / "config.json", changed.dump());
+    return LoadModel(tmp.path().string());
+  };
+  EXPECT_ERROR_CONTAINS(load_with({{"num_experts", 5}}), "model.layers.0.mlp.gate.weight",
+                        "[5, 64]");
+  EXPECT_ERROR_CONTAINS(load_with({{"moe_intermediate_size", 16}}),
+                        "model.layers.0.mlp.experts.0.gate_proj", "16");
+  EXPECT_ERROR_CONTAINS(load_with({{"model_type", "qwen3_moe"}}), "qwen3_moe", "not supported");
+  EXPECT_EQ(load_with(nlohmann::json::object()).config.moe.num_experts, 4);
 }
 
 // The Gemma goldens' config.json as the engine reads it (values from the fixtures' SOURCES.md).

@@ -118,16 +118,63 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     l.attention_out_norm = norm(norms.attention_out);
     l.mlp_norm = norm(norms.mlp);
     l.mlp_out_norm = norm(norms.mlp_out);
-    l.gate = linear(p + "mlp.gate_proj", ff, hidden);
-    l.up = linear(p + "mlp.up_proj", ff, hidden);
-    l.down = linear(p + "mlp.down_proj", hidden, ff);
+    if (config.IsMoeLayer(i)) {
+      const MoeConfig& moe = config.moe;
+      const auto mlp = [&](const std::string& prefix, int64_t size) {
+        return MlpWeights{linear(prefix + "gate_proj", size, hidden),
+                          linear(prefix + "up_proj", size, hidden),
+                          linear(prefix + "down_proj", hidden, size)};
+      };
+      l.router = linear(p + "mlp.gate", moe.num_experts, hidden);
+      for (int e = 0; e < moe.num_experts; ++e) {
+        l.experts.push_back(
+            mlp(fmt::format("{}mlp.experts.{}.", p, e), moe.expert_intermediate_size));
+      }
+      l.shared_expert = mlp(p + "mlp.shared_expert.", moe.shared_expert_intermediate_size);
+      l.shared_expert_gate = linear(p + "mlp.shared_expert_gate", 1, hidden);
+    } else {
+      l.gate = linear(p + "mlp.gate_proj", ff, hidden);
+      l.up = linear(p + "mlp.up_proj", ff, hidden);
+      l.down = linear(p + "mlp.down_proj", hidden, ff);
+    }
     if (config.IsLinearAttentionLayer(i)) {
       const LinearAttentionConfig& la = config.linear_attention;
       const std::string m = p + "linear_attn.";
-      l.in_proj_qkv = linear(m + "in_proj_qkv", la.conv_dim(), hidden);
-      l.in_proj_z = linear(m + "in_proj_z", la.value_dim(), hidden);
-      l.in_proj_b = linear(m + "in_proj_b", la.num_value_heads, hidden);
-      l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
+      if (config.fused_linear_projections) {
+        // Per key-head group g of G rows: q (dk), k (dk), v (r dv), z (r dv), r value heads per
+        // key head; in_proj_ba per group: b (r), a (r). Regrouped into Qwen3.5's separate
+        // projections (q of every group, then k, then v; z; b; a), which the forward reads.
+        const int64_t nk = la.num_key_heads, r = la.num_value_heads / la.num_key_heads;
+        const int64_t dk = la.key_head_dim, rv = r * la.value_head_dim;
+        const int64_t group = 2 * dk + 2 * rv;
+        const ops::LinearWeight qkvz =
+            linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden);
+        const ops::LinearWeight ba = linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
+        if (qkvz.is_mlx() || ba.is_mlx()) {
+          Fail("model",
+               "{}: the fused in_proj_qkvz / in_proj_ba of an MLX-quantized {} are not "
+               "supported",
+               weights.origin(), config.model_type);
+        }
+        const auto ranges = [&](int64_t stride, int64_t offset, int64_t rows) {
+          std::vector<std::pair<int64_t, int64_t>> out;
+          for (int64_t g = 0; g < nk; ++g)
+            out.emplace_back(g * stride + offset, g * stride + offset + rows);
+          return out;
+        };
+        std::vector<std::pair<int64_t, int64_t>> qkv = ranges(group, 0, dk);
+        for (const auto& range : ranges(group, dk, dk)) qkv.push_back(range);
+        for (const auto& range : ranges(group, 2 * dk, rv)) qkv.push_back(range);
+        l.in_proj_qkv = RegroupedRows(qkvz.dense(), qkv);
+        l.in_proj_z = RegroupedRows(qkvz.dense(), ranges(group, 2 * dk + rv, rv));
+        l.in_proj_b = RegroupedRows(ba.dense(), ranges(2 * r, 0, r));
+        l.in_proj_a = RegroupedRows(ba.dense(), ranges(2 * r, r, r));
+      } else {
+        l.in_proj_qkv = linear(m + "in_proj_qkv", la.conv_dim(), hidden);
+        l.in_proj_z = linear(m + "in_proj_z", la.value_dim(), hidden);
+        l.in_proj_b = linear(m + "in_proj_b", la.num_value_heads, hidden);
+        l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
+      }
       l.out_proj = linear(m + "out_proj", hidden, la.value_dim());
       l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel);
       l.dt_bias = weights.Matrix(m + "dt_bias");
@@ -152,6 +199,20 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
   }
 }
 
+MatView RuntimeModel::RegroupedRows(const MatView& fused,
+                                    const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  const size_t row_bytes = fused.RowBytes();
+  std::vector<uint8_t>& storage = regrouped_.emplace_back();
+  int64_t rows = 0;
+  for (const auto& [begin, end] : ranges) {
+    CHECK(0 <= begin && begin <= end && end <= fused.rows);
+    for (int64_t row = begin; row < end; ++row, ++rows) {
+      storage.insert(storage.end(), fused.Row(row), fused.Row(row) + row_bytes);
+    }
+  }
+  return MatView{fused.type, rows, fused.cols, row_bytes, storage.data()};
+}
+
 std::map<std::string, std::string> RuntimeModel::MatMulKernels(int64_t rows) const {
   std::map<std::string, std::string> kernels;
   const auto add = [&](const ops::LinearWeight& w) {
@@ -160,8 +221,12 @@ std::map<std::string, std::string> RuntimeModel::MatMulKernels(int64_t rows) con
   for (const LayerWeights& w : layers_) {
     for (const ops::LinearWeight* linear :
          {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down, &w.in_proj_qkv, &w.in_proj_z,
-          &w.in_proj_b, &w.in_proj_a, &w.out_proj}) {
+          &w.in_proj_b, &w.in_proj_a, &w.out_proj, &w.router, &w.shared_expert.gate,
+          &w.shared_expert.up, &w.shared_expert.down, &w.shared_expert_gate}) {
       add(*linear);
+    }
+    for (const MlpWeights& expert : w.experts) {
+      for (const ops::LinearWeight* linear : {&expert.gate, &expert.up, &expert.down}) add(*linear);
     }
   }
   add(lm_head_);

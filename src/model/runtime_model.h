@@ -16,11 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/model_config.h"
@@ -85,6 +87,10 @@ class RuntimeModel {
   std::map<std::string, std::string> MatMulKernels(int64_t rows) const;
 
  private:
+  // A SwiGLU MLP's projections: down(silu(gate(x)) * up(x)).
+  struct MlpWeights {
+    ops::LinearWeight gate, up, down;
+  };
   struct LayerWeights {
     MatView attention_norm;      // before attention (HF input_layernorm)
     MatView attention_out_norm;  // on attention's output (Gemma post_attention_layernorm)
@@ -100,6 +106,12 @@ class RuntimeModel {
     MatView conv1d;          // [q, k, v channels, kernel taps] (HF [C, 1, K])
     MatView dt_bias, a_log;  // [value heads]
     MatView output_norm;     // [value_head_dim], the gated RMSNorm's weight (plain)
+    // Mixture of experts (the MoE layers of qwen3_next; empty elsewhere): the router
+    // [experts, hidden], the routed experts, the shared expert and its gate [1, hidden].
+    ops::LinearWeight router;
+    std::vector<MlpWeights> experts;
+    MlpWeights shared_expert;
+    ops::LinearWeight shared_expert_gate;
   };
 
   // The family's decoder layer: x is the residual stream [T, hidden], updated in place.
@@ -118,8 +130,18 @@ class RuntimeModel {
   // with their biases, q/k norms, the layer's rope and window, soft-capped scores, the cache.
   MutMatF32 Attention(int layer, const MatView& normed, std::span<const int32_t> positions,
                       ModelCache& cache) const;
-  // down_proj(act(gate_proj(n)) * up_proj(n)) of the normed input [T, hidden].
+  // The layer's MLP of the normed input [T, hidden]: down_proj(act(gate_proj(n)) * up_proj(n)),
+  // or the mixture of experts (moe.cc) on MoE layers.
   MutMatF32 Mlp(int layer, const MatView& normed) const;
+  // down(act(gate(n)) * up(n)) with the given projections (the kDown buffer).
+  MutMatF32 GatedMlp(const MlpWeights& w, const MatView& normed) const;
+  // The mixture of experts (moe.cc): the routed experts' outputs, weighted, plus the gated shared
+  // expert's, for the normed input [T, hidden].
+  MutMatF32 MixtureOfExperts(int layer, const MatView& normed) const;
+  // Views of rows regrouped from a fused projection (Qwen3-Next's in_proj_qkvz / in_proj_ba):
+  // the rows [begin, end) of `fused`, range after range, copied into storage the model owns.
+  MatView RegroupedRows(const MatView& fused,
+                        const std::vector<std::pair<int64_t, int64_t>>& ranges);
   // out_proj(gated_norm(delta_rule(conv(in_proj_qkv(n))), in_proj_z(n))) of the normed input
   // [T, hidden]: the gated DeltaNet (gated_deltanet.cc), advancing the layer's recurrent state.
   MutMatF32 GatedDeltaNet(int layer, const MatView& normed, ModelCache& cache) const;
@@ -134,6 +156,7 @@ class RuntimeModel {
   MatView final_norm_;
   ops::LinearWeight embed_tokens_, lm_head_;  // dense or MLX-quantized (model/mlx_weights.h)
   std::vector<LayerWeights> layers_;
+  std::deque<std::vector<uint8_t>> regrouped_;  // RegroupedRows' storage (elements never move)
 };
 
 }  // namespace proctor

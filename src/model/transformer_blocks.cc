@@ -85,11 +85,16 @@ MutMatF32 RuntimeModel::Attention(int layer, const MatView& normed,
 }
 
 MutMatF32 RuntimeModel::Mlp(int layer, const MatView& normed) const {
+  if (config_.IsMoeLayer(layer)) return MixtureOfExperts(layer, normed);
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
-  const int64_t t = normed.rows;
+  return GatedMlp({w.gate, w.up, w.down}, normed);
+}
+
+MutMatF32 RuntimeModel::GatedMlp(const MlpWeights& w, const MatView& normed) const {
+  const int64_t t = normed.rows, ff = w.gate.rows();
   const ops::ComputeMode mode = options_.compute;
-  const MutMatF32 gate = Scratch(kGate, t, config_.intermediate_size);  // [T, ff]
-  const MutMatF32 up = Scratch(kUp, t, config_.intermediate_size);      // [T, ff]
+  const MutMatF32 gate = Scratch(kGate, t, ff);  // [T, ff]
+  const MutMatF32 up = Scratch(kUp, t, ff);      // [T, ff]
   ops::MatMul(normed, w.gate, gate, mode, pool_);
   ops::MatMul(normed, w.up, up, mode, pool_);
   switch (config_.mlp_activation) {
