@@ -115,6 +115,18 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .sliding_window = kNone,
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false},
+    // Qwen3-MoE: Qwen3's block with mixture-of-experts MLPs (no shared expert); no GGUF reader yet.
+    {.arch = ModelArch::kQwen3Moe,
+     .block = BlockStyle::kLlama,
+     .hf_model_type = "qwen3_moe",
+     .hf_architecture = "Qwen3MoeForCausalLM",
+     .gguf_architecture = "",
+     .attention_bias = kFromConfig,
+     .qk_norm = true,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kUseSlidingWindowFlag,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false},
 });
 
 // FamilyOf indexes the table by the enum value.

@@ -12,11 +12,22 @@
 namespace proctor {
 
 // One value per table row, in row order (family_traits.cc checks it).
-enum class ModelArch { kLlama, kMistral, kQwen2, kQwen3, kGemma2, kGemma3, kQwen35, kQwen3Next };
+enum class ModelArch {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kGemma2,
+  kGemma3,
+  kQwen35,
+  kQwen3Next,
+  kQwen3Moe
+};
 
 // The shape of a decoder layer, which picks the forward pass (model/*_forward.cc).
 enum class BlockStyle {
-  kLlama,   // x += attn(norm(x)); x += mlp(norm(x))
+  kLlama,   // x += attn(norm(x)); x += mlp(norm(x)), the MLP dense or (qwen3_moe) a mixture of
+            // experts
   kGemma,   // x += norm(attn(norm(x))); x += norm(mlp(norm(x))); embeddings x sqrt(hidden),
             // GeGLU, RMSNorm by (1 + weight) in HF checkpoints, optional logit soft-capping
   kHybrid,  // Qwen3.5, Qwen3-Next: x += mixer(norm(x)); x += mlp(norm(x)), the mixer a gated

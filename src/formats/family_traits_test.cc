@@ -33,7 +33,8 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
 
 TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
   EXPECT_EQ(SupportedHfModelTypes(),
-            "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next");
+            "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
+            "qwen3_moe");
   EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3");
 }
 
@@ -65,7 +66,8 @@ TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
   const json j = json::parse(R"({"model_type": "phi3"})");
   EXPECT_ERROR_CONTAINS(
       ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
-      "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next)");
+      "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
+      "qwen3_moe)");
 }
 
 }  // namespace

@@ -322,16 +322,27 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
   }
 }
 
-// Qwen3-Next's mixture of experts: which layers use it (every decoder_sparse_step-th layer not in
+// The mixture of experts of Qwen3-Next (with a shared expert; norm_topk_prob defaults to true)
+// and Qwen3-MoE (without; false): which layers use it (every decoder_sparse_step-th layer not in
 // mlp_only_layers, as transformers decides) and its sizes.
 void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
+  const bool shared_expert = out.arch == ModelArch::kQwen3Next;
   MoeConfig& moe = out.moe;
+  // Released checkpoints write "num_experts"; transformers 5 saves Qwen3-MoE's as
+  // "num_local_experts" (its attribute_map).
   moe.num_experts = GetInt(config, "num_experts", origin, 0);
+  const int local_experts = GetInt(config, "num_local_experts", origin, 0);
+  if (moe.num_experts != 0 && local_experts != 0 && moe.num_experts != local_experts) {
+    ConfigFail(origin, fmt::format("\"num_experts\" = {} and \"num_local_experts\" = {} disagree",
+                                   moe.num_experts, local_experts));
+  }
+  if (moe.num_experts == 0) moe.num_experts = local_experts;
   if (moe.num_experts == 0) return;  // every layer a dense MLP
   moe.experts_per_token = GetInt(config, "num_experts_per_tok", origin);
   moe.expert_intermediate_size = GetInt(config, "moe_intermediate_size", origin);
-  moe.shared_expert_intermediate_size = GetInt(config, "shared_expert_intermediate_size", origin);
-  moe.norm_topk_prob = GetBool(config, "norm_topk_prob", origin, true);
+  moe.shared_expert_intermediate_size =
+      shared_expert ? GetInt(config, "shared_expert_intermediate_size", origin) : 0;
+  moe.norm_topk_prob = GetBool(config, "norm_topk_prob", origin, shared_expert);
   if (moe.num_experts < 0 || moe.num_experts > (1 << 16)) {
     ConfigFail(origin, fmt::format("\"num_experts\" = {} is out of range", moe.num_experts));
   }
@@ -342,7 +353,8 @@ void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
   }
   for (const auto& [name, value] :
        {std::pair{"moe_intermediate_size", moe.expert_intermediate_size},
-        std::pair{"shared_expert_intermediate_size", moe.shared_expert_intermediate_size}}) {
+        std::pair{"shared_expert_intermediate_size",
+                  shared_expert ? moe.shared_expert_intermediate_size : 1}}) {
     if (value <= 0 || value > (1 << 20)) {
       ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", name, value));
     }
@@ -515,6 +527,7 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
   ParseSlidingWindow(config_json, family->sliding_window, out, origin);
   if (family->block == BlockStyle::kHybrid) ParseHybridLayers(config_json, out, origin);
+  if (family->arch == ModelArch::kQwen3Moe) ParseMoe(config_json, out, origin);
   out.rotary_dim = static_cast<int>(out.head_dim * out.rope.partial_rotary_factor);
   if (out.rope.partial_rotary_factor != 1.0 && family->block != BlockStyle::kHybrid) {
     ConfigFail(origin, fmt::format("partial_rotary_factor {} is not supported for {}",

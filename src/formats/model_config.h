@@ -40,10 +40,11 @@ struct LinearAttentionConfig {
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k, v channels
 };
 
-// Mixture-of-experts MLPs (Qwen3-Next): per token, the softmax of the router's logits over
-// num_experts, the experts_per_token largest (renormalised to sum 1 when norm_topk_prob), each
-// selected expert a SwiGLU MLP of expert_intermediate_size, their outputs weighted and summed;
-// plus a shared expert of shared_expert_intermediate_size times sigmoid(shared_expert_gate(x)).
+// Mixture-of-experts MLPs (Qwen3-Next, Qwen3-MoE): per token, the softmax of the router's logits
+// over num_experts, the experts_per_token largest (renormalised to sum 1 when norm_topk_prob),
+// each selected expert a SwiGLU MLP of expert_intermediate_size, their outputs weighted and
+// summed; plus (Qwen3-Next; 0 = none) a shared expert of shared_expert_intermediate_size times
+// sigmoid(shared_expert_gate(x)).
 struct MoeConfig {
   int num_experts = 0;
   int experts_per_token = 0;

@@ -306,5 +306,25 @@ TEST(ParseHfConfig, Qwen3NextExperts) {
   EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "moe_intermediate_size");
 }
 
+// Qwen3-MoE: Qwen3's block with experts and no shared expert; transformers' default is
+// unnormalised routing weights; the expert count may be saved as num_local_experts.
+TEST(ParseHfConfig, Qwen3MoeExperts) {
+  json j = LlamaBase();
+  j["model_type"] = "qwen3_moe";
+  j.update(json::parse(R"({"num_local_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32})"));
+  const ModelConfig c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kQwen3Moe);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_FALSE(c.moe.norm_topk_prob);
+  EXPECT_EQ(c.moe.shared_expert_intermediate_size, 0);
+  EXPECT_TRUE(c.IsMoeLayer(0));
+  json bad = j;
+  bad["num_experts"] = 4;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "num_experts", "4", "num_local_experts",
+                        "8");
+}
+
 }  // namespace
 }  // namespace proctor

@@ -244,6 +244,26 @@ json CasesOf(const std::string& family) {
              300, 8),
     });
   }
+  if (family == "qwen3_moe") {
+    // Qwen3's block with mixture-of-experts MLPs (no shared expert).
+    const json moe = {{"head_dim", 16},
+                      {"num_experts", 4},
+                      {"num_experts_per_tok", 2},
+                      {"moe_intermediate_size", 32}};
+    return json::array({
+        Case("qwen3_moe-f32-normalised", "qwen3_moe", "float32", 111,
+             Merge(moe, {{"norm_topk_prob", true}})),
+        // Every other layer sparse, layer 1 forced dense, 8 experts top 3, transformers' default
+        // (unnormalised) routing weights.
+        Case("qwen3_moe-bf16-sparse-step", "qwen3_moe", "bfloat16", 112,
+             Merge(moe, {{"num_hidden_layers", 4},
+                         {"decoder_sparse_step", 2},
+                         {"mlp_only_layers", {1}},
+                         {"num_experts", 8},
+                         {"num_experts_per_tok", 3},
+                         {"tie_word_embeddings", true}})),
+    });
+  }
   return json::array();
 }
 
@@ -302,7 +322,7 @@ TEST_P(HfLive, EngineMatchesTransformersOnEveryConfigOfTheFamily) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfLive,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3",
-                                           "qwen3_5", "qwen3_next"));
+                                           "qwen3_5", "qwen3_next", "qwen3_moe"));
 
 }  // namespace
 }  // namespace proctor

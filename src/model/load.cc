@@ -162,8 +162,10 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
       for (int e = 0; e < c.moe.num_experts; ++e) {
         mlp(fmt::format("{}mlp.experts.{}.", p, e), c.moe.expert_intermediate_size);
       }
-      mlp(p + "mlp.shared_expert.", c.moe.shared_expert_intermediate_size);
-      linear(p + "mlp.shared_expert_gate", 1, hidden);
+      if (c.moe.shared_expert_intermediate_size > 0) {
+        mlp(p + "mlp.shared_expert.", c.moe.shared_expert_intermediate_size);
+        linear(p + "mlp.shared_expert_gate", 1, hidden);
+      }
     } else {
       mlp(p + "mlp.", ff);
     }

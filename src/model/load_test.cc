@@ -131,7 +131,7 @@ TEST(LoadModel, MixtureOfExpertsConfigThatDisagreesWithTheWeightsIsAClearError) 
                         "[5, 64]");
   EXPECT_ERROR_CONTAINS(load_with({{"moe_intermediate_size", 16}}),
                         "model.layers.0.mlp.experts.0.gate_proj", "16");
-  EXPECT_ERROR_CONTAINS(load_with({{"model_type", "qwen3_moe"}}), "qwen3_moe", "not supported");
+  EXPECT_ERROR_CONTAINS(load_with({{"model_type", "mixtral"}}), "mixtral", "not supported");
   EXPECT_EQ(load_with(nlohmann::json::object()).config.moe.num_experts, 4);
 }
 

@@ -1,9 +1,9 @@
-// The mixture-of-experts MLP (Qwen3-Next; runtime_model.h), as transformers computes it for T
-// tokens:
+// The mixture-of-experts MLP (Qwen3-Next, Qwen3-MoE; runtime_model.h), as transformers computes
+// it for T tokens:
 //   p = softmax(router(n))                       in f32, over the experts
 //   top = the experts_per_token largest p        (renormalised to sum 1 when norm_topk_prob)
 //   out = sum over experts e, ascending, of sum over the tokens that chose e of p_e * expert_e(n)
-//   out += sigmoid(shared_expert_gate(n)) * shared_expert(n)
+//   out += sigmoid(shared_expert_gate(n)) * shared_expert(n)      (Qwen3-Next only)
 // Each expert runs once on the rows routed to it (only the selected experts' weights are read).
 #include <algorithm>
 #include <cmath>
@@ -93,7 +93,8 @@ MutMatF32 RuntimeModel::MixtureOfExperts(int layer, const MatView& normed) const
     }
   }
 
-  // The shared expert, gated per token by sigmoid(shared_expert_gate(n)).
+  // The shared expert (Qwen3-Next), gated per token by sigmoid(shared_expert_gate(n)).
+  if (w.shared_expert_gate.empty()) return out;
   const MutMatF32 gate = Scratch(kRouterLogits, t_count, 1);
   ops::MatMul(normed, w.shared_expert_gate, gate, mode, pool_);
   const MutMatF32 shared = GatedMlp(w.shared_expert, normed);

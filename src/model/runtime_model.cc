@@ -130,8 +130,10 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
         l.experts.push_back(
             mlp(fmt::format("{}mlp.experts.{}.", p, e), moe.expert_intermediate_size));
       }
-      l.shared_expert = mlp(p + "mlp.shared_expert.", moe.shared_expert_intermediate_size);
-      l.shared_expert_gate = linear(p + "mlp.shared_expert_gate", 1, hidden);
+      if (moe.shared_expert_intermediate_size > 0) {
+        l.shared_expert = mlp(p + "mlp.shared_expert.", moe.shared_expert_intermediate_size);
+        l.shared_expert_gate = linear(p + "mlp.shared_expert_gate", 1, hidden);
+      }
     } else {
       l.gate = linear(p + "mlp.gate_proj", ff, hidden);
       l.up = linear(p + "mlp.up_proj", ff, hidden);

@@ -106,7 +106,7 @@ class RuntimeModel {
     MatView conv1d;          // [q, k, v channels, kernel taps] (HF [C, 1, K])
     MatView dt_bias, a_log;  // [value heads]
     MatView output_norm;     // [value_head_dim], the gated RMSNorm's weight (plain)
-    // Mixture of experts (the MoE layers of qwen3_next; empty elsewhere): the router
+    // Mixture of experts (the MoE layers of qwen3_next and qwen3_moe; empty elsewhere): the router
     // [experts, hidden], the routed experts, the shared expert and its gate [1, hidden].
     ops::LinearWeight router;
     std::vector<MlpWeights> experts;
