@@ -351,13 +351,14 @@ void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
                fmt::format("\"num_experts_per_tok\" = {} should be in [1, num_experts = {}]",
                            moe.experts_per_token, moe.num_experts));
   }
-  for (const auto& [name, value] :
-       {std::pair{"moe_intermediate_size", moe.expert_intermediate_size},
-        std::pair{"shared_expert_intermediate_size",
-                  shared_expert ? moe.shared_expert_intermediate_size : 1}}) {
+  const auto check_size = [&](std::string_view name, int value) {
     if (value <= 0 || value > (1 << 20)) {
       ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", name, value));
     }
+  };
+  check_size("moe_intermediate_size", moe.expert_intermediate_size);
+  if (shared_expert) {
+    check_size("shared_expert_intermediate_size", moe.shared_expert_intermediate_size);
   }
   const int step = GetInt(config, "decoder_sparse_step", origin, 1);
   if (step <= 0) {

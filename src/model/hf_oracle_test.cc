@@ -174,18 +174,18 @@ json CasesOf(const std::string& family) {
              8),
     });
   }
+  // Gated DeltaNet layers (linear_attention) and gated full attention (Qwen3.5, Qwen3-Next).
+  const json hybrid = {
+      {"head_dim", 32},
+      {"linear_num_key_heads", 2},
+      {"linear_num_value_heads", 4},
+      {"linear_key_head_dim", 16},
+      {"linear_value_head_dim", 16},
+      {"linear_conv_kernel_dim", 4},
+      {"num_hidden_layers", 4},
+      {"layer_types",
+       {"linear_attention", "full_attention", "linear_attention", "full_attention"}}};
   if (family == "qwen3_5") {
-    // Gated DeltaNet layers (linear_attention) and gated full attention with partial rotary.
-    const json hybrid = {
-        {"head_dim", 32},
-        {"linear_num_key_heads", 2},
-        {"linear_num_value_heads", 4},
-        {"linear_key_head_dim", 16},
-        {"linear_value_head_dim", 16},
-        {"linear_conv_kernel_dim", 4},
-        {"num_hidden_layers", 4},
-        {"layer_types",
-         {"linear_attention", "full_attention", "linear_attention", "full_attention"}}};
     return json::array({
         Case("qwen3_5-f32-hybrid", "qwen3_5_text", "float32", 91,
              Merge(hybrid, Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),
@@ -208,20 +208,10 @@ json CasesOf(const std::string& family) {
   }
   if (family == "qwen3_next") {
     // Qwen3.5's hybrid with fused DeltaNet projections and mixture-of-experts MLPs.
-    const json hybrid_moe = {
-        {"head_dim", 32},
-        {"linear_num_key_heads", 2},
-        {"linear_num_value_heads", 4},
-        {"linear_key_head_dim", 16},
-        {"linear_value_head_dim", 16},
-        {"linear_conv_kernel_dim", 4},
-        {"num_hidden_layers", 4},
-        {"layer_types",
-         {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
-        {"num_experts", 4},
-        {"num_experts_per_tok", 2},
-        {"moe_intermediate_size", 32},
-        {"shared_expert_intermediate_size", 48}};
+    const json hybrid_moe = Merge(hybrid, {{"num_experts", 4},
+                                           {"num_experts_per_tok", 2},
+                                           {"moe_intermediate_size", 32},
+                                           {"shared_expert_intermediate_size", 48}});
     return json::array({
         Case("qwen3_next-f32-moe", "qwen3_next", "float32", 101,
              Merge(hybrid_moe, Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.25}}))),

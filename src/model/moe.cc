@@ -60,36 +60,35 @@ MutMatF32 RuntimeModel::MixtureOfExperts(int layer, const MatView& normed) const
 
   const MutMatF32 logits = Scratch(kRouterLogits, t_count, moe.num_experts);
   ops::MatMul(normed, w.router, logits, mode, pool_);
-  std::vector<Route> routes;
+  // Each expert's tokens, in token order, with their routing weights: one pass over the routes.
+  struct Assignment {
+    int64_t token;
+    float weight;
+  };
+  std::vector<std::vector<Assignment>> routed(static_cast<size_t>(moe.num_experts));
   for (int64_t t = 0; t < t_count; ++t) {
-    routes.push_back(
-        RouteToken(logits.Row(t), moe.num_experts, moe.experts_per_token, moe.norm_topk_prob));
+    const Route route =
+        RouteToken(logits.Row(t), moe.num_experts, moe.experts_per_token, moe.norm_topk_prob);
+    for (size_t slot = 0; slot < route.experts.size(); ++slot) {
+      routed[static_cast<size_t>(route.experts[slot])].push_back({t, route.weights[slot]});
+    }
   }
 
   const MutMatF32 out = Scratch(kExpertsOut, t_count, hidden);  // [T, hidden]
   for (int64_t t = 0; t < t_count; ++t) std::fill(out.Row(t), out.Row(t) + hidden, 0.0f);
   for (int e = 0; e < moe.num_experts; ++e) {
-    std::vector<int64_t> tokens;  // in token order
-    std::vector<float> weights;
-    for (int64_t t = 0; t < t_count; ++t) {
-      const Route& route = routes[static_cast<size_t>(t)];
-      for (size_t slot = 0; slot < route.experts.size(); ++slot) {
-        if (route.experts[slot] != e) continue;
-        tokens.push_back(t);
-        weights.push_back(route.weights[slot]);
-      }
-    }
-    if (tokens.empty()) continue;
-    const int64_t n = static_cast<int64_t>(tokens.size());
+    const std::vector<Assignment>& assigned = routed[static_cast<size_t>(e)];
+    if (assigned.empty()) continue;
+    const int64_t n = static_cast<int64_t>(assigned.size());
     const MutMatF32 input = Scratch(kExpertInput, n, hidden);
     for (int64_t i = 0; i < n; ++i) {
-      std::copy(normed.RowAs<float>(tokens[i]), normed.RowAs<float>(tokens[i]) + hidden,
-                input.Row(i));
+      const float* row = normed.RowAs<float>(assigned[i].token);
+      std::copy(row, row + hidden, input.Row(i));
     }
     const MutMatF32 expert_out = GatedMlp(w.experts[static_cast<size_t>(e)], input.View());
     for (int64_t i = 0; i < n; ++i) {
-      float* row = out.Row(tokens[i]);
-      for (int64_t j = 0; j < hidden; ++j) row[j] += expert_out.Row(i)[j] * weights[i];
+      float* row = out.Row(assigned[i].token);
+      for (int64_t j = 0; j < hidden; ++j) row[j] += expert_out.Row(i)[j] * assigned[i].weight;
     }
   }
 
