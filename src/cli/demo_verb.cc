@@ -9,6 +9,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
+#include "eval/compare/compare_table.h"
 #include "eval/demo/demo_pipeline.h"
 
 namespace proctor::cli {
@@ -93,35 +94,28 @@ void RegisterDemoVerb(CLI::App& app) {
               std::fflush(stdout);
             },
     };
-    const DemoResult result = RunDemo(options);
+    const DemoResult demo = RunDemo(options);
+    const CompareResult& result = demo.compare;
     if (!quiet) fmt::print("\n");
-    fmt::print("{}", FormatDemoTable(result));
+    fmt::print("{}", FormatCompareTable(result));
     if (!quiet) {
-      fmt::print(
-          "\nHow to read it:\n"
-          "  KL          KL(teacher || candidate) over the teacher's top-{} logits, nats per\n"
-          "              position: mean of per-sequence means +- its standard error; median and\n"
-          "              p95 over all positions\n"
-          "  top-1       how often the candidate's argmax is the teacher's\n"
-          "  mass        teacher probability inside its top-{} (what the KL sees)\n"
-          "  perplexity  exp(mean next-token NLL) on the corpus, +- its standard error\n"
-          "  bits/w      stored bits (codes, scales, biases, unquantized tensors) per parameter\n"
-          "  seconds     the model's scoring pass (forward + KL + NLL)\n"
-          "The teacher scored against its own dump is the floor set by storing logits as fp16: "
-          "differences below\nit mean nothing. {}\n",
-          result.top_k, result.top_k,
-          result.generated_teacher
-              ? "A model this small (and this uncertain) is far more sensitive to quantization "
-                "than a\nbillion-parameter one; `proctor demo --model PATH` runs the same on yours."
-              : "");
+      fmt::print("\n{}{}", CompareLegend(result),
+                 demo.generated_teacher
+                     ? "A model this small (and this uncertain) is far more sensitive to "
+                       "quantization than a\nbillion-parameter one; `proctor demo --model PATH` "
+                       "runs the same on yours, and\n`proctor compare` on your own data.\n"
+                     : "");
     }
     if (!args->json.empty()) {
-      WriteResultsJson(args->json, DemoResultsEnvelope(result, options));
+      WriteResultsJson(
+          args->json,
+          CompareResultsEnvelope(result, DemoCompareOptions(options, result.teacher), "demo"));
       if (!quiet) fmt::print(stderr, "wrote {}\n", args->json);
     }
     if (!quiet) {
       fmt::print(
-          "demo finished in {:.1f} s with {} threads{}\n", result.total_seconds, result.threads,
+          "demo finished in {:.1f} s with {} threads{}\n",
+          demo.teacher_seconds + result.total_seconds, result.threads,
           temporary && !args->keep ? "" : fmt::format("; work directory kept: {}", dir.string()));
     }
   });

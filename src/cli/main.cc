@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   cli::RegisterInspectVerb(app);
   cli::RegisterKlVerb(app);
   cli::RegisterDemoVerb(app);
+  cli::RegisterCompareVerb(app);
   cli::RegisterChatVerb(app);
   cli::RegisterTokenizeVerb(app);
   cli::RegisterDumpVerb(app);

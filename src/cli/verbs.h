@@ -22,6 +22,7 @@ void RegisterBenchVerb(CLI::App& app);
 void RegisterInspectVerb(CLI::App& app);
 void RegisterKlVerb(CLI::App& app);
 void RegisterDemoVerb(CLI::App& app);
+void RegisterCompareVerb(CLI::App& app);
 void RegisterChatVerb(CLI::App& app);
 void RegisterTokenizeVerb(CLI::App& app);
 void RegisterDumpVerb(CLI::App& app);

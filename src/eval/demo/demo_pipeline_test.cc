@@ -1,12 +1,14 @@
-// RunDemo end to end, small: the generated teacher is a loadable model, the teacher's self-score
-// is at the fp16 storage floor, quantization damage orders by bits, perplexity agrees with the
-// dump, the table and JSON carry every column, and two runs give bit-identical statistics.
+// RunDemo end to end, small (compare on the embedded default): the generated teacher is a
+// loadable model, the teacher's self-score is at the fp16 storage floor, quantization damage
+// orders by bits, perplexity agrees with the scorer's own NLL, the table and JSON carry every
+// column, and two runs give bit-identical statistics.
 #include "eval/demo/demo_pipeline.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "eval/compare/compare_table.h"
 #include "eval/demo/demo_teacher.h"
 #include "eval/demo/demo_texts.h"
 #include "eval/formats/ref_logits.h"
@@ -50,9 +52,13 @@ class DemoPipeline : public ::testing::Test {
 testing::TempDir* DemoPipeline::temp_ = nullptr;
 DemoResult* DemoPipeline::result_ = nullptr;
 
+// A row's KL statistic (`key` of "kl") or a top-level number of its kl JSON.
+double Kl(const CompareRow& row, const char* key) { return row.kl["kl"][key].get<double>(); }
+double Number(const CompareRow& row, const char* key) { return row.kl[key].get<double>(); }
+
 TEST_F(DemoPipeline, GeneratedTeacherIsALoadableModelWithItsOwnTokenizer) {
-  const DemoResult& r = *result_;
-  ASSERT_TRUE(r.generated_teacher);
+  ASSERT_TRUE(result_->generated_teacher);
+  const CompareResult& r = result_->compare;
   const LoadedModel model = LoadModel(r.teacher);
   const DemoTeacherOptions shape;
   EXPECT_EQ(model.config.hidden_size, shape.hidden_size);
@@ -77,14 +83,14 @@ TEST_F(DemoPipeline, GeneratedTeacherIsALoadableModelWithItsOwnTokenizer) {
 }
 
 TEST_F(DemoPipeline, TeacherSelfScoreIsAtTheFp16Floor) {
-  const DemoRow& self = result_->rows.at(0);
-  EXPECT_EQ(self.bits, 0);
+  const CompareRow& self = result_->compare.rows.at(0);
+  EXPECT_EQ(self.kind, "teacher");
   EXPECT_EQ(self.bits_per_weight, 16.0);
-  EXPECT_EQ(self.kl.stats.positions, kSeqs * (kCtx - 1));
-  EXPECT_EQ(self.kl.stats.top1_agreement, 1.0);
+  EXPECT_EQ(self.kl["positions"], kSeqs * (kCtx - 1));
+  EXPECT_EQ(Number(self, "top1_agreement"), 1.0);
   // Each stored logit is off by at most half its fp16 spacing: a position's KL is at most
   // sum_j p_j * half-spacing_j (first order; 1.01 covers the second).
-  const auto dump = ReferenceLogitsDump::Open(result_->dump_dir);
+  const auto dump = ReferenceLogitsDump::Open(result_->compare.dump_dir);
   ReferenceRecords records;
   double bound_sum = 0, bound_max = 0;
   for (int64_t s = 0; s < kSeqs; ++s) {
@@ -99,35 +105,35 @@ TEST_F(DemoPipeline, TeacherSelfScoreIsAtTheFp16Floor) {
       bound_max = std::max(bound_max, bound);
     }
   }
-  EXPECT_LE(std::abs(self.kl.stats.kl.mean), 1.01 * bound_sum / (kSeqs * (kCtx - 1)));
-  EXPECT_LE(self.kl.stats.kl.max, 1.01 * bound_max);
+  EXPECT_LE(std::abs(Kl(self, "mean")), 1.01 * bound_sum / (kSeqs * (kCtx - 1)));
+  EXPECT_LE(Kl(self, "max"), 1.01 * bound_max);
   std::printf("[ floor ] teacher self-score: mean KL %.3e (bound %.3e), max %.3e (bound %.3e)\n",
-              self.kl.stats.kl.mean, bound_sum / (kSeqs * (kCtx - 1)), self.kl.stats.kl.max,
-              bound_max);
+              Kl(self, "mean"), bound_sum / (kSeqs * (kCtx - 1)), Kl(self, "max"), bound_max);
 }
 
 TEST_F(DemoPipeline, DamageOrdersByBits) {
-  const auto& rows = result_->rows;
+  const auto& rows = result_->compare.rows;
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[1].bits, 8);
-  EXPECT_EQ(rows[2].bits, 4);
-  EXPECT_EQ(rows[3].bits, 3);
+  EXPECT_EQ(rows[1].candidate, "affine8-g64");
+  EXPECT_EQ(rows[2].candidate, "affine4-g64");
+  EXPECT_EQ(rows[3].candidate, "affine3-g64");
   for (size_t i = 1; i < rows.size(); ++i) {
     std::printf("[ demo ] %-14s bits/w %.3f  KL %.3e  top-1 %.4f  ppl %.3f\n",
-                rows[i].candidate.c_str(), rows[i].bits_per_weight, rows[i].kl.stats.kl.mean,
-                rows[i].kl.stats.top1_agreement, rows[i].perplexity.perplexity);
+                rows[i].candidate.c_str(), rows[i].bits_per_weight, Kl(rows[i], "mean"),
+                Number(rows[i], "top1_agreement"), rows[i].perplexity.ppl);
+    EXPECT_EQ(rows[i].kind, "quantized");
     // Everyone is scored on the same positions.
-    EXPECT_EQ(rows[i].kl.stats.positions, rows[0].kl.stats.positions);
+    EXPECT_EQ(rows[i].kl["positions"], rows[0].kl["positions"]);
     // Above the teacher's floor by orders of magnitude.
-    EXPECT_GT(rows[i].kl.stats.kl.mean, 100 * std::abs(rows[0].kl.stats.kl.mean));
-    EXPECT_LT(rows[i].kl.stats.top1_agreement, 1.0);
+    EXPECT_GT(Kl(rows[i], "mean"), 100 * std::abs(Kl(rows[0], "mean")));
+    EXPECT_LT(Number(rows[i], "top1_agreement"), 1.0);
   }
-  EXPECT_LT(rows[1].kl.stats.kl.mean, rows[2].kl.stats.kl.mean);
-  EXPECT_LT(rows[2].kl.stats.kl.mean, rows[3].kl.stats.kl.mean);
-  EXPECT_GT(rows[1].kl.stats.top1_agreement, rows[2].kl.stats.top1_agreement);
-  EXPECT_GT(rows[2].kl.stats.top1_agreement, rows[3].kl.stats.top1_agreement);
-  EXPECT_LT(rows[0].perplexity.perplexity, rows[2].perplexity.perplexity);
-  EXPECT_LT(rows[2].perplexity.perplexity, rows[3].perplexity.perplexity);
+  EXPECT_LT(Kl(rows[1], "mean"), Kl(rows[2], "mean"));
+  EXPECT_LT(Kl(rows[2], "mean"), Kl(rows[3], "mean"));
+  EXPECT_GT(Number(rows[1], "top1_agreement"), Number(rows[2], "top1_agreement"));
+  EXPECT_GT(Number(rows[2], "top1_agreement"), Number(rows[3], "top1_agreement"));
+  EXPECT_LT(rows[0].perplexity.ppl, rows[2].perplexity.ppl);
+  EXPECT_LT(rows[2].perplexity.ppl, rows[3].perplexity.ppl);
 }
 
 TEST_F(DemoPipeline, BitsPerWeightCountCodesScalesAndBiases) {
@@ -140,60 +146,40 @@ TEST_F(DemoPipeline, BitsPerWeightCountCodesScalesAndBiases) {
       h * (o.num_heads * head_dim) * 2 + h * (o.num_kv_heads * head_dim) * 2 + 3 * h * ff;
   const double matrices = 2 * v * h + o.num_layers * per_layer_matrices;
   const double norms = (2.0 * o.num_layers + 1) * h;
-  for (const auto& row : result_->rows) {
-    if (row.bits == 0) continue;
-    const double expected = ((row.bits + 0.5) * matrices + 16 * norms) / (matrices + norms);
+  const int bits[] = {8, 4, 3};
+  for (size_t i = 1; i < result_->compare.rows.size(); ++i) {
+    const CompareRow& row = result_->compare.rows[i];
+    const double expected = ((bits[i - 1] + 0.5) * matrices + 16 * norms) / (matrices + norms);
     EXPECT_NEAR(row.bits_per_weight, expected, 1e-12) << row.candidate;
   }
 }
 
-TEST_F(DemoPipeline, PerplexityAgreesWithTheDump) {
-  // The teacher's next-token NLL from its own forward equals logsumexp - logit[target] from the
-  // dump wherever the target is in the stored top-k (to fp16 rounding of the logit).
-  const DemoRow& self = result_->rows.at(0);
-  const auto& nll = self.perplexity.per_position_nll;
-  ASSERT_EQ(nll.size(), static_cast<size_t>(kSeqs * (kCtx - 1)));
-  const auto dump = ReferenceLogitsDump::Open(result_->dump_dir);
-  ReferenceRecords records;
-  int64_t compared = 0;
-  for (int64_t s = 0; s < kSeqs; ++s) {
-    const std::vector<int32_t> tokens = dump.Tokens(s);
-    dump.ReadRecords(s, 0, kCtx - 1, &records);
-    for (int64_t p = 0; p < kCtx - 1; ++p) {
-      for (int64_t j = 0; j < kTopK; ++j) {
-        if (records.Indices(p)[j] != tokens[p + 1]) continue;
-        const double from_dump = double{records.logsumexp[p]} - records.Logits(p)[j];
-        EXPECT_NEAR(nll[s * (kCtx - 1) + p], from_dump, 1e-4 + HalfFp16Step(records.Logits(p)[j]))
-            << "sequence " << s << " position " << p;
-        ++compared;
-      }
-    }
+TEST_F(DemoPipeline, PerplexityAgreesWithTheScorersOwnNll) {
+  // The perplexity's NLLs (ppl.h, from the logits) and the KL scorer's (computed on its own from
+  // the same logits) agree for every row; the teacher's is far below the uniform guess.
+  for (const auto& row : result_->compare.rows) {
+    EXPECT_EQ(row.perplexity.positions, kSeqs * (kCtx - 1)) << row.candidate;
+    EXPECT_NEAR(row.perplexity.mean_nll, Number(row, "candidate_mean_nll"), 1e-6) << row.candidate;
+    EXPECT_NEAR(row.perplexity.ppl, std::exp(row.perplexity.mean_nll), 1e-9) << row.candidate;
   }
-  EXPECT_GT(compared, kSeqs * (kCtx - 1) / 2);
-  // Structured, not noise: far below the uniform guess (perplexity = vocabulary size).
-  EXPECT_LT(self.perplexity.perplexity, 512.0 / 4);
-  double sum = 0;
-  for (const double v : nll) sum += v;
-  EXPECT_NEAR(self.perplexity.perplexity, std::exp(sum / nll.size()), 1e-9);
-  // The scorer computes the candidate's NLL on its own: both agree for every row.
-  for (const auto& row : result_->rows) {
-    EXPECT_NEAR(row.perplexity.mean_nll, row.kl.stats.candidate_mean_nll, 1e-6) << row.candidate;
-  }
+  EXPECT_LT(result_->compare.rows[0].perplexity.ppl, 512.0 / 4);
 }
 
 TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
-  const std::string table = FormatDemoTable(*result_);
+  const CompareResult& r = result_->compare;
+  const std::string table = FormatCompareTable(r);
   for (const char* column : {"candidate", "bits/w", "KL mean +- SE", "median", "p95", "top-1",
-                             "mass", "perplexity", "seconds"}) {
+                             "mass", "perplexity", "delta-ppl", "seconds"}) {
     EXPECT_NE(table.find(column), std::string::npos) << column << "\n" << table;
   }
-  for (const auto& row : result_->rows) {
+  for (const auto& row : r.rows) {
     EXPECT_NE(table.find(row.candidate), std::string::npos) << row.candidate;
   }
-  const nlohmann::ordered_json j = DemoResultToJson(*result_);
+  const nlohmann::ordered_json j = CompareResultToJson(r);
   ASSERT_EQ(j["candidates"].size(), 4u);
   for (const auto& c : j["candidates"]) {
-    for (const char* key : {"candidate", "bits_per_weight", "kl", "perplexity", "seconds"}) {
+    for (const char* key :
+         {"candidate", "bits_per_weight", "kl", "perplexity", "delta_perplexity", "seconds"}) {
       EXPECT_TRUE(c.contains(key)) << key;
     }
     for (const char* key : {"mean", "standard_error", "median", "p95"}) {
@@ -203,9 +189,11 @@ TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
     EXPECT_TRUE(c["kl"].contains("mean_captured_mass"));
     EXPECT_TRUE(c["perplexity"].contains("perplexity"));
   }
-  EXPECT_EQ(j["corpus"]["tokens_sha256"], result_->corpus_sha256);
-  const nlohmann::ordered_json envelope =
-      ResultsEnvelopeToJson(DemoResultsEnvelope(*result_, SmallDemo(temp_->path() / "a")));
+  EXPECT_EQ(j["candidates"][0]["delta_perplexity"], 0.0);
+  EXPECT_EQ(j["corpus"]["tokens_sha256"], r.corpus_sha256);
+  const DemoOptions options = SmallDemo(temp_->path() / "a");
+  const nlohmann::ordered_json envelope = ResultsEnvelopeToJson(
+      CompareResultsEnvelope(r, DemoCompareOptions(options, r.teacher), "demo"));
   EXPECT_EQ(envelope["command"], "demo");
   EXPECT_EQ(envelope["results"], j);
   EXPECT_EQ(envelope["settings"]["top_k"], kTopK);
@@ -213,23 +201,28 @@ TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
   EXPECT_EQ(envelope["inputs"][0]["role"], "teacher");
   EXPECT_EQ(envelope["inputs"][0]["kind"], "model-directory");
   ASSERT_EQ(envelope["outputs"].size(), 5u);  // corpus, dump, the three candidates
-  EXPECT_EQ(envelope["outputs"][0]["tokens_sha256"], result_->corpus_sha256);
+  EXPECT_EQ(envelope["outputs"][0]["tokens_sha256"], r.corpus_sha256);
   EXPECT_EQ(envelope["outputs"][1]["kind"], "reference-logits");
   for (int i = 2; i < 5; ++i) {
     EXPECT_EQ(envelope["outputs"][i]["role"], "candidate");
     EXPECT_EQ(envelope["outputs"][i]["kind"], "model-directory");
   }
   EXPECT_GT(envelope["timings"]["forward_seconds"].get<double>(), 0.0);
+  // The Markdown and CSV forms carry the same rows.
+  const std::string md = FormatCompareMarkdown(r), csv = FormatCompareCsv(r);
+  for (const auto& row : r.rows) {
+    EXPECT_NE(md.find("| " + row.candidate + " |"), std::string::npos) << row.candidate;
+    EXPECT_NE(csv.find(row.candidate + ","), std::string::npos) << row.candidate;
+  }
 }
 
 // The deterministic part of the JSON: every statistic, no paths or timings.
-nlohmann::ordered_json Statistics(const DemoResult& r) {
+nlohmann::ordered_json Statistics(const CompareResult& r) {
   nlohmann::ordered_json out;
   out["corpus"] = r.corpus_sha256;
-  for (const auto& c : DemoResultToJson(r)["candidates"]) {
+  for (const auto& c : CompareResultToJson(r)["candidates"]) {
     nlohmann::ordered_json row;
-    for (const char* key : {"candidate", "bits", "bits_per_weight", "perplexity"})
-      row[key] = c[key];
+    for (const char* key : {"candidate", "bits_per_weight", "perplexity"}) row[key] = c[key];
     for (const char* key : {"kl", "tail_kl", "top1_agreement", "mean_captured_mass",
                             "min_captured_mass", "positions", "sequence_mean_kl"}) {
       row[key] = c["kl"][key];
@@ -241,7 +234,7 @@ nlohmann::ordered_json Statistics(const DemoResult& r) {
 
 TEST_F(DemoPipeline, TwoRunsGiveBitIdenticalStatistics) {
   const DemoResult again = RunDemo(SmallDemo(temp_->path() / "b"));
-  EXPECT_EQ(Statistics(again).dump(), Statistics(*result_).dump());
+  EXPECT_EQ(Statistics(again.compare).dump(), Statistics(result_->compare).dump());
   EXPECT_EQ(testing::ReadBytes(temp_->path() / "a" / "teacher" / "model.safetensors"),
             testing::ReadBytes(temp_->path() / "b" / "teacher" / "model.safetensors"));
   EXPECT_EQ(testing::ReadBytes(temp_->path() / "a" / "teacher" / "tokenizer.json"),
@@ -261,7 +254,7 @@ TEST(DemoPipelineErrors, BadOptionsAreErrors) {
     RunDemo(o);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 1073741824"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("need 1073741824"), std::string::npos) << e.what();
   }
 }
 

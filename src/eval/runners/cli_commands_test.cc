@@ -44,7 +44,7 @@ TEST_F(Cli, DemoThenInspectThenDamage) {
                           dir.string(), json_path.string()));
   ASSERT_EQ(demo.status, 0) << demo.output;
   EXPECT_NE(demo.output.find("teacher (bf16)"), std::string::npos) << demo.output;
-  EXPECT_NE(demo.output.find("mlx 4-bit g64"), std::string::npos) << demo.output;
+  EXPECT_NE(demo.output.find("affine4-g64"), std::string::npos) << demo.output;
   EXPECT_NE(demo.output.find("perplexity"), std::string::npos) << demo.output;
   const auto json = nlohmann::json::parse(testing::ReadBytes(json_path));
   EXPECT_EQ(json["schema"], "proctor-results");

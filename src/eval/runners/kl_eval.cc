@@ -36,10 +36,11 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   }
   const ReferenceLogitsDump& dump = *opened;
   TeacherForcedLogits forward = options.forward;
-  std::shared_ptr<const EvalModel> model;  // the candidate, opened once (unless injected)
+  // The candidate, opened once (unless injected).
+  std::shared_ptr<const EvalModel> model = options.opened;
   if (!forward) {
     ScopedSeconds load(&timings.load_seconds);
-    model = EvalModel::Open(options.candidate);
+    if (!model) model = EvalModel::Open(options.candidate);
     forward = model->Forward(options.runtime);
   }
 

@@ -31,10 +31,13 @@ class EvalModel;  // eval/runners/eval_model.h
 
 struct KlEvalOptions {
   std::filesystem::path reference_dir{};
-  std::string candidate{};               // model spec (or a display name with an injected forward)
-  int64_t max_seqs = 0;                  // score the first N sequences; 0 = all
-  int64_t chunk_size = 512;              // positions per forward chunk
-  TeacherForcedLogits forward{};         // empty: the engine's (EvalModel::Open(candidate))
+  std::string candidate{};        // model spec (or a display name with an injected forward)
+  int64_t max_seqs = 0;           // score the first N sequences; 0 = all
+  int64_t chunk_size = 512;       // positions per forward chunk
+  TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(candidate))
+  // Set: the candidate, already opened: its forward (unless `forward` is given) and its
+  // vocabulary for the tokenizer check.
+  std::shared_ptr<const EvalModel> opened{};
   RuntimeOptions runtime{};              // engine options for a loaded candidate
   ThreadPool* pool = nullptr;            // rows of a chunk are scored across it; null = Global()
   bool quiet = false;                    // no progress on stderr

@@ -1,0 +1,224 @@
+// `proctor compare` end to end on stories260K and the TinyStories excerpt: its rows equal the
+// separate corpus / dump / kl / ppl runs' numbers exactly, a run killed mid-way and rerun gives
+// the uninterrupted run's statistics, and bad arguments are refused before anything is created.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"  // same folder: cli_test has no src/ include path
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using proctor::cli_test::Fixtures;
+using proctor::cli_test::Proctor;
+using proctor::cli_test::Result;
+using proctor::cli_test::RunShell;
+using proctor::cli_test::TempDir;
+
+fs::path Stories260K() { return Fixtures() / "stories260K" / "stories260K.gguf"; }
+fs::path TinyStories() { return Fixtures() / "tinystories" / "tinystories_sample.txt"; }
+
+json ReadJson(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+std::string ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The statistics of a kl result (no paths, names or timings).
+json KlStatistics(const json& kl) {
+  json out;
+  for (const char* key :
+       {"kl", "tail_kl", "top1_agreement", "mean_captured_mass", "min_captured_mass", "positions",
+        "sequences", "sequence_mean_kl", "sequence_top1", "sequence_mean_nll"}) {
+    out[key] = kl.at(key);
+  }
+  return out;
+}
+
+// Every row's statistics of a compare results file, by candidate.
+json CompareStatistics(const json& envelope) {
+  json out;
+  for (const json& row : envelope.at("results").at("candidates")) {
+    out[row.at("candidate").get<std::string>()] = {{"kl", KlStatistics(row.at("kl"))},
+                                                   {"perplexity", row.at("perplexity")},
+                                                   {"bits_per_weight", row["bits_per_weight"]}};
+  }
+  return out;
+}
+
+class CompareVerb : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(Stories260K()) || !fs::exists(TinyStories())) {
+      GTEST_SKIP() << "fixtures absent: " << Stories260K() << " / " << TinyStories();
+    }
+  }
+  std::string Study(const fs::path& out, const std::string& extra = "", int n_seqs = 8,
+                    int top_k = 64, const fs::path& data = TinyStories()) const {
+    return fmt::format(
+        "compare --teacher {} --data {} --candidate {} --quantize affine4-g64 --ctx-len 64 "
+        "--n-seqs {} --top-k {} --chunk 32 --out {} {}",
+        Stories260K().string(), data.string(), (dir_.path() / "q8").string(), n_seqs, top_k,
+        out.string(), extra);
+  }
+  TempDir dir_;
+};
+
+TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
+  const fs::path d = dir_.path();
+  Result r = Proctor(
+      fmt::format("quantize {} --out {} --bits 8", Stories260K().string(), (d / "q8").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = Proctor(Study(d / "study", fmt::format("--json {} --md {} --csv {}", (d / "c.json").string(),
+                                             (d / "c.md").string(), (d / "c.csv").string())));
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::printf("%s", r.out.c_str());
+  const std::string table = r.out;
+  const json envelope = ReadJson(d / "c.json");
+  EXPECT_EQ(envelope["command"], "compare");
+  EXPECT_EQ(ReadJson(d / "study" / "compare.json")["results"], envelope["results"]);
+  const json& rows = envelope["results"]["candidates"];
+  ASSERT_EQ(rows.size(), 3u);
+  // The teacher first, then by bits per weight.
+  EXPECT_EQ(rows[0]["kind"], "teacher");
+  EXPECT_EQ(rows[1]["candidate"], "q8");
+  EXPECT_EQ(rows[2]["candidate"], "affine4-g64");
+  EXPECT_GT(rows[1]["bits_per_weight"].get<double>(), rows[2]["bits_per_weight"].get<double>());
+
+  // The same steps one by one.
+  r = Proctor(fmt::format("corpus --tokenizer {} --out {} --ctx-len 64 --n-seqs 8 {}",
+                          Stories260K().string(), (d / "corpus").string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadJson(d / "corpus" / "manifest.json")["tokens_sha256"],
+            envelope["results"]["corpus"]["tokens_sha256"]);
+  r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk 32",
+                          Stories260K().string(), (d / "corpus").string(), (d / "dump").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* file : {"tokens.bin", "seq-0.bin", "seq-7.bin"}) {
+    EXPECT_EQ(ReadBytes(d / "dump" / file), ReadBytes(d / "study" / "dump" / file)) << file;
+  }
+  const std::string models[] = {Stories260K().string(), (d / "q8").string(),
+                                (d / "study" / "candidates" / "affine4-g64").string()};
+  for (size_t i = 0; i < 3; ++i) {
+    const fs::path kl = d / fmt::format("kl{}.json", i), ppl = d / fmt::format("ppl{}.json", i);
+    r = Proctor(fmt::format("kl --reference-logits {} --model {} --chunk 32 --json {}",
+                            (d / "dump").string(), models[i], kl.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(KlStatistics(ReadJson(kl)["results"]), KlStatistics(rows[i]["kl"])) << models[i];
+    r = Proctor(fmt::format("ppl {} --data {} --num-samples -1 --chunk 32 --json {}", models[i],
+                            (d / "corpus").string(), ppl.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json p = ReadJson(ppl)["results"];
+    EXPECT_EQ(p["ppl"], rows[i]["perplexity"]["perplexity"]) << models[i];
+    EXPECT_EQ(p["standard_error"], rows[i]["perplexity"]["standard_error"]) << models[i];
+    EXPECT_EQ(p["positions"], rows[i]["perplexity"]["positions"]) << models[i];
+  }
+  // Every form of the table has every row.
+  const std::string md = ReadBytes(d / "c.md"), csv = ReadBytes(d / "c.csv");
+  for (const json& row : rows) {
+    const std::string name = row["candidate"];
+    EXPECT_NE(table.find(name), std::string::npos) << table;
+    EXPECT_NE(md.find("| " + name + " |"), std::string::npos) << md;
+    EXPECT_NE(csv.find("\n" + name + ","), std::string::npos) << csv;
+  }
+
+  // The same command again: every step reused, the same statistics.
+  r = RunShell(fmt::format("{} {} 2>&1", PROCTOR_BIN, Study(d / "study")));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("2. corpus: 8 sequences x 64 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(reused)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logits: reused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scored affine4-g64: reused"), std::string::npos) << r.out;
+  EXPECT_EQ(CompareStatistics(ReadJson(d / "study" / "compare.json")), CompareStatistics(envelope));
+  // A changed setting redoes what depends on it: another top-k is another dump.
+  r = RunShell(fmt::format("{} {} 2>&1", PROCTOR_BIN, Study(d / "study", "", 8, 32)));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("dumped the teacher's top-32 logits"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("scored affine4-g64: reused"), std::string::npos) << r.out;
+}
+
+TEST_F(CompareVerb, AKilledRunRerunGivesTheUninterruptedStatistics) {
+  const fs::path d = dir_.path();
+  ASSERT_EQ(Proctor(fmt::format("quantize {} --out {} --bits 8", Stories260K().string(),
+                                (d / "q8").string()))
+                .status,
+            0);
+  // Bigger (WikiText-2), so the kill lands while the dump runs: it waits for the dump's progress
+  // file.
+  const fs::path wiki = Fixtures() / "wikitext-2" / "wiki.test.raw";
+  const auto big = [&](const fs::path& out) { return Study(out, "", 256, 64, wiki); };
+  ASSERT_EQ(Proctor(big(d / "whole")).status, 0);
+  const fs::path killed = d / "killed";
+  const Result kill = RunShell(fmt::format(
+      "{} -q {} >/dev/null 2>&1 & pid=$!; "
+      "for i in $(seq 2000); do [ -e {}/dump/.in-progress.json ] && break; sleep 0.005; done; "
+      "sleep 0.1; kill -9 $pid; wait $pid 2>/dev/null; echo killed $?",
+      PROCTOR_BIN, big(killed), killed.string()));
+  EXPECT_NE(kill.out.find("killed 137"), std::string::npos) << kill.out;
+  const Result rerun = RunShell(fmt::format("{} {} 2>&1", PROCTOR_BIN, big(killed)));
+  ASSERT_EQ(rerun.status, 0) << rerun.out;
+  std::printf("%s", rerun.out.c_str());
+  EXPECT_NE(rerun.out.find("(reused)"), std::string::npos) << rerun.out;  // the corpus
+  EXPECT_EQ(CompareStatistics(ReadJson(killed / "compare.json")),
+            CompareStatistics(ReadJson(d / "whole" / "compare.json")));
+  EXPECT_EQ(ReadBytes(killed / "dump" / "seq-255.bin"),
+            ReadBytes(d / "whole" / "dump" / "seq-255.bin"));
+}
+
+TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
+  const fs::path d = dir_.path();
+  const fs::path out = d / "never";
+  const std::string base =
+      fmt::format("compare --teacher {} --data {} --out {}", Stories260K().string(),
+                  TinyStories().string(), out.string());
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {base, "nothing to compare"},
+      {base + " --quantize q4_k_m", "llama-quantize"},
+      {base + " --quantize affine7", "affine7"},
+      {base + " --quantize affine4-g48", "affine4-g48"},
+      {base + " --quantize affine4,affine4-g64", "given twice"},
+      {base + " --quantize affine4 --candidate " + (d / "missing").string(), "missing"},
+      {fmt::format("compare --teacher {} --data {} --out {} --quantize affine4",
+                   Stories260K().string(), (d / "nope.txt").string(), out.string()),
+       "no such file"},
+      {base + " --quantize affine4 --json " + (d / "no-dir" / "c.json").string(), "no-dir"},
+  };
+  for (const auto& c : cases) {
+    const Result r = Proctor(c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
+TEST_F(CompareVerb, ACandidateWithAnotherTokenizerIsRefusedByName) {
+  // The demo's generated teacher has stories260K's vocabulary size (512) but its own tokenizer.
+  const fs::path d = dir_.path();
+  ASSERT_EQ(
+      Proctor(fmt::format("demo --dir {} --bits 8 --n-seqs 1 --ctx 16", (d / "demo").string()))
+          .status,
+      0);
+  const Result r = Proctor(
+      fmt::format("compare --teacher {} --data {} --candidate {} --ctx-len 32 --n-seqs 2 --out {}",
+                  Stories260K().string(), TinyStories().string(), (d / "demo" / "teacher").string(),
+                  (d / "study").string()));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("teacher"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tokenizer"), std::string::npos) << r.out;
+}
+
+}  // namespace

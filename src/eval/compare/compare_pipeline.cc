@@ -1,0 +1,612 @@
+#include "eval/compare/compare_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "eval/compare/step_records.h"
+#include "eval/formats/corpus.h"
+#include "eval/formats/ref_logits.h"
+#include "eval/runners/corpus_builder.h"
+#include "eval/runners/eval_model.h"
+#include "eval/runners/vocab_check.h"
+#include "eval/runs/run_database.h"
+#include "model/load.h"
+#include "model/mlx_export.h"
+#include "model/quantize_spec.h"
+#include "text/tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/sha256.h"
+#include "util/timing.h"
+
+namespace proctor {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kComponent = "compare";
+
+// Every stored value of a model (block types count their values).
+int64_t CountParameters(const WeightStore& weights) {
+  int64_t n = 0;
+  for (const auto& name : weights.Names()) n += weights.Get(name).NumElements();
+  return n;
+}
+
+std::string ShortDType(const std::string& stored) {
+  if (stored == "bfloat16") return "bf16";
+  if (stored == "float16") return "f16";
+  if (stored == "float32") return "f32";
+  return stored;
+}
+
+// The bytes a load maps: a .gguf file, or a directory's .safetensors files.
+uint64_t ModelDiskBytes(const std::string& spec) {
+  const LocatedModel located = LocateModel(spec);
+  std::error_code ec;
+  if (fs::is_regular_file(located.path, ec)) return fs::file_size(located.path, ec);
+  uint64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(located.path, ec)) {
+    if (entry.path().extension() == ".safetensors") bytes += entry.file_size(ec);
+  }
+  return bytes;
+}
+
+// A file-name-safe form of a row's name, with a hash of its identity against collisions.
+std::string StepSlug(const std::string& kind, const std::string& name, const std::string& model) {
+  std::string slug;
+  for (const char c : name) slug += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (slug.size() > 48) slug.resize(48);
+  return fmt::format("score-{}-{}-{}", kind, slug, Sha256Hex(kind + "\n" + model).substr(0, 8));
+}
+
+// A stepper that hands every chunk on unchanged and records the next-token NLL of every position
+// that has a next token (ppl.h's NextTokenNll), in position order. A chunk's last row waits for
+// the next chunk's first token; a sequence's last position has none and is dropped.
+class NllRecordingStepper final : public LogitsStepper {
+ public:
+  NllRecordingStepper(std::unique_ptr<LogitsStepper> inner, std::vector<double>* nll)
+      : inner_(std::move(inner)), nll_(nll) {}
+
+  MatView Step(std::span<const int32_t> tokens) override {
+    const MatView logits = inner_->Step(tokens);
+    const auto row = [&](int64_t r) {
+      return std::span<const float>(logits.RowAs<float>(r), static_cast<size_t>(logits.cols));
+    };
+    if (!pending_.empty() && !tokens.empty()) nll_->push_back(NextTokenNll(pending_, tokens[0]));
+    pending_.clear();
+    for (int64_t r = 0; r + 1 < logits.rows; ++r) {
+      nll_->push_back(NextTokenNll(row(r), tokens[static_cast<size_t>(r + 1)]));
+    }
+    if (logits.rows > 0) {
+      const auto last = row(logits.rows - 1);
+      pending_.assign(last.begin(), last.end());
+    }
+    return logits;
+  }
+
+ private:
+  std::unique_ptr<LogitsStepper> inner_;
+  std::vector<double>* nll_;
+  std::vector<float> pending_;  // the last row of the previous chunk
+};
+
+// One model, identified by the sha256 of its files.
+struct OpenedModel {
+  std::shared_ptr<const EvalModel> model;
+  Json description;  // EvalModel::Describe
+  std::string sha256;
+};
+
+OpenedModel OpenModel(const std::string& spec, const std::string& role,
+                      const std::function<void(const std::string&)>& log) {
+  const double gb = static_cast<double>(ModelDiskBytes(spec)) / 1e9;
+  if (gb >= 0.1) log(fmt::format("   loading {} ({:.1f} GB)...", spec, gb));
+  OpenedModel m;
+  m.model = EvalModel::Open(spec);
+  m.description = m.model->Describe(role);
+  m.sha256 = ModelIdentity(m.description).first;
+  return m;
+}
+
+Json PerplexityToJson(const PerplexityStats& p) {
+  return {{"perplexity", p.ppl},
+          {"standard_error", p.standard_error},
+          {"mean_nll", p.mean_nll},
+          {"nll_std", p.nll_std},
+          {"positions", p.positions},
+          {"rows", p.rows},
+          {"standard_error_rows", p.standard_error_rows}};
+}
+
+// JSON writes NaN (a standard deviation of one value) as null.
+double NumberOrNaN(const Json& j) {
+  return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+PerplexityStats PerplexityFromJson(const Json& j) {
+  return {.rows = j.at("rows").get<int64_t>(),
+          .positions = j.at("positions").get<int64_t>(),
+          .mean_nll = NumberOrNaN(j.at("mean_nll")),
+          .nll_std = NumberOrNaN(j.at("nll_std")),
+          .ppl = NumberOrNaN(j.at("perplexity")),
+          .standard_error = NumberOrNaN(j.at("standard_error")),
+          .standard_error_rows = NumberOrNaN(j.at("standard_error_rows"))};
+}
+
+Json RowToJson(const CompareRow& r) {
+  return {{"candidate", r.candidate},
+          {"kind", r.kind},
+          {"model", r.model},
+          {"bits_per_weight", r.bits_per_weight},
+          {"kl", r.kl},
+          {"perplexity", PerplexityToJson(r.perplexity)},
+          {"prepare_seconds", r.prepare_seconds},
+          {"seconds", r.seconds}};
+}
+
+CompareRow RowFromJson(const Json& j) {
+  return {.candidate = j.at("candidate").get<std::string>(),
+          .kind = j.at("kind").get<std::string>(),
+          .model = j.at("model").get<std::string>(),
+          .bits_per_weight = j.at("bits_per_weight").get<double>(),
+          .kl = j.at("kl"),
+          .perplexity = PerplexityFromJson(j.at("perplexity")),
+          .prepare_seconds = j.at("prepare_seconds").get<double>(),
+          .seconds = j.at("seconds").get<double>(),
+          .reused = true};
+}
+
+struct Candidate {
+  std::string name;  // the row's name
+  std::string kind;  // "model" or "quantized"
+  std::string spec;  // the model spec, or the QuantizeSpec name
+  MlxQuantizeOptions quantize{};
+};
+
+// Every candidate, checked and named, before anything is created.
+std::vector<Candidate> PlanCandidates(const CompareOptions& options) {
+  std::vector<Candidate> plan;
+  std::set<std::string> names;
+  for (const auto& spec : options.candidates) {
+    LocateModel(spec);  // a missing model is an error now, not after the dump
+    std::string name = fs::path(spec).filename().string();
+    if (name.empty() || names.contains(name)) name = spec;
+    if (!names.insert(name).second) Fail(kComponent, "--candidate {} is given twice", spec);
+    plan.push_back({.name = name, .kind = "model", .spec = spec});
+  }
+  for (const auto& spelling : options.quantize) {
+    const QuantizeSpec q = ParseQuantizeSpec(spelling);
+    if (!names.insert(q.name).second) {
+      Fail(kComponent, "--quantize {} is given twice (or names a --candidate)", spelling);
+    }
+    plan.push_back({.name = q.name, .kind = "quantized", .spec = q.name, .quantize = q.options});
+  }
+  return plan;
+}
+
+void CheckOptions(const CompareOptions& o) {
+  if (o.out_dir.empty()) Fail(kComponent, "no output directory given");
+  if (o.teacher.empty()) Fail(kComponent, "no teacher given");
+  if (o.ctx_len < 2 || o.n_seqs < 1 || o.top_k < 1 || o.chunk_size < 1) {
+    Fail(kComponent,
+         "need --ctx-len >= 2, --n-seqs >= 1, --top-k >= 1, --chunk >= 1 (got {}, {}, {}, {})",
+         o.ctx_len, o.n_seqs, o.top_k, o.chunk_size);
+  }
+  if (o.data.empty() == o.texts.empty()) {
+    Fail(kComponent, "give the data to compare on (--data FILE...)");
+  }
+  for (const auto& file : o.data) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) {
+      Fail(kComponent, "--data {}: {}", file.string(),
+           fs::exists(file, ec) ? "not a regular file" : "no such file");
+    }
+  }
+  std::error_code ec;
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec)) {
+    Fail(kComponent, "--out {} exists and is not a directory", o.out_dir.string());
+  }
+}
+
+// The run's state shared by its steps.
+class CompareRun {
+ public:
+  CompareRun(const CompareOptions& options, CompareResult* result)
+      : o_(options), r_(*result), steps_(options.out_dir / "steps") {}
+
+  void Run() {
+    const std::vector<Candidate> plan = PlanCandidates(o_);
+    OpenTeacher();
+    BuildCorpusStep();
+    DumpStep();
+    ScoreTeacher();
+    for (const auto& candidate : plan) ScoreCandidate(candidate);
+    // The teacher first, then by bits per weight, most first (stable: the order given on ties).
+    std::stable_sort(r_.rows.begin() + 1, r_.rows.end(), [](const auto& a, const auto& b) {
+      return a.bits_per_weight > b.bits_per_weight;
+    });
+  }
+
+ private:
+  void Log(const std::string& line) const {
+    if (o_.log) o_.log(line);
+  }
+
+  void OpenTeacher() {
+    teacher_ = OpenModel(o_.teacher, "teacher", o_.log);
+    const EvalModel& t = *teacher_.model;
+    r_.teacher = o_.teacher;
+    r_.teacher_sha256 = teacher_.sha256;
+    r_.teacher_parameters = static_cast<double>(CountParameters(t.weights()));
+    r_.teacher_summary =
+        fmt::format("{} ({:.2f}M parameters)", t.config().Summary(), r_.teacher_parameters / 1e6);
+    if (!o_.teacher_note.empty()) r_.teacher_summary += "\n   " + o_.teacher_note;
+    if (t.tokenizer() == nullptr) {
+      Fail(kComponent,
+           "teacher '{}' has no tokenizer (no tokenizer.json beside its weights, no vocabulary "
+           "in its .gguf): compare builds its corpus with the teacher's own tokenizer",
+           o_.teacher);
+    }
+    r_.tokenizer = t.tokenizer()->Describe();
+    Log(fmt::format("1. teacher: {}\n   {}", r_.teacher, r_.teacher_summary));
+  }
+
+  Json CorpusKey() const {
+    Json key = {
+        {"teacher_sha256", teacher_.sha256}, {"ctx_len", o_.ctx_len}, {"n_seqs", o_.n_seqs}};
+    if (!o_.data.empty()) {
+      Json files = Json::array();
+      for (const auto& f : o_.data) {
+        files.push_back({{"path", f.string()}, {"sha256", Sha256FileHex(f)}});
+      }
+      key["data"] = std::move(files);
+      key["seed"] = o_.seed;
+    } else {
+      Sha256 texts;
+      for (const auto& t : o_.texts) {
+        texts.Update(t.name);
+        texts.Update(std::string_view("\n", 1));
+        texts.Update(t.text);
+      }
+      key["texts_sha256"] = texts.HexDigest();
+      key["fit_n_seqs"] = o_.fit_n_seqs_to_texts;
+    }
+    return key;
+  }
+
+  void BuildCorpusStep() {
+    const double start = MonotonicSeconds();
+    r_.corpus_dir = o_.out_dir / "corpus";
+    const Json key = CorpusKey();
+    if (const auto done = steps_.Find("corpus", key)) {
+      try {
+        const Corpus corpus = ReadCorpus(r_.corpus_dir);
+        if (corpus.tokens_sha256 == done->at("tokens_sha256").get<std::string>()) {
+          r_.corpus_sha256 = corpus.tokens_sha256;
+          r_.n_seqs = corpus.n_seqs;
+          r_.ctx_len = corpus.ctx_len;
+          r_.corpus_description = done->at("description").get<std::string>();
+          r_.corpus_reused = true;
+        }
+      } catch (const Error&) {
+        // Damaged or gone: built again below.
+      }
+    }
+    if (!r_.corpus_reused) {
+      fs::remove_all(r_.corpus_dir);
+      if (!o_.data.empty()) {
+        BuildFromData();
+      } else {
+        BuildFromTexts();
+      }
+      steps_.Record("corpus", key,
+                    {{"tokens_sha256", r_.corpus_sha256}, {"description", r_.corpus_description}});
+    }
+    r_.corpus_seconds = SecondsSince(start);
+    Log(fmt::format("2. corpus: {} sequences x {} tokens from {}{} -> {}", r_.n_seqs, r_.ctx_len,
+                    r_.corpus_description, r_.corpus_reused ? " (reused)" : "",
+                    r_.corpus_dir.string()));
+  }
+
+  void BuildFromData() {
+    CorpusBuildOptions build{.tokenizer = o_.teacher,
+                             .inputs = o_.data,
+                             .out_dir = r_.corpus_dir,
+                             .ctx_len = o_.ctx_len,
+                             .n_seqs = o_.n_seqs,
+                             .seed = o_.seed,
+                             .quiet = o_.quiet};
+    const CorpusBuildResult built = BuildCorpus(build);
+    r_.corpus_sha256 = built.tokens_sha256;
+    r_.n_seqs = built.n_seqs;
+    r_.ctx_len = built.ctx_len;
+    r_.corpus_description =
+        fmt::format("{} file{} ({} of {} rows, shuffled with seed {})", o_.data.size(),
+                    o_.data.size() == 1 ? "" : "s", built.rows_used, built.rows_total, o_.seed);
+  }
+
+  // BOS before each text, concatenated in order, cut into rows.
+  void BuildFromTexts() {
+    const text::Tokenizer& tokenizer = *teacher_.model->tokenizer();
+    std::vector<int32_t> tokens;
+    std::vector<std::string> sources;
+    for (const auto& t : o_.texts) {
+      const std::vector<int32_t> ids = tokenizer.Encode(t.text, true);
+      tokens.insert(tokens.end(), ids.begin(), ids.end());
+      sources.emplace_back(t.name);
+    }
+    const int64_t available = static_cast<int64_t>(tokens.size()) / o_.ctx_len;
+    const int64_t n_seqs = o_.fit_n_seqs_to_texts ? std::min(o_.n_seqs, available) : o_.n_seqs;
+    if (available < std::max<int64_t>(n_seqs, 1)) {
+      Fail(kComponent, "{} give {} tokens with this tokenizer; {} sequences of {} need {}",
+           o_.texts_label, tokens.size(), std::max<int64_t>(n_seqs, 1), o_.ctx_len,
+           std::max<int64_t>(n_seqs, 1) * o_.ctx_len);
+    }
+    tokens.resize(static_cast<size_t>(n_seqs * o_.ctx_len));
+    Json manifest = teacher_.model->Identity("teacher").ToJson();
+    manifest["tokenizer"] = o_.teacher;
+    manifest["sources"] = sources;
+    manifest["notes"] =
+        fmt::format("proctor: {}, BOS before each, concatenated, cut into rows", o_.texts_label);
+    r_.corpus_sha256 = WriteCorpus(r_.corpus_dir, tokens, o_.ctx_len, manifest)["tokens_sha256"]
+                           .get<std::string>();
+    r_.n_seqs = n_seqs;
+    r_.ctx_len = o_.ctx_len;
+    r_.corpus_description = fmt::format("{} ({} texts)", o_.texts_label, o_.texts.size());
+  }
+
+  Json DumpKey() const {
+    return {{"corpus_sha256", r_.corpus_sha256},
+            {"teacher_sha256", teacher_.sha256},
+            {"top_k", r_.top_k},
+            {"chunk_size", o_.chunk_size},
+            {"compute", std::string(ComputeModeName(o_.runtime.compute))},
+            {"kv", o_.runtime.kv.Name()},
+            {"kv_start", o_.runtime.kv.start}};
+  }
+
+  void DumpStep() {
+    r_.dump_dir = o_.out_dir / "dump";
+    r_.top_k = std::min<int64_t>(o_.top_k, teacher_.model->config().vocab_size);
+    dump_key_ = DumpKey();
+    bool resume = false;
+    if (const auto done = steps_.Find("dump", dump_key_)) {
+      if (done->at("complete").get<bool>()) {
+        try {
+          ReferenceLogitsDump::Open(r_.dump_dir);
+          r_.dump_reused = true;
+        } catch (const Error&) {
+          // Damaged or gone: dumped again below.
+        }
+      } else {
+        resume = fs::exists(r_.dump_dir / ".in-progress.json");
+      }
+    }
+    if (!r_.dump_reused) {
+      if (!resume) fs::remove_all(r_.dump_dir);
+      steps_.Record("dump", dump_key_, {{"complete", false}});
+      r_.dump = DumpTeacher({.teacher = o_.teacher,
+                             .corpus_dir = r_.corpus_dir,
+                             .out_dir = r_.dump_dir,
+                             .top_k = r_.top_k,
+                             .chunk_size = o_.chunk_size,
+                             .resume = resume,
+                             .runtime = o_.runtime,
+                             .quiet = o_.quiet});
+      steps_.Record("dump", dump_key_, {{"complete", true}});
+    }
+    Log(r_.dump_reused
+            ? fmt::format("3. the teacher's top-{} logits: reused -> {}", r_.top_k,
+                          r_.dump_dir.string())
+            : fmt::format("3. dumped the teacher's top-{} logits: {} positions{} in {:.2f} s -> {}",
+                          r_.top_k, r_.dump.positions_written,
+                          r_.dump.sequences_resumed > 0
+                              ? fmt::format(" ({} sequences resumed)", r_.dump.sequences_resumed)
+                              : "",
+                          r_.dump.elapsed_seconds, r_.dump_dir.string()));
+  }
+
+  // Scores `model` against the dump with its perplexity, or reuses the recorded row.
+  CompareRow Score(const std::string& name, const std::string& kind, const OpenedModel& model,
+                   const std::string& spec) {
+    const Json key = {{"dump", dump_key_}, {"candidate_sha256", model.sha256}};
+    const std::string step = StepSlug(kind, name, spec);
+    if (const auto done = steps_.Find(step, key)) return RowFromJson(*done);
+    const double start = MonotonicSeconds();
+    CheckVocabulary(*model.model, name);
+    auto nll = std::make_shared<std::vector<double>>();
+    TeacherForcedLogits forward = [inner = model.model->Forward(o_.runtime),
+                                   nll](int64_t max_positions) {
+      return std::unique_ptr<LogitsStepper>(
+          std::make_unique<NllRecordingStepper>(inner(max_positions), nll.get()));
+    };
+    const KlEvalResult kl = EvaluateKlVsReferenceLogits({.reference_dir = r_.dump_dir,
+                                                         .candidate = name,
+                                                         .chunk_size = o_.chunk_size,
+                                                         .forward = std::move(forward),
+                                                         .opened = model.model,
+                                                         .runtime = o_.runtime,
+                                                         .pool = o_.runtime.pool,
+                                                         .quiet = o_.quiet});
+    const int64_t per_row = r_.ctx_len - 1;
+    CHECK_MSG(static_cast<int64_t>(nll->size()) == r_.n_seqs * per_row,
+              "{} NLLs for {} x {} positions", nll->size(), r_.n_seqs, per_row);
+    CompareRow row{
+        .candidate = name,
+        .kind = kind,
+        .model = spec,
+        .bits_per_weight =
+            8.0 * static_cast<double>(model.model->weights().TotalBytes()) / r_.teacher_parameters,
+        .kl = KlEvalResultToJson(kl),
+        .perplexity = PerplexityFromNlls(*nll, per_row),
+        .seconds = SecondsSince(start)};
+    steps_.Record(step, key, RowToJson(row));
+    return row;
+  }
+
+  // The candidate's vocabulary against the teacher's, before its pass.
+  void CheckVocabulary(const EvalModel& model, const std::string& name) const {
+    if (&model == teacher_.model.get()) return;
+    CheckSameVocabulary(teacher_.model->Identity(fmt::format("teacher '{}'", o_.teacher)),
+                        model.Identity(fmt::format("candidate '{}'", name)));
+  }
+
+  void ScoreTeacher() {
+    CompareRow row =
+        Score(fmt::format("teacher ({})", ShortDType(teacher_.model->config().stored_dtype)),
+              "teacher", teacher_, o_.teacher);
+    Log(fmt::format("4. scored the teacher against its own dump (the floor){}",
+                    row.reused ? ": reused" : fmt::format(" in {:.2f} s", row.seconds)));
+    r_.rows.push_back(std::move(row));
+  }
+
+  void ScoreCandidate(const Candidate& c) {
+    std::string spec = c.spec;
+    double prepare_seconds = 0;
+    if (c.kind == "quantized") {
+      const double start = MonotonicSeconds();
+      const fs::path dir = o_.out_dir / "candidates" / c.name;
+      const Json key = {{"teacher_sha256", teacher_.sha256}, {"spec", c.name}};
+      const std::string step = "quantize-" + c.name;
+      const auto done = steps_.Find(step, key);
+      if (!done || !fs::exists(dir / "config.json")) {
+        const fs::path partial = dir.string() + ".partial";
+        fs::remove_all(partial);
+        fs::remove_all(dir);
+        fs::create_directories(dir.parent_path());
+        QuantizeModelToMlx(o_.teacher, partial, c.quantize);
+        fs::rename(partial, dir);
+        prepare_seconds = SecondsSince(start);
+        steps_.Record(step, key, {{"seconds", prepare_seconds}});
+        Log(fmt::format("   quantized {} in {:.2f} s -> {}", c.name, prepare_seconds,
+                        dir.string()));
+      } else {
+        prepare_seconds = done->at("seconds").get<double>();
+      }
+      spec = dir.string();
+    }
+    CompareRow row = Score(c.name, c.kind, OpenModel(spec, "candidate", o_.log), spec);
+    row.prepare_seconds = prepare_seconds;
+    Log(fmt::format("   scored {}{}", c.name,
+                    row.reused ? ": reused" : fmt::format(" in {:.2f} s", row.seconds)));
+    r_.rows.push_back(std::move(row));
+  }
+
+  const CompareOptions& o_;
+  CompareResult& r_;
+  StepRecords steps_;
+  OpenedModel teacher_;
+  Json dump_key_;
+};
+
+}  // namespace
+
+CompareResult RunCompare(const CompareOptions& options) {
+  const double start = MonotonicSeconds();
+  CheckOptions(options);
+  PlanCandidates(options);  // every candidate checked before anything is created
+  CompareResult result;
+  result.out_dir = options.out_dir;
+  result.chunk_size = options.chunk_size;
+  result.compute = std::string(ComputeModeName(options.runtime.compute));
+  result.kv = options.runtime.kv.Name();
+  result.threads =
+      (options.runtime.pool ? *options.runtime.pool : ThreadPool::Global()).num_threads();
+  fs::create_directories(options.out_dir);
+  CompareRun(options, &result).Run();
+  result.total_seconds = SecondsSince(start);
+  return result;
+}
+
+nlohmann::ordered_json CompareResultToJson(const CompareResult& result) {
+  Json j;
+  j["teacher"] = {{"model", result.teacher},
+                  {"summary", result.teacher_summary},
+                  {"sha256", result.teacher_sha256},
+                  {"tokenizer", result.tokenizer},
+                  {"parameters", result.teacher_parameters}};
+  j["corpus"] = {{"dir", result.corpus_dir.string()},
+                 {"description", result.corpus_description},
+                 {"tokens_sha256", result.corpus_sha256},
+                 {"n_seqs", result.n_seqs},
+                 {"ctx_len", result.ctx_len},
+                 {"reused", result.corpus_reused}};
+  j["dump"] = {{"dir", result.dump_dir.string()},
+               {"top_k", result.top_k},
+               {"reused", result.dump_reused},
+               {"positions_written", result.dump.positions_written},
+               {"sequences_resumed", result.dump.sequences_resumed},
+               {"seconds", result.dump.elapsed_seconds}};
+  const double teacher_ppl = result.rows.empty() ? 0.0 : result.rows.front().perplexity.ppl;
+  Json rows = Json::array();
+  for (const auto& r : result.rows) {
+    Json row = RowToJson(r);
+    row["delta_perplexity"] = r.perplexity.ppl - teacher_ppl;
+    row["reused"] = r.reused;
+    rows.push_back(std::move(row));
+  }
+  j["candidates"] = std::move(rows);
+  j["settings"] = {{"compute", result.compute},
+                   {"kv", result.kv},
+                   {"chunk_size", result.chunk_size},
+                   {"threads", result.threads}};
+  j["timings"] = {{"corpus_seconds", result.corpus_seconds},
+                  {"total_seconds", result.total_seconds}};
+  return j;
+}
+
+ResultsEnvelope CompareResultsEnvelope(const CompareResult& result, const CompareOptions& options,
+                                       const std::string& command) {
+  ResultsEnvelope env{.command = command, .threads = result.threads};
+  double hash_seconds = 0;
+  {
+    ScopedSeconds hashing(&hash_seconds);
+    env.inputs.push_back(DescribeModelInput("teacher", result.teacher));
+    for (const auto& file : options.data) env.inputs.push_back(DescribeFileInput("data", file));
+    if (fs::exists(result.corpus_dir / "manifest.json")) {
+      env.outputs.push_back(DescribeCorpusInput("corpus", result.corpus_dir));
+    }
+    if (fs::exists(result.dump_dir / "manifest.json")) {
+      env.outputs.push_back(DescribeReferenceLogitsInput("reference_logits", result.dump_dir));
+    }
+    for (const auto& row : result.rows) {
+      if (row.kind == "quantized" && fs::exists(row.model)) {
+        env.outputs.push_back(DescribeModelInput("candidate", row.model));
+      }
+    }
+  }
+  env.settings = {{"n_seqs", options.n_seqs},
+                  {"ctx_len", options.ctx_len},
+                  {"top_k", options.top_k},
+                  {"seed", options.seed},
+                  {"candidates", options.candidates},
+                  {"quantize", options.quantize},
+                  {"chunk_size", options.chunk_size},
+                  {"compute", result.compute},
+                  {"kv", result.kv},
+                  {"kv_start", options.runtime.kv.start}};
+  env.results = CompareResultToJson(result);
+  ResultsTimings& t = env.timings;
+  t.forward_seconds = result.dump.timings.forward_seconds;
+  t.scoring_seconds = result.dump.timings.scoring_seconds;
+  t.io_seconds = result.dump.timings.io_seconds;
+  t.total_seconds = result.total_seconds;
+  t.hash_seconds = hash_seconds;
+  for (const auto& row : result.rows) {
+    if (row.kl.contains("warnings")) {
+      for (const auto& w : row.kl["warnings"]) {
+        env.warnings.push_back(row.candidate + ": " + w.get<std::string>());
+      }
+    }
+  }
+  return env;
+}
+
+}  // namespace proctor

@@ -1,0 +1,119 @@
+#include "eval/compare/compare_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace proctor {
+namespace {
+
+// The numbers of one row, read once for every form.
+struct RowNumbers {
+  double kl_mean, kl_se, kl_median, kl_p95, top1, mass;
+  double ppl, ppl_se, delta_ppl;
+};
+
+RowNumbers NumbersOf(const CompareRow& r, double teacher_ppl) {
+  const auto& kl = r.kl.at("kl");
+  return {.kl_mean = kl.at("mean").get<double>(),
+          .kl_se = kl.at("standard_error").get<double>(),
+          .kl_median = kl.at("median").get<double>(),
+          .kl_p95 = kl.at("p95").get<double>(),
+          .top1 = r.kl.at("top1_agreement").get<double>(),
+          .mass = r.kl.at("mean_captured_mass").get<double>(),
+          .ppl = r.perplexity.ppl,
+          .ppl_se = r.perplexity.standard_error,
+          .delta_ppl = r.perplexity.ppl - teacher_ppl};
+}
+
+double TeacherPpl(const CompareResult& result) {
+  return result.rows.empty() ? 0.0 : result.rows.front().perplexity.ppl;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string FormatCompareTable(const CompareResult& result) {
+  size_t width = 9;
+  for (const auto& r : result.rows) width = std::max(width, r.candidate.size());
+  std::string out =
+      fmt::format("{:<{}}  {:>6}  {:>21}  {:>9}  {:>9}  {:>7}  {:>6}  {:>17}  {:>9}  {:>8}\n",
+                  "candidate", width, "bits/w", "KL mean +- SE", "median", "p95", "top-1", "mass",
+                  "perplexity +- SE", "delta-ppl", "seconds");
+  const double teacher_ppl = TeacherPpl(result);
+  for (const auto& r : result.rows) {
+    const RowNumbers n = NumbersOf(r, teacher_ppl);
+    out += fmt::format(
+        "{:<{}}  {:>6.2f}  {:>21}  {:>9.3e}  {:>9.3e}  {:>7.4f}  {:>6.4f}  {:>17}  {:>+9.3f}  "
+        "{:>8}\n",
+        r.candidate, width, r.bits_per_weight, fmt::format("{:.3e} +- {:.1e}", n.kl_mean, n.kl_se),
+        n.kl_median, n.kl_p95, n.top1, n.mass, fmt::format("{:.3f} +- {:.3f}", n.ppl, n.ppl_se),
+        n.delta_ppl, fmt::format("{:.2f}{}", r.seconds, r.reused ? "*" : ""));
+  }
+  return out;
+}
+
+std::string CompareLegend(const CompareResult& result) {
+  const bool any_reused =
+      std::any_of(result.rows.begin(), result.rows.end(), [](const auto& r) { return r.reused; });
+  return fmt::format(
+      "How to read it:\n"
+      "  KL          KL(teacher || candidate) over the teacher's top-{} logits, nats per\n"
+      "              position: mean of per-sequence means +- its standard error; median and\n"
+      "              p95 over all positions\n"
+      "  top-1       how often the candidate's argmax is the teacher's\n"
+      "  mass        teacher probability inside its top-{} (what the KL sees)\n"
+      "  perplexity  exp(mean next-token NLL) over the corpus, +- its standard error\n"
+      "  delta-ppl   the candidate's perplexity minus the teacher's\n"
+      "  bits/w      stored bits (codes, scales, biases, unquantized tensors) per teacher "
+      "parameter\n"
+      "  seconds     the model's scoring pass (forward + KL + NLL){}\n"
+      "The teacher scored against its own dump is the floor set by storing logits as fp16: "
+      "differences below\nit mean nothing.\n",
+      result.top_k, result.top_k,
+      any_reused ? "; * = taken from an earlier run of the same command" : "");
+}
+
+std::string FormatCompareMarkdown(const CompareResult& result) {
+  std::string out =
+      "| candidate | bits/w | KL mean ± SE | median | p95 | top-1 | mass | perplexity ± SE | "
+      "Δppl | seconds |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  const double teacher_ppl = TeacherPpl(result);
+  for (const auto& r : result.rows) {
+    const RowNumbers n = NumbersOf(r, teacher_ppl);
+    out += fmt::format(
+        "| {} | {:.2f} | {:.3e} ± {:.1e} | {:.3e} | {:.3e} | {:.4f} | {:.4f} | {:.3f} ± {:.3f} | "
+        "{:+.3f} | {:.2f}{} |\n",
+        r.candidate, r.bits_per_weight, n.kl_mean, n.kl_se, n.kl_median, n.kl_p95, n.top1, n.mass,
+        n.ppl, n.ppl_se, n.delta_ppl, r.seconds, r.reused ? "*" : "");
+  }
+  return out + "\n```\n" + CompareLegend(result) + "```\n";
+}
+
+std::string FormatCompareCsv(const CompareResult& result) {
+  std::string out =
+      "candidate,kind,model,bits_per_weight,kl_mean,kl_standard_error,kl_median,kl_p95,"
+      "top1_agreement,mean_captured_mass,perplexity,perplexity_standard_error,delta_perplexity,"
+      "prepare_seconds,seconds,reused\n";
+  const double teacher_ppl = TeacherPpl(result);
+  for (const auto& r : result.rows) {
+    const RowNumbers n = NumbersOf(r, teacher_ppl);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(r.candidate),
+                       r.kind, CsvField(r.model), r.bits_per_weight, n.kl_mean, n.kl_se,
+                       n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl,
+                       r.prepare_seconds, r.seconds, r.reused ? "true" : "false");
+  }
+  return out;
+}
+
+}  // namespace proctor

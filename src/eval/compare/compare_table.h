@@ -1,0 +1,23 @@
+// The comparison of a `proctor compare` (or `demo`) run for people and for spreadsheets: one row
+// per model (the teacher first, then by bits per weight), the same columns in every form.
+//
+//   candidate, bits/w, KL mean +- SE, median, p95, top-1, mass, perplexity +- SE, delta-ppl,
+//   seconds
+#pragma once
+
+#include <string>
+
+#include "eval/compare/compare_pipeline.h"
+
+namespace proctor {
+
+// Aligned columns for the terminal; a reused row's seconds carry a '*'.
+std::string FormatCompareTable(const CompareResult& result);
+// What each column means (the terminal and the Markdown file end with it).
+std::string CompareLegend(const CompareResult& result);
+// A GitHub-flavoured Markdown table followed by the legend.
+std::string FormatCompareMarkdown(const CompareResult& result);
+// RFC 4180 CSV with a header row; numbers at full precision, one column per number.
+std::string FormatCompareCsv(const CompareResult& result);
+
+}  // namespace proctor
