@@ -76,7 +76,9 @@ PositionScore ScoreOne(const ReferenceRecords& records, int64_t r, const float* 
   PositionScore score;
   score.kl = terms.kl;
   score.mass = terms.teacher_mass;
-  const double P = 1.0 - terms.teacher_mass;
+  // The record's indices are distinct and inside the vocabulary (checked on reading), so k ==
+  // vocab leaves the "outside top-k" bin empty: its P is only fp16 rounding of the stored logits.
+  const double P = k < vocab ? 1.0 - terms.teacher_mass : 0.0;
   double Q = 1.0 - terms.candidate_mass;
   if (P > 0 && Q < kDirectTailBelow) Q = CandidateTailMass(c, vocab, idx, k, stats.max);
   Q = std::max(Q, kMinTailProbability);
