@@ -128,6 +128,34 @@ TEST(InspectModel, DenseHuggingFaceDirectory) {
   EXPECT_NE(r.out.find("bf16"), std::string::npos) << r.out;
 }
 
+// stories260K.gguf stores its tied LM head a second time (output.weight, byte-identical to
+// token_embd.weight). inspect and quantize count its parameters alike, once, as the architecture
+// gives them: embedding 512 x 64, final norm, and per layer q/o 64 x 64, k/v 32 x 64, gate / up /
+// down 64 x 172 and two norms.
+TEST(InspectModel, InspectAndQuantizeCountATiedHeadsStoredCopyOnce) {
+  const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  const int64_t expected = 512 * 64 + 64 + 5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 64 * 172 + 2 * 64);
+  const fs::path dir = TempPath("stories");
+  fs::create_directories(dir);
+  Result r = Proctor(fmt::format("inspect {} --json {}", gguf.string(), (dir / "i.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json inspect = ReadJson(dir / "i.json");
+  EXPECT_EQ(inspect["parameters"], expected);
+  EXPECT_EQ(inspect["non_parameters"], json::array({"lm_head.weight"}));
+  EXPECT_EQ(inspect["non_parameter_bytes"], 512 * 64 * 4);
+  EXPECT_NE(r.out.find("also stored      lm_head.weight"), std::string::npos) << r.out;
+  r = Proctor(fmt::format("quantize {} --out {} --bits 8 --json {}", gguf.string(),
+                          (dir / "q").string(), (dir / "q.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadJson(dir / "q.json")["total_parameters"], expected);
+  r = Proctor(
+      fmt::format("inspect {} --json {}", (dir / "q").string(), (dir / "iq.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadJson(dir / "iq.json")["parameters"], expected);
+  fs::remove_all(dir);
+}
+
 TEST(InspectModel, NotAModel) {
   const Result r = Proctor("inspect /nonexistent/model-dir");
   EXPECT_NE(r.status, 0);

@@ -12,6 +12,7 @@
 
 #include "formats/safetensors_writer.h"
 #include "model/load.h"
+#include "model/model_summary.h"
 #include "model/quant_recipe.h"
 #include "ops/convert.h"
 #include "util/error.h"
@@ -112,9 +113,8 @@ std::vector<PlannedTensor> Plan(const LoadedModel& model, const MlxQuantizeOptio
   const bool gguf_llama = model.format == ModelFormat::kGguf && c.rope_adjacent_pairs;
   std::vector<PlannedTensor> plan;
   for (const std::string& name : model.weights.Names()) {
-    if (name == "rope_freqs.weight") continue;  // GGUF llama3 factors: in config.json instead
-    if (name == "lm_head.weight" && c.tie_word_embeddings) continue;  // tied: embed_tokens
-    if (name.ends_with(".rotary_emb.inv_freq")) continue;             // a buffer, not a weight
+    // Buffers and a tied head's copy (GGUF llama3 rope factors go into config.json instead).
+    if (!IsModelParameter(c, name)) continue;
     const TensorInfo& t = model.weights.Get(name);
     PlannedTensor p;
     p.source = &t;

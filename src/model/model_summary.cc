@@ -35,7 +35,60 @@ std::string Count(int64_t n) {
   return fmt::format("{}", n);
 }
 
+// One logical tensor: an MLX matrix's packed codes stand for the triple (its scales and biases
+// fold into it).
+struct LogicalTensor {
+  std::string type;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+};
+
+// The MLX scales / biases that fold into their matrix.
+std::set<std::string> FoldedNames(const WeightStore& w, const std::optional<MlxQuantization>& q) {
+  std::set<std::string> folded;
+  for (const std::string& name : w.Names()) {
+    const std::string base = BaseOf(name, "weight");
+    if (base.empty() || !MlxModuleParams(w, q, base)) continue;
+    folded.insert(base + ".scales");
+    folded.insert(base + ".biases");
+  }
+  return folded;
+}
+
+LogicalTensor Logical(const WeightStore& w, const std::optional<MlxQuantization>& q,
+                      const std::string& name) {
+  const TensorInfo& info = w.Get(name);
+  LogicalTensor t{
+      .type = std::string(Name(info.type)), .parameters = info.NumElements(), .bytes = info.bytes};
+  const std::string base = BaseOf(name, "weight");
+  if (base.empty()) return t;
+  if (const std::optional<MlxQuantParams> p = MlxModuleParams(w, q, base)) {
+    t.type = ops::MlxTypeName(p->mode, p->bits, p->group_size);
+    t.parameters = info.shape.size() == 2 ? info.shape[0] * (info.shape[1] * 32 / p->bits) : 0;
+    for (const char* side : {".scales", ".biases"}) {
+      if (const TensorInfo* s = w.Find(base + side)) t.bytes += s->bytes;
+    }
+  }
+  return t;
+}
+
 }  // namespace
+
+bool IsModelParameter(const ModelConfig& config, std::string_view tensor_name) {
+  if (tensor_name == "rope_freqs.weight") return false;
+  if (tensor_name.ends_with(".rotary_emb.inv_freq")) return false;
+  return !(tensor_name == "lm_head.weight" && config.tie_word_embeddings);
+}
+
+int64_t CountModelParameters(const ModelConfig& config, const WeightStore& weights) {
+  const std::set<std::string> folded = FoldedNames(weights, config.mlx_quantization);
+  int64_t n = 0;
+  for (const std::string& name : weights.Names()) {
+    if (folded.contains(name) || !IsModelParameter(config, name)) continue;
+    n += Logical(weights, config.mlx_quantization, name).parameters;
+  }
+  return n;
+}
 
 ModelSummary SummarizeModel(const LoadedModel& model) {
   ModelSummary s;
@@ -47,14 +100,7 @@ ModelSummary SummarizeModel(const LoadedModel& model) {
   const std::optional<MlxQuantization>& q = model.config.mlx_quantization;
   std::map<std::string, WeightTypeStats> by_type;
   std::set<std::string> files;
-  // MLX matrices: their .weight entry stands for the triple; scales / biases are folded in.
-  std::set<std::string> folded;
-  for (const std::string& name : w.Names()) {
-    const std::string base = BaseOf(name, "weight");
-    if (base.empty() || !MlxModuleParams(w, q, base)) continue;
-    folded.insert(base + ".scales");
-    folded.insert(base + ".biases");
-  }
+  const std::set<std::string> folded = FoldedNames(w, q);
   for (const std::string& name : w.Names()) {
     const TensorInfo& info = w.Get(name);
     ++s.file_tensors;
@@ -62,26 +108,19 @@ ModelSummary SummarizeModel(const LoadedModel& model) {
     s.resident_bytes += info.bytes;
     if (info.file != "<memory>") files.insert(info.file);
     if (folded.count(name)) continue;
-    const std::string base = BaseOf(name, "weight");
-    std::string type(Name(info.type));
-    int64_t parameters = info.NumElements();
-    uint64_t bytes = info.bytes;
-    if (!base.empty()) {
-      if (const std::optional<MlxQuantParams> p = MlxModuleParams(w, q, base)) {
-        type = ops::MlxTypeName(p->mode, p->bits, p->group_size);
-        parameters = info.shape.size() == 2 ? info.shape[0] * (info.shape[1] * 32 / p->bits) : 0;
-        for (const char* side : {".scales", ".biases"}) {
-          if (const TensorInfo* t = w.Find(base + side)) bytes += t->bytes;
-        }
-      }
+    if (!IsModelParameter(model.config, name)) {
+      s.non_parameters.push_back(name);
+      s.non_parameter_bytes += info.bytes;
+      continue;
     }
-    WeightTypeStats& stats = by_type[type];
-    stats.type = type;
+    const LogicalTensor t = Logical(w, q, name);
+    WeightTypeStats& stats = by_type[t.type];
+    stats.type = t.type;
     ++stats.tensors;
-    stats.parameters += parameters;
-    stats.bytes += bytes;
+    stats.parameters += t.parameters;
+    stats.bytes += t.bytes;
     ++s.tensors;
-    s.parameters += parameters;
+    s.parameters += t.parameters;
   }
   for (const std::string& file : files) {
     std::error_code ec;
@@ -115,8 +154,16 @@ std::string FormatModelSummary(const ModelSummary& s) {
                        t.type, width, t.tensors, Count(t.parameters), t.BitsPerWeight(),
                        Bytes(t.bytes));
   }
-  out += fmt::format("  bits per weight  {:.3f} (every tensor, scales and biases included)\n",
-                     s.BitsPerWeight());
+  if (!s.non_parameters.empty()) {
+    std::string names;
+    for (const auto& n : s.non_parameters) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format(
+        "  also stored      {} ({}; not parameters: a tied LM head's copy or a buffer)\n", names,
+        Bytes(s.non_parameter_bytes));
+  }
+  out +=
+      fmt::format("  bits per weight  {:.3f} (every stored tensor, scales and biases included)\n",
+                  s.BitsPerWeight());
   out += fmt::format("  size on disk     {} ({} bytes in {} weight file{})\n", Bytes(s.disk_bytes),
                      s.disk_bytes, s.files, s.files == 1 ? "" : "s");
   out += fmt::format("  in memory        {} ({} bytes of weights, used as stored; as f32: {})\n",
@@ -150,6 +197,8 @@ nlohmann::json ModelSummaryToJson(const ModelSummary& s) {
           {"tensors", s.tensors},
           {"file_tensors", s.file_tensors},
           {"parameters", s.parameters},
+          {"non_parameters", s.non_parameters},
+          {"non_parameter_bytes", s.non_parameter_bytes},
           {"types", types},
           {"bits_per_weight", s.BitsPerWeight()},
           {"weight_bytes", s.weight_bytes},

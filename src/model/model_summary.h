@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/load.h"
@@ -25,9 +26,12 @@ struct WeightTypeStats {
 struct ModelSummary {
   std::string spec, source, format;  // format: "safetensors" or "gguf"
   ModelConfig config;
-  int64_t tensors = 0;       // logical tensors
+  int64_t tensors = 0;       // logical parameter tensors
   int64_t file_tensors = 0;  // tensors as stored in the files
-  int64_t parameters = 0;
+  int64_t parameters = 0;    // CountModelParameters
+  // Stored tensors that are not parameters (IsModelParameter), with their bytes.
+  std::vector<std::string> non_parameters;
+  uint64_t non_parameter_bytes = 0;
   uint64_t weight_bytes = 0;  // every tensor's stored bytes
   uint64_t disk_bytes = 0;    // the weight files (.safetensors / .gguf) on disk
   int64_t files = 0;
@@ -39,6 +43,16 @@ struct ModelSummary {
 
   double BitsPerWeight() const { return parameters ? 8.0 * weight_bytes / parameters : 0.0; }
 };
+
+// Whether a stored tensor is one of the model's parameters. Not parameters: a tied LM head the
+// file stores anyway (a byte-identical copy of the embedding, as some GGUF files carry it),
+// GGUF's rope_freqs (llama3 rope factors, a buffer) and transformers' rotary inv_freq buffers.
+// `proctor quantize` writes only parameters; inspect and compare count only them.
+bool IsModelParameter(const ModelConfig& config, std::string_view tensor_name);
+
+// The model's parameters: every parameter tensor's values, an MLX-quantized matrix counted by
+// its logical [out, in] shape (not its packed codes), scales and biases not counted.
+int64_t CountModelParameters(const ModelConfig& config, const WeightStore& weights);
 
 ModelSummary SummarizeModel(const LoadedModel& model);
 

@@ -18,6 +18,7 @@
 #include "eval/runs/run_database.h"
 #include "model/load.h"
 #include "model/mlx_export.h"
+#include "model/model_summary.h"
 #include "model/quantize_spec.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -31,13 +32,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kComponent = "compare";
-
-// Every stored value of a model (block types count their values).
-int64_t CountParameters(const WeightStore& weights) {
-  int64_t n = 0;
-  for (const auto& name : weights.Names()) n += weights.Get(name).NumElements();
-  return n;
-}
 
 std::string ShortDType(const std::string& stored) {
   if (stored == "bfloat16") return "bf16";
@@ -244,7 +238,7 @@ class CompareRun {
     const EvalModel& t = *teacher_.model;
     r_.teacher = o_.teacher;
     r_.teacher_sha256 = teacher_.sha256;
-    r_.teacher_parameters = static_cast<double>(CountParameters(t.weights()));
+    r_.teacher_parameters = static_cast<double>(CountModelParameters(t.config(), t.weights()));
     r_.teacher_summary =
         fmt::format("{} ({:.2f}M parameters)", t.config().Summary(), r_.teacher_parameters / 1e6);
     if (!o_.teacher_note.empty()) r_.teacher_summary += "\n   " + o_.teacher_note;
