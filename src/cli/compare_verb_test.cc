@@ -109,6 +109,13 @@ TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
   for (const char* file : {"tokens.bin", "seq-0.bin", "seq-7.bin"}) {
     EXPECT_EQ(ReadBytes(d / "dump" / file), ReadBytes(d / "study" / "dump" / file)) << file;
   }
+  // Both manifests name the teacher's exact weights: sha256sum's digest of the .gguf.
+  const Result sum = RunShell("sha256sum " + Stories260K().string());
+  ASSERT_EQ(sum.status, 0);
+  const std::string digest = sum.out.substr(0, 64);
+  EXPECT_EQ(ReadJson(d / "dump" / "manifest.json")["model_sha256"], digest);
+  EXPECT_EQ(ReadJson(d / "study" / "dump" / "manifest.json")["model_sha256"], digest);
+  EXPECT_EQ(envelope["results"]["teacher"]["sha256"], digest);
   const std::string models[] = {Stories260K().string(), (d / "q8").string(),
                                 (d / "study" / "candidates" / "affine4-g64").string()};
   for (size_t i = 0; i < 3; ++i) {

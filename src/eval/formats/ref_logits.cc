@@ -120,6 +120,7 @@ ReferenceLogitsManifest ReferenceLogitsManifest::Parse(const std::string& text,
   };
   m.vocab_size = optional_int("vocab_size", 1);
   m.tokenizer_sha256 = OptionalString(j, "tokenizer_sha256", path);
+  m.model_sha256 = OptionalString(j, "model_sha256", path);
   if (const auto bos = optional_int("bos_id", -1)) m.bos_id = static_cast<int32_t>(*bos);
   if (const auto eos = optional_int("eos_id", -1)) m.eos_id = static_cast<int32_t>(*eos);
   return m;
@@ -129,6 +130,7 @@ std::string ReferenceLogitsManifest::ToJson() const {
   nlohmann::ordered_json j;
   j["format_version"] = format_version;
   j["model"] = model;
+  if (model_sha256) j["model_sha256"] = *model_sha256;
   j["corpus_sha256"] = corpus_sha256;
   j["ctx_len"] = ctx_len;
   j["n_seqs"] = n_seqs;

@@ -36,6 +36,10 @@ struct ReferenceLogitsManifest {
   // special ids. kl compares a candidate against them.
   std::optional<int64_t> vocab_size;
   std::optional<std::string> tokenizer_sha256;
+  // The sha256 of the teacher's files as the run database computes it (eval/runs/run_database.h
+  // ModelIdentity: a .gguf's own, or a folder's sha256sum listing), so a dump names the exact
+  // weights it came from, not only the path.
+  std::optional<std::string> model_sha256;
   std::optional<int32_t> bos_id;
   std::optional<int32_t> eos_id;
 

@@ -21,6 +21,7 @@ constexpr const char* kInProgressName = ".in-progress.json";
 std::string InProgressJson(const ReferenceLogitsWriterOptions& o, const std::string& tokens_sha) {
   nlohmann::ordered_json j;
   j["model"] = o.model;
+  if (o.model_sha256) j["model_sha256"] = *o.model_sha256;  // a resume must use the same teacher
   j["corpus_sha256"] = o.corpus_sha256;
   j["ctx_len"] = o.ctx_len;
   j["n_seqs"] = o.n_seqs;
@@ -286,6 +287,7 @@ void ReferenceLogitsWriter::Finish() {
   }
   ReferenceLogitsManifest m;
   m.model = options_.model;
+  m.model_sha256 = options_.model_sha256;
   m.corpus_sha256 = options_.corpus_sha256;
   m.ctx_len = options_.ctx_len;
   m.n_seqs = options_.n_seqs;

@@ -31,6 +31,7 @@ namespace proctor {
 struct ReferenceLogitsWriterOptions {
   std::filesystem::path dir{};
   std::string model{};
+  std::optional<std::string> model_sha256{};  // the teacher's files (manifest.model_sha256)
   std::string corpus_sha256{};
   int64_t ctx_len = 0;
   int64_t n_seqs = 0;

@@ -11,6 +11,7 @@
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "eval/runners/vocab_check.h"
+#include "eval/runs/run_database.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -52,8 +53,16 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                         slice.seq_end, corpus.n_seqs);
   }
   const std::span<const int32_t> tokens = slice.tokens;
+  // The teacher's files by sha256 (none for a name that is not on disk, e.g. an injected forward).
+  std::optional<std::string> model_sha256;
+  {
+    ScopedSeconds hashing(&timings.hash_seconds);
+    const std::string sha = ModelIdentity(DescribeModelInput("teacher", options.teacher)).first;
+    if (!sha.empty()) model_sha256 = sha;
+  }
   ReferenceLogitsWriter writer({.dir = options.out_dir,
                                 .model = options.teacher,
+                                .model_sha256 = model_sha256,
                                 .corpus_sha256 = corpus.tokens_sha256,
                                 .ctx_len = corpus.ctx_len,
                                 .n_seqs = n_seqs,
