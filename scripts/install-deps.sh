@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Installs the Debian packages proctor builds and tests with. Idempotent: installs only what is
 # missing, and needs root (or sudo) only when something is missing.
+#   --demo   only what building the proctor executable needs (scripts/demo.sh): no test,
+#            benchmark, clang or Python packages
 set -euo pipefail
 
+# What the proctor executable builds and runs with.
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libhwy-dev nlohmann-json3-dev libfmt-dev libcli11-dev libssl-dev
   libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev bubblewrap
-  libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev clang-format clang-tidy
-  python3 python3-numpy python3-jinja2 python3-venv xz-utils
 )
+if [[ "${1:-}" != --demo ]]; then
+  # Tests, benchmarks, the clang fuzz build, format and tidy checks, and the oracles' Python.
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev
+    clang libclang-rt-14-dev clang-format clang-tidy
+    python3 python3-numpy python3-jinja2 python3-venv xz-utils
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

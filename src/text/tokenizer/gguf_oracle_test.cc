@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
+#include "text/tokenizer/gguf_presets.h"
 #include "text/tokenizer/gguf_tokenizer.h"
 #include "text/tokenizer/oracle_test_support.h"
 #include "text/tokenizer/tokenizer.h"
@@ -129,6 +131,76 @@ TEST_P(GgufOracle, HardInputsMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Vocabs, GgufOracle,
                          ::testing::Values("llama-spm", "phi-3", "baichuan", "gpt-2", "gpt-neox",
                                            "falcon", "mpt", "refact"));
+
+// gpt-2's vocabulary-only GGUF with its tokenizer.ggml.pre string replaced by `pre`: the same
+// vocabulary and merges, split by another pre-tokenizer. A vocabulary-only file has no tensor
+// data after its header, so the value can grow or shrink in place.
+std::string WithPreTokenizer(const std::string& gguf, const std::string& pre) {
+  const std::string key = "tokenizer.ggml.pre";
+  std::string needle(8, '\0');
+  const uint64_t key_len = key.size();
+  std::memcpy(needle.data(), &key_len, 8);
+  needle += key;
+  const size_t at = gguf.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t type_at = at + needle.size(), len_at = type_at + 4;
+  uint32_t type = 0;
+  uint64_t old_len = 0;
+  std::memcpy(&type, gguf.data() + type_at, 4);
+  std::memcpy(&old_len, gguf.data() + len_at, 8);
+  if (type != 8) return "";  // a string
+  std::string value(8, '\0');
+  const uint64_t new_len = pre.size();
+  std::memcpy(value.data(), &new_len, 8);
+  value += pre;
+  return gguf.substr(0, len_at) + value + gguf.substr(len_at + 8 + old_len);
+}
+
+// Every pre-tokenizer proctor knows compiles and splits as llama.cpp's own: each one on gpt-2's
+// vocabulary, ids on the hard inputs (Greek, CJK, Hangul, emoji, digits, contractions, control
+// characters, ...) equal llama.cpp's.
+TEST(GgufPresets, EveryPresetSplitsAsLlamaCpp) {
+  const fs::path gpt2 = VocabDir() / "ggml-vocab-gpt-2.gguf";
+  if (!fs::exists(gpt2)) GTEST_SKIP() << "fixture absent: " << gpt2;
+  const auto& llama_cpp = proctor::testing::Oracles("llama.cpp");
+  if (!llama_cpp.problem.empty()) GTEST_SKIP() << "oracle unavailable: " << llama_cpp.problem;
+  const auto inputs = json::parse(ReadFileToString(fs::path(PROCTOR_SOURCE_DIR) /
+                                                   "testdata/tokenizer/hard_inputs.json"))
+                          .get<std::vector<std::string>>();
+  const std::string original = ReadFileToString(gpt2);
+  std::vector<std::string> names;
+  std::istringstream list(GgufBpePresetNames());
+  for (std::string name; std::getline(list, name, ',');) {
+    names.push_back(name.substr(name.find_first_not_of(' ')));
+  }
+  ASSERT_GE(names.size(), 60u);
+  const fs::path runs = OracleRunsDir() / "presets";
+  fs::create_directories(runs);
+  int checked = 0;
+  for (const std::string& name : names) {
+    SCOPED_TRACE("preset " + name);
+    const std::string bytes = WithPreTokenizer(original, name);
+    ASSERT_FALSE(bytes.empty());
+    const fs::path gguf = runs / ("ggml-vocab-" + name + ".gguf");
+    WriteFileAtomic(gguf, bytes);
+    std::unique_ptr<Tokenizer> tokenizer;
+    ASSERT_NO_THROW(tokenizer = LoadTokenizer(gguf));
+    const json oracle = LlamaCppTokenize(gguf, inputs, llama_cpp.Path("llama_cpp_tokenize"));
+    ASSERT_EQ(oracle["cases"].size(), inputs.size());
+    int bad = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto want = oracle["cases"][i]["ids"].get<std::vector<int32_t>>();
+      const auto got = tokenizer->Encode(inputs[i], false);
+      if (got != want && ++bad <= 3) {
+        ADD_FAILURE() << "input " << i << ": " << Quote(inputs[i]) << "\n  got:  " << Ids(got)
+                      << "\n  want: " << Ids(want);
+      }
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << inputs.size() << " inputs differ from llama.cpp";
+    ++checked;
+  }
+  std::printf("[ presets ] %d pre-tokenizers checked against llama.cpp\n", checked);
+}
 
 TEST(GgufTokenizer, RefusesUnsupportedModel) {
   fs::path gguf = VocabDir() / "ggml-vocab-bert-bge.gguf";
