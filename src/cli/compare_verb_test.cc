@@ -216,7 +216,7 @@ TEST_F(CompareVerb, ACandidateWithAnotherTokenizerIsRefusedByName) {
   // The demo's generated teacher has stories260K's vocabulary size (512) but its own tokenizer.
   const fs::path d = dir_.path();
   ASSERT_EQ(
-      Proctor(fmt::format("demo --dir {} --bits 8 --n-seqs 1 --ctx 16", (d / "demo").string()))
+      Proctor(fmt::format("demo --dir {} --bits 8 --n-seqs 1 --ctx-len 16", (d / "demo").string()))
           .status,
       0);
   const Result r = Proctor(

@@ -81,6 +81,7 @@ void RegisterDumpVerb(CLI::App& app) {
                                        .quiet = quiet,
                                        .describe_inputs = json};
       const TeacherDumpResult result = DumpTeacher(options);
+      for (const auto& note : result.notes) fmt::print(stderr, "note: {}\n", note);
       if (!quiet) {
         fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
                    args->out, result.n_seqs, result.sequences_resumed, result.positions_written,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -155,6 +156,38 @@ TEST(GenerateVerb, StopsAtStopIdsAndExcludesThem) {
   EXPECT_EQ(std::count(all.out.begin(), all.out.end(), ','), 399);
   EXPECT_TRUE(all.out.starts_with(ids + ",1,")) << ids;
   EXPECT_EQ(("," + ids + ",").find(",1,"), std::string::npos);
+}
+
+// `generate --prompt TEXT` runs on exactly the ids `tokenize` gives for the text: its --ids output
+// equals `generate --prompt-ids` on them, and the text it prints is `tokenize --decode` of those
+// ids. --chat needs a chat template (stories260K has none) and --ids needs --prompt.
+TEST(GenerateVerb, TextPromptIsTheTokenizersIdsAndPrintsTheirText) {
+  const fs::path gguf = Fixtures() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  const Result tokens =
+      Proctor(fmt::format("tokenize {} --text \"Once upon a time\" --ids-only", gguf.string()));
+  ASSERT_EQ(tokens.status, 0) << tokens.out;
+  std::string prompt_ids = first_line(tokens.out);
+  std::replace(prompt_ids.begin(), prompt_ids.end(), ' ', ',');
+  const Result from_ids =
+      Proctor(fmt::format("generate {} --prompt-ids {} -n 20", gguf.string(), prompt_ids));
+  const Result ids = Proctor(
+      fmt::format("generate --model {} --prompt \"Once upon a time\" -n 20 --ids", gguf.string()));
+  const Result text =
+      Proctor(fmt::format("generate {} --prompt \"Once upon a time\" -n 20", gguf.string()));
+  ASSERT_EQ(ids.status, 0) << ids.out;
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(std::count(ids.out.begin(), ids.out.end(), ','), 19) << ids.out;
+  EXPECT_EQ(first_line(ids.out), first_line(from_ids.out));
+  const Result decoded =
+      Proctor(fmt::format("tokenize {} --decode {}", gguf.string(), first_line(ids.out)));
+  ASSERT_EQ(decoded.status, 0) << decoded.out;
+  EXPECT_EQ(text.out, decoded.out);
+  const Result chat = Proctor(fmt::format("generate {} --prompt hi --chat", gguf.string()));
+  EXPECT_EQ(chat.status, 1);
+  EXPECT_NE(chat.out.find("no chat template"), std::string::npos) << chat.out;
+  EXPECT_NE(Proctor(fmt::format("generate {} --ids", gguf.string())).status, 0);
 }
 
 TEST(BenchVerb, SyntheticModelPrintsJson) {

@@ -10,7 +10,7 @@
 namespace proctor {
 namespace {
 
-MlxQuantizeOptions Resolved(MlxQuantizeOptions o) { return ResolveMlxQuantizeOptions(o); }
+MlxQuantizeOptions Resolved(const MlxQuantizeOptions& o) { return ResolveMlxQuantizeOptions(o); }
 
 void ExpectSame(const MlxQuantizeOptions& a, const MlxQuantizeOptions& b) {
   EXPECT_EQ(a.mode, b.mode);

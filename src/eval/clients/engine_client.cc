@@ -99,6 +99,15 @@ std::vector<int32_t> EngineClient::PromptIds(const CompletionRequest& request) c
 }
 
 CompletionResult EngineClient::Complete(const CompletionRequest& request) {
+  const Generation generation = Generate(request);
+  CompletionResult result;
+  result.text = generation.text;
+  result.prompt_tokens = static_cast<int64_t>(generation.prompt_ids.size());
+  result.completion_tokens = static_cast<int64_t>(generation.ids.size());
+  return result;
+}
+
+EngineClient::Generation EngineClient::Generate(const CompletionRequest& request) {
   const std::vector<int32_t> prompt = PromptIds(request);
   if (prompt.empty()) Fail("tasks", "the prompt of a request encodes to no tokens");
   GreedyOptions greedy;
@@ -110,14 +119,12 @@ CompletionResult EngineClient::Complete(const CompletionRequest& request) {
       return FirstStop(DecodeContinuation(prompt, generated), request.stop) != std::string::npos;
     };
   }
-  const std::vector<int32_t> out = GreedyGenerate(*runtime_, prompt, greedy);
-  CompletionResult result;
-  result.text = DecodeContinuation(prompt, out);
+  Generation result{
+      .prompt_ids = prompt, .ids = GreedyGenerate(*runtime_, prompt, greedy), .text = {}};
+  result.text = DecodeContinuation(prompt, result.ids);
   if (const size_t stop = FirstStop(result.text, request.stop); stop != std::string::npos) {
     result.text.resize(stop);
   }
-  result.prompt_tokens = static_cast<int64_t>(prompt.size());
-  result.completion_tokens = static_cast<int64_t>(out.size());
   return result;
 }
 

@@ -31,6 +31,14 @@ class EngineClient : public CompletionClient {
   int64_t prefix_reuses() const { return prefix_reuses_; }
 
   CompletionResult Complete(const CompletionRequest& request) override;
+  // Complete's greedy decoding, with the token ids: the prompt's, and the generated ones (a stop
+  // id that ended generation is not among them).
+  struct Generation {
+    std::vector<int32_t> prompt_ids;
+    std::vector<int32_t> ids;
+    std::string text;  // the generated text, cut at the first stop string
+  };
+  Generation Generate(const CompletionRequest& request);
   ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
   // Requests with the same context evaluate it once (its cache is cloned per continuation).
   LoglikelihoodResult Loglikelihoods(const std::vector<LoglikelihoodRequest>& requests) override;

@@ -40,7 +40,7 @@ TEST_F(Cli, DemoThenInspectThenDamage) {
   const auto dir = temp_.path() / "demo";
   const auto json_path = temp_.path() / "demo.json";
   const CommandRun demo =
-      Proctor(fmt::format("demo --dir {} --n-seqs 3 --ctx 16 --top-k 32 --bits 4 --json {}",
+      Proctor(fmt::format("demo --dir {} --n-seqs 3 --ctx-len 16 --top-k 32 --bits 4 --json {}",
                           dir.string(), json_path.string()));
   ASSERT_EQ(demo.status, 0) << demo.output;
   EXPECT_NE(demo.output.find("teacher (bf16)"), std::string::npos) << demo.output;
@@ -79,6 +79,8 @@ TEST_F(Cli, DumpIsByteIdenticalAtOneAndTwoThreads) {
   const CommandRun demo =
       Proctor(fmt::format("demo --dir {} --n-seqs 3 --ctx 40 --top-k 16 --bits 8", dir.string()));
   ASSERT_EQ(demo.status, 0) << demo.output;
+  // The old spelling of --ctx-len still works, with a note.
+  EXPECT_NE(demo.output.find("--ctx is now --ctx-len"), std::string::npos) << demo.output;
   std::vector<std::filesystem::path> outs;
   for (const int threads : {1, 2}) {
     outs.push_back(temp_.path() / fmt::format("dump-t{}", threads));

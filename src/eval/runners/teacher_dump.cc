@@ -53,6 +53,28 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                         slice.seq_end, corpus.n_seqs);
   }
   const std::span<const int32_t> tokens = slice.tokens;
+  // The teacher, opened once (unless injected) and before anything is written: its vocabulary
+  // bounds --top-k, is recorded in the manifest and is checked against the corpus' record when
+  // its first logits come back.
+  std::shared_ptr<const EvalModel> model;
+  std::optional<VocabularyIdentity> teacher_id;
+  TeacherForcedLogits forward = options.forward;
+  int64_t top_k = options.top_k;
+  if (!forward) {
+    ScopedSeconds load(&timings.load_seconds);
+    model = EvalModel::Open(options.teacher);
+    forward = model->Forward(options.runtime);
+    if (options.check_tokenizer) teacher_id = model->Identity("teacher");
+    const int64_t vocab = model->config().vocab_size;
+    if (top_k > vocab) {
+      result.notes.push_back(
+          fmt::format("--top-k {} is above the teacher's vocabulary of {}: the dump keeps all {} "
+                      "logits (the whole distribution)",
+                      top_k, vocab, vocab));
+      top_k = vocab;
+    }
+  }
+  result.top_k = top_k;
   // The teacher's files by sha256 (none for a name that is not on disk, e.g. an injected forward).
   std::optional<std::string> model_sha256;
   {
@@ -66,24 +88,13 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 .corpus_sha256 = corpus.tokens_sha256,
                                 .ctx_len = corpus.ctx_len,
                                 .n_seqs = n_seqs,
-                                .top_k = options.top_k,
+                                .top_k = top_k,
                                 .notes = notes},
                                tokens);
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();
   const int64_t positions = writer.positions();
-  // The teacher, opened once (unless injected): its vocabulary is recorded in the manifest and
-  // checked against the corpus' record when its first logits come back.
-  std::shared_ptr<const EvalModel> model;
-  std::optional<VocabularyIdentity> teacher_id;
   if (result.sequences_resumed < n_seqs) {
-    TeacherForcedLogits forward = options.forward;
-    if (!forward) {
-      ScopedSeconds load(&timings.load_seconds);
-      model = EvalModel::Open(options.teacher);
-      forward = model->Forward(options.runtime);
-      if (options.check_tokenizer) teacher_id = model->Identity("teacher");
-    }
     LogitsChunkDriver driver(
         {{fmt::format("teacher '{}'", options.teacher), forward}},
         {.component = kComponent,
@@ -96,8 +107,8 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                    teacher_id ? teacher_id->tokenizer_vocab : std::nullopt,
                                    options.teacher, kComponent);
       if (teacher_id) CheckRecordedVocabulary(RecordedVocabularyIdentity(corpus), *teacher_id);
-      if (options.top_k > vocab) {
-        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", options.top_k, vocab);
+      if (top_k > vocab) {
+        Fail(kComponent, "--top-k {} exceeds the teacher's vocabulary of {}", top_k, vocab);
       }
     });
     double callback_io = 0;
@@ -154,7 +165,9 @@ ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
                   {"compute", std::string(ComputeModeName(options.runtime.compute))},
                   {"kv", options.runtime.kv.Name()}};
   const double seconds = result.elapsed_seconds;
+  env.warnings = result.notes;
   env.results = {{"n_seqs", result.n_seqs},
+                 {"top_k", result.top_k},
                  {"sequences_resumed", result.sequences_resumed},
                  {"positions_written", result.positions_written},
                  {"vocab", result.vocab},

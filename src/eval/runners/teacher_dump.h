@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
@@ -39,10 +40,12 @@ struct TeacherDumpOptions {
 };
 
 struct TeacherDumpResult {
-  int64_t n_seqs = 0;             // sequences in the dump
-  int64_t sequences_resumed = 0;  // already complete from an interrupted run
-  int64_t positions_written = 0;  // records written by this run
-  int64_t vocab = 0;              // the teacher's vocabulary (0 if nothing was run)
+  int64_t n_seqs = 0;              // sequences in the dump
+  int64_t top_k = 0;               // as written: --top-k, or the teacher's vocabulary when smaller
+  std::vector<std::string> notes;  // e.g. --top-k lowered to the vocabulary
+  int64_t sequences_resumed = 0;   // already complete from an interrupted run
+  int64_t positions_written = 0;   // records written by this run
+  int64_t vocab = 0;               // the teacher's vocabulary (0 if nothing was run)
   double elapsed_seconds = 0;
   ResultsTimings timings;  // forward / scoring (top-k, logsumexp) / I/O split
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs

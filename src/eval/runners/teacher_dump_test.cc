@@ -235,6 +235,36 @@ fs::path Stories260K() {
   return fs::path(env ? env : PROCTOR_FIXTURES_DEFAULT) / "stories260K" / "stories260K.gguf";
 }
 
+// A model on disk is opened before anything is written: a --top-k above its vocabulary becomes
+// the whole vocabulary, with a note; the dump then holds every logit, so scoring the teacher
+// against it gives a tail-aware KL equal to the KL and a captured mass of 1 (to fp16 rounding).
+// A teacher that does not open leaves no output directory behind.
+TEST(TeacherDump, TopKAboveARealModelsVocabularyKeepsTheWholeDistribution) {
+  if (!fs::exists(Stories260K())) GTEST_SKIP() << "fixture absent: " << Stories260K();
+  TempDir temp;
+  WriteCorpus(temp.path() / "corpus", RandomTokens(2 * 32, 512, 5), 32, {{"vocab_size", 512}});
+  const TeacherDumpResult r = DumpTeacher({.teacher = Stories260K().string(),
+                                           .corpus_dir = temp.path() / "corpus",
+                                           .out_dir = temp.path() / "dump",
+                                           .top_k = 5000,
+                                           .quiet = true});
+  EXPECT_EQ(r.top_k, 512);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("--top-k 5000 is above the teacher's vocabulary of 512"),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_EQ(ReferenceLogitsDump::Open(temp.path() / "dump").top_k(), 512);
+  const KlEvalResult self = EvaluateKlVsReferenceLogits(
+      {.reference_dir = temp.path() / "dump", .candidate = Stories260K().string(), .quiet = true});
+  EXPECT_EQ(self.stats.tail_kl.mean, self.stats.kl.mean);
+  EXPECT_NEAR(self.stats.mean_mass, 1.0, 1e-3);
+  EXPECT_ANY_THROW(DumpTeacher({.teacher = (temp.path() / "missing").string(),
+                                .corpus_dir = temp.path() / "corpus",
+                                .out_dir = temp.path() / "never",
+                                .quiet = true}));
+  EXPECT_FALSE(fs::exists(temp.path() / "never"));
+}
+
 // Self-scoring: the engine's dump of stories260K scored with the same engine at the same chunk
 // size gives top-1 agreement exactly 1 and KL at the fp16 storage floor.
 TEST(TeacherDump, Stories260KSelfScoringIsAtTheFp16Floor) {
