@@ -27,8 +27,19 @@ if ((${#files[@]} == 0)); then
   exit 0
 fi
 echo "tidy: clang-tidy on ${#files[@]} file(s) ($what)"
+# The build's compile commands without its precompiled headers: clang cannot read GCC's .gch.
+tidy_db=$(mktemp -d)
+trap 'rm -rf "$tidy_db"' EXIT
+/usr/bin/python3 - "$build_dir/compile_commands.json" "$tidy_db/compile_commands.json" <<'PY'
+import json, re, sys
+commands = json.load(open(sys.argv[1]))
+for entry in commands:
+    entry["command"] = re.sub(r" -include \S*cmake_pch\.hxx", "", entry["command"])
+    entry["command"] = entry["command"].replace(" -Winvalid-pch", "")
+json.dump(commands, open(sys.argv[2], "w"))
+PY
 # -Wshadow=local is GCC's spelling; clang-tidy's clang would warn about it.
-if ! run-clang-tidy -quiet -p "$build_dir" -j "$(nproc)" -extra-arg=-Wno-unknown-warning-option \
+if ! run-clang-tidy -quiet -p "$tidy_db" -j "$(nproc)" -extra-arg=-Wno-unknown-warning-option \
     "${files[@]/#/$PWD/}" >"$build_dir/tidy.log" 2>&1; then
   grep -E "(warning|error):" "$build_dir/tidy.log" | sort -u | head -50 >&2
   echo "tidy: clang-tidy found problems (full log: $build_dir/tidy.log)" >&2
