@@ -106,11 +106,7 @@ void RegisterCompareVerb(CLI::App& app) {
                            .chunk_size = args->engine.chunk,
                            .runtime = args->engine.Options(),
                            .quiet = quiet,
-                           .log = [quiet](const std::string& line) {
-                             if (quiet) return;
-                             fmt::print("{}\n", line);
-                             std::fflush(stdout);
-                           }};
+                           .log = StepLog()};
     for (const auto& d : args->data) options.data.emplace_back(d);
     if (!quiet) {
       fmt::print("proctor compare: {} against {} candidate{} -> {}\n\n", args->teacher,

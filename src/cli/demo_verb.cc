@@ -92,12 +92,7 @@ void RegisterDemoVerb(CLI::App& app) {
         .chunk_size = args->engine.chunk,
         .runtime = args->engine.Options(),
         .quiet = quiet,
-        .log =
-            [quiet](const std::string& line) {
-              if (quiet) return;
-              fmt::print("{}\n", line);
-              std::fflush(stdout);
-            },
+        .log = StepLog(),
     };
     const DemoResult demo = RunDemo(options);
     const CompareResult& result = demo.compare;

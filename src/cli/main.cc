@@ -16,6 +16,14 @@ GlobalOptions g_options;
 
 const GlobalOptions& Globals() { return g_options; }
 
+std::function<void(const std::string&)> StepLog() {
+  return [](const std::string& line) {
+    if (Globals().quiet) return;
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+}
+
 }  // namespace proctor::cli
 
 int main(int argc, char** argv) {

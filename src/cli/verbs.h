@@ -5,6 +5,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
 
 namespace proctor::cli {
 
@@ -14,6 +16,9 @@ struct GlobalOptions {
   bool quiet = false;  // no progress output
 };
 const GlobalOptions& Globals();
+
+// A pipeline's step log for the terminal: each line on stdout, flushed; nothing with --quiet.
+std::function<void(const std::string&)> StepLog();
 
 void RegisterVersionVerb(CLI::App& app);
 void RegisterGenerateVerb(CLI::App& app);
