@@ -215,8 +215,7 @@ class CompareRun {
   CompareRun(const CompareOptions& options, CompareResult* result)
       : o_(options), r_(*result), steps_(options.out_dir / "steps") {}
 
-  void Run() {
-    const std::vector<Candidate> plan = PlanCandidates(o_);
+  void Run(const std::vector<Candidate>& plan) {
     OpenTeacher();
     BuildCorpusStep();
     DumpStep();
@@ -238,6 +237,7 @@ class CompareRun {
     const EvalModel& t = *teacher_.model;
     r_.teacher = o_.teacher;
     r_.teacher_sha256 = teacher_.sha256;
+    r_.teacher_description = teacher_.description;
     r_.teacher_parameters = static_cast<double>(CountModelParameters(t.config(), t.weights()));
     r_.teacher_summary =
         fmt::format("{} ({:.2f}M parameters)", t.config().Summary(), r_.teacher_parameters / 1e6);
@@ -505,7 +505,7 @@ class CompareRun {
 CompareResult RunCompare(const CompareOptions& options) {
   const double start = MonotonicSeconds();
   CheckOptions(options);
-  PlanCandidates(options);  // every candidate checked before anything is created
+  const std::vector<Candidate> plan = PlanCandidates(options);  // checked before anything exists
   CompareResult result;
   result.out_dir = options.out_dir;
   result.chunk_size = options.chunk_size;
@@ -514,7 +514,7 @@ CompareResult RunCompare(const CompareOptions& options) {
   result.threads =
       (options.runtime.pool ? *options.runtime.pool : ThreadPool::Global()).num_threads();
   fs::create_directories(options.out_dir);
-  CompareRun(options, &result).Run();
+  CompareRun(options, &result).Run(plan);
   result.total_seconds = SecondsSince(start);
   return result;
 }
@@ -562,7 +562,7 @@ ResultsEnvelope CompareResultsEnvelope(const CompareResult& result, const Compar
   double hash_seconds = 0;
   {
     ScopedSeconds hashing(&hash_seconds);
-    env.inputs.push_back(DescribeModelInput("teacher", result.teacher));
+    env.inputs.push_back(result.teacher_description);  // hashed when the teacher was opened
     for (const auto& file : options.data) env.inputs.push_back(DescribeFileInput("data", file));
     if (fs::exists(result.corpus_dir / "manifest.json")) {
       env.outputs.push_back(DescribeCorpusInput("corpus", result.corpus_dir));

@@ -74,7 +74,8 @@ struct CompareResult {
   std::string teacher;
   std::string teacher_summary;
   std::string teacher_sha256;
-  std::string tokenizer;  // Describe() of the teacher's tokenizer
+  nlohmann::ordered_json teacher_description;  // EvalModel::Describe("teacher"): files, sha256
+  std::string tokenizer;                       // Describe() of the teacher's tokenizer
   std::string corpus_description;
   std::filesystem::path out_dir, corpus_dir, dump_dir;
   std::string corpus_sha256;
