@@ -5,17 +5,22 @@
 namespace proctor::quant {
 
 const BlockTraits* FindBlockTraits(DType type) {
-  // Two types per row, in the order of ggml_blocks.h.
+  // In the order of ggml_blocks.h.
   // clang-format off
-#define PROCTOR_TRAITS(T, kElems)                                                        \
+#define PROCTOR_TRAITS(T, kElems, quantize)                                              \
   {DType::k##T, kElems, sizeof(Block##T), Dequantize##T##Ref, Dequantize##T, Dot##T##Ref, \
-   Dot##T}
+   Dot##T, quantize}
   static const BlockTraits kTraits[] = {
-      PROCTOR_TRAITS(Q8_0, kQ8_0BlockElems), PROCTOR_TRAITS(Q4_0, kQ4_0BlockElems),
-      PROCTOR_TRAITS(Q4_1, kQK),             PROCTOR_TRAITS(Q5_0, kQK),
-      PROCTOR_TRAITS(Q5_1, kQK),             PROCTOR_TRAITS(Q2_K, kQK_K),
-      PROCTOR_TRAITS(Q3_K, kQK_K),           PROCTOR_TRAITS(Q4_K, kQK_K),
-      PROCTOR_TRAITS(Q5_K, kQK_K),           PROCTOR_TRAITS(Q6_K, kQK_K),
+      PROCTOR_TRAITS(Q8_0, kQ8_0BlockElems, QuantizeQ8_0Ref),
+      PROCTOR_TRAITS(Q4_0, kQ4_0BlockElems, QuantizeQ4_0Ref),
+      PROCTOR_TRAITS(Q4_1, kQK, QuantizeQ4_1Ref),
+      PROCTOR_TRAITS(Q5_0, kQK, QuantizeQ5_0Ref),
+      PROCTOR_TRAITS(Q5_1, kQK, QuantizeQ5_1Ref),
+      PROCTOR_TRAITS(Q2_K, kQK_K, nullptr),
+      PROCTOR_TRAITS(Q3_K, kQK_K, nullptr),
+      PROCTOR_TRAITS(Q4_K, kQK_K, QuantizeQ4_KRef),
+      PROCTOR_TRAITS(Q5_K, kQK_K, QuantizeQ5_KRef),
+      PROCTOR_TRAITS(Q6_K, kQK_K, QuantizeQ6_KRef),
   };
   // clang-format on
 #undef PROCTOR_TRAITS

@@ -130,6 +130,8 @@ static_assert(sizeof(BlockQ6_K) == 210, "GGUF Q6_K blocks are 210 bytes");
 using DequantizeBlocksFn = void (*)(const uint8_t* blocks, int64_t n_blocks, float* out);
 // Dot product of n_blocks blocks with x[n_blocks * block_elems].
 using DotBlocksFn = float (*)(const uint8_t* blocks, int64_t n_blocks, const float* x);
+// Quantizes x[n_blocks * block_elems] into n_blocks blocks.
+using QuantizeBlocksFn = void (*)(const float* x, int64_t n_blocks, uint8_t* blocks);
 
 struct BlockTraits {
   DType type;
@@ -139,6 +141,7 @@ struct BlockTraits {
   DequantizeBlocksFn dequantize_fast;  // SIMD (runtime-dispatched) version, bit-identical
   DotBlocksFn dot_ref;                 // scalar reference: f32 sum in element order
   DotBlocksFn dot_fast;                // SIMD: lane-order sums (agrees to f32 rounding)
+  QuantizeBlocksFn quantize_ref;       // ggml's reference quantizer; nullptr for Q2_K, Q3_K
 };
 
 // Traits of a block-quantized type, or nullptr when `type` is not one this build supports.
@@ -169,9 +172,9 @@ PROCTOR_DECLARE_BLOCK_KERNELS(Q5_K)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q6_K)
 #undef PROCTOR_DECLARE_BLOCK_KERNELS
 
-// Reference quantizers for the legacy blocks with ggml's rules, byte-identical to ggml's
-// quantize_row_*_ref (tested against libggml); used to build test matrices. (ggml's K-quant
-// quantizers are search-based; proctor has none.)
+// Reference quantizers with ggml's rules, byte-identical to ggml's quantize_row_*_ref (what
+// llama-quantize runs without an importance matrix; tested against libggml): the GGUF writer's
+// (model/gguf_quantize.h) and the tests' matrices.
 // Q8_0 / Q4_0: d = absmax / 127 or max-magnitude / -8, codes rounded to nearest.
 void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
@@ -180,6 +183,11 @@ void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+// Q4_K / Q5_K / Q6_K (ggml_k_quantize.cc): per sub-block scales (and minimums) found by ggml's
+// small error-minimizing search, then quantized against the super-block's largest.
+void QuantizeQ4_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ5_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ6_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 
 // K-quant scale unpacking, shared by the scalar and SIMD dequantizers.
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 packed bytes.

@@ -1,12 +1,13 @@
 // GGUF block types against ggml itself: the scalar dequantizers must be bit-identical to ggml's
 // own to_float (libggml-base from the llama.cpp source of the llama-cpp-python 0.3.36 sdist,
 // driven by tools/ggml_oracle.cc; both built by tools/oracle/setup.sh) on blocks made by ggml's
-// quantizer and on random blocks, and the Q4_0 / Q8_0 / Q4_1 / Q5_0 / Q5_1 reference quantizers
-// byte-identical to ggml's. Skips when the oracle cannot be built.
+// quantizer and on random blocks, and the Q4_0 / Q8_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K / Q6_K
+// reference quantizers byte-identical to ggml's. Skips when the oracle cannot be built.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,15 +59,12 @@ int RunCommand(const std::string& cmd) { return std::system((cmd + " >&2").c_str
 struct Case {
   DType type;
   const char* ggml_name;
-  void (*quantize_ref)(const float*, int64_t, uint8_t*);  // nullptr: no proctor quantizer
 };
 
 const Case kCases[] = {
-    {DType::kQ8_0, "q8_0", QuantizeQ8_0Ref}, {DType::kQ4_0, "q4_0", QuantizeQ4_0Ref},
-    {DType::kQ4_1, "q4_1", QuantizeQ4_1Ref}, {DType::kQ5_0, "q5_0", QuantizeQ5_0Ref},
-    {DType::kQ5_1, "q5_1", QuantizeQ5_1Ref}, {DType::kQ2_K, "q2_K", nullptr},
-    {DType::kQ3_K, "q3_K", nullptr},         {DType::kQ4_K, "q4_K", nullptr},
-    {DType::kQ5_K, "q5_K", nullptr},         {DType::kQ6_K, "q6_K", nullptr},
+    {DType::kQ8_0, "q8_0"}, {DType::kQ4_0, "q4_0"}, {DType::kQ4_1, "q4_1"}, {DType::kQ5_0, "q5_0"},
+    {DType::kQ5_1, "q5_1"}, {DType::kQ2_K, "q2_K"}, {DType::kQ3_K, "q3_K"}, {DType::kQ4_K, "q4_K"},
+    {DType::kQ5_K, "q5_K"}, {DType::kQ6_K, "q6_K"},
 };
 
 void ExpectBitIdentical(const std::vector<float>& ours, const std::vector<float>& ggml,
@@ -82,7 +80,8 @@ void ExpectBitIdentical(const std::vector<float>& ours, const std::vector<float>
 
 class GgmlOracle : public ::testing::TestWithParam<Case> {};
 
-// ggml quantizes a random matrix (rows 512 wide: two K-quant super-blocks, 16 small blocks);
+// ggml quantizes a random matrix (rows 512 wide: two K-quant super-blocks, 16 small blocks; a
+// zero, a constant, an all-positive and a tiny row among them);
 // proctor's reference and SIMD dequantizers reproduce ggml's dequantization bit for bit, and
 // proctor's quantizer (where it has one) produces ggml's bytes.
 TEST_P(GgmlOracle, QuantizedByGgmlDequantizesIdentically) {
@@ -92,8 +91,15 @@ TEST_P(GgmlOracle, QuantizedByGgmlDequantizesIdentically) {
   const Case& c = GetParam();
   const BlockTraits* traits = FindBlockTraits(c.type);
   ASSERT_NE(traits, nullptr);
-  const int64_t rows = 5, cols = 512;
+  const int64_t rows = 48, cols = 512;
   std::vector<float> input = testing::RandomWeights(rows * cols, 11 + static_cast<int>(c.type));
+  // Rows the searches treat specially: all zero, constant, all positive, and tiny values.
+  for (int64_t i = 0; i < cols; ++i) {
+    input[0 * cols + i] = 0.0f;
+    input[1 * cols + i] = 0.75f;
+    input[2 * cols + i] = std::fabs(input[2 * cols + i]);
+    input[3 * cols + i] *= 1e-12f;
+  }
   const std::string in = TempPath("in.f32"), blocks_path = TempPath("q.bin"),
                     values_path = TempPath("q.f32");
   WriteVector(in, input);
@@ -109,9 +115,9 @@ TEST_P(GgmlOracle, QuantizedByGgmlDequantizesIdentically) {
   traits->dequantize_fast(blocks.data(), n_blocks, fast.data());
   ExpectBitIdentical(ref, ggml_values, "reference");
   ExpectBitIdentical(fast, ggml_values, "SIMD");
-  if (c.quantize_ref != nullptr) {
+  if (traits->quantize_ref != nullptr) {
     std::vector<uint8_t> ours(blocks.size());
-    c.quantize_ref(input.data(), n_blocks, ours.data());
+    traits->quantize_ref(input.data(), n_blocks, ours.data());
     EXPECT_EQ(ours, blocks) << "proctor's quantizer differs from ggml's";
   }
   for (const auto& p : {in, blocks_path, values_path}) std::filesystem::remove(p);
