@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes a small random F32 llama GGUF whose matrix widths are multiples of 256 (so every
-K-quant applies), for the llama.cpp quantizer oracle test. Uses write_model_files.write_gguf.
+K-quant applies), for the llama.cpp quantizer oracle tests. Uses write_model_files.write_gguf.
 
-Usage: write_quant_test_model.py OUT.gguf
+Usage: write_quant_test_model.py OUT.gguf [LAYERS]   (1 layer unless told)
 """
 import os
 import sys
@@ -15,7 +15,8 @@ import write_model_files as w  # noqa: E402
 
 def main():
     rng = np.random.default_rng(5)
-    hidden, ff, heads, kv, head_dim, vocab, layers = 256, 512, 4, 2, 64, 256, 1
+    hidden, ff, heads, kv, head_dim, vocab = 256, 512, 4, 2, 64, 256
+    layers = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     p = "llama."
     meta = [("general.architecture", "string", "llama"), ("general.name", "string", "quant-test"),
             (p + "block_count", "uint32", layers), (p + "embedding_length", "uint32", hidden),

@@ -1,9 +1,13 @@
 // `proctor quantize SRC --out DIR [--bits B] [--group-size G] [--mode M] [--recipe R]
 // [--skip PATTERN]... [--json FILE]`: a full-precision model to an MLX-format directory
-// (model/mlx_export.h), with a summary of what was quantized, the bits per weight and the size.
+// (model/mlx_export.h); `proctor quantize SRC.gguf --out OUT.gguf --type T [--pure]`: a float
+// GGUF to llama.cpp's file type T (model/gguf_quantize.h). Both print what was quantized, the
+// bits per weight and the size.
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "model/gguf_quantize.h"
+#include "model/gguf_recipe.h"
 #include "model/mlx_export.h"
 #include "model/quant_recipe.h"
 #include "util/error.h"
@@ -22,15 +26,28 @@ void RegisterQuantizeVerb(CLI::App& app) {
     std::string recipe;
     std::vector<std::string> skip;
     std::string json;
+    std::string gguf_type;
+    bool pure = false;
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
-      "quantize", "Quantize a full-precision model into an MLX-format directory (mlx-lm layout)");
+      "quantize",
+      "Quantize a full-precision model into an MLX-format directory (mlx-lm layout), or a float "
+      "GGUF into a quantized GGUF (--type)");
+  verb->footer(
+      "Examples:\n"
+      "  proctor quantize Qwen/Qwen3-0.6B --out qwen-4bit --bits 4 --group-size 64\n"
+      "  proctor quantize model-f16.gguf --out model-q4_k_m.gguf --type q4_k_m\n"
+      "A GGUF written with --type has llama-quantize's tensor types and blocks (no importance "
+      "matrix) and carries the source's tokenizer, chat template and metadata.");
   verb->add_option("source", args->source,
                    "Model directory (f32/f16/bf16 safetensors), .gguf with float tensors, or "
                    "cached HF id")
       ->required();
-  verb->add_option("-o,--out", args->out, "Output directory (must not exist, or be empty)")
+  verb->add_option(
+          "-o,--out", args->out,
+          "Output: an MLX directory (must not exist, or be empty), or with --type a .gguf file "
+          "(must not exist)")
       ->required();
   verb->add_option("--bits", args->bits,
                    "Bits per weight: affine 2, 3, 4, 5, 6, 8 (default 4); mxfp4/nvfp4 4; mxfp8 8");
@@ -45,8 +62,49 @@ void RegisterQuantizeVerb(CLI::App& app) {
   verb->add_option("--skip", args->skip,
                    "Keep modules matching this glob in full precision (repeatable; '*' matches "
                    "anything, e.g. 'lm_head' or 'model.layers.0.*')");
+  verb->add_option("--type", args->gguf_type,
+                   "Write a GGUF of this llama.cpp file type (" + GgufFileTypeNames() +
+                       "); the source must be a GGUF with float tensors and --out a .gguf name");
+  verb->add_flag("--pure", args->pure,
+                 "With --type: every quantizable tensor at the type's base type (llama-quantize "
+                 "--pure), no per-tensor rules");
   verb->add_option("--json", args->json, "Also write the summary as JSON to this file");
-  verb->callback([args] {
+  verb->callback([args, verb] {
+    const bool gguf_out = !args->gguf_type.empty();
+    if (gguf_out) {
+      for (const char* mlx_only : {"--bits", "--group-size", "--mode", "--recipe", "--skip"}) {
+        if (verb->count(mlx_only) > 0) {
+          Fail("quantize", "{} is for MLX output; a GGUF's types come from --type {}", mlx_only,
+               args->gguf_type);
+        }
+      }
+    } else if (args->pure) {
+      Fail("quantize", "--pure needs --type (it is a GGUF option)");
+    } else if (args->out.ends_with(".gguf")) {
+      Fail("quantize", "--out {} names a GGUF file: say which file type with --type ({})",
+           args->out, GgufFileTypeNames());
+    }
+    const bool quiet = Globals().quiet;
+    std::unique_ptr<Progress> progress;
+    auto on_tensor = [&](const std::string&, size_t, size_t count) {
+      if (!progress) {
+        progress = std::make_unique<Progress>(
+            Progress::Options{.label = "quantize",
+                              .unit = "tensors",
+                              .total = count,
+                              .mode = quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
+      }
+      progress->Advance();
+    };
+    if (gguf_out) {
+      const GgufQuantizeReport report = QuantizeModelToGguf(
+          args->source, args->out,
+          GgufQuantizeOptions{.type = args->gguf_type, .pure = args->pure, .on_tensor = on_tensor});
+      if (progress) progress->Finish();
+      fmt::print("{}", report.Summary());
+      if (!args->json.empty()) WriteFileAtomic(args->json, report.ToJson().dump(2) + "\n");
+      return;
+    }
     MlxQuantizeOptions options;
     const std::optional<quant::MlxMode> mode = quant::ParseMlxMode(args->mode);
     if (!mode) {
@@ -57,18 +115,7 @@ void RegisterQuantizeVerb(CLI::App& app) {
     options.group_size = args->group_size;
     options.recipe = args->recipe;
     options.skip_patterns = args->skip;
-    const bool quiet = Globals().quiet;
-    std::unique_ptr<Progress> progress;
-    options.on_tensor = [&](const std::string&, size_t, size_t count) {
-      if (!progress) {
-        progress = std::make_unique<Progress>(
-            Progress::Options{.label = "quantize",
-                              .unit = "tensors",
-                              .total = count,
-                              .mode = quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
-      }
-      progress->Advance();
-    };
+    options.on_tensor = on_tensor;
     const MlxQuantizeReport report = QuantizeModelToMlx(args->source, args->out, options);
     if (progress) progress->Finish();
     fmt::print("{}", report.Summary());

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -111,6 +112,91 @@ TEST(QuantizeVerb, BadInputIsAClearError) {
   r = Proctor(fmt::format("quantize {} --out {}", (tmp.path() / "missing").string(), again));
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(Contains(r.out, "missing")) << r.out;
+}
+
+}  // namespace
+}  // namespace proctor::cli_test
+
+namespace proctor::cli_test {
+namespace {
+
+// --type: a GGUF of llama.cpp's file type (the file itself against llama-quantize:
+// model/gguf_quantize_oracle_test.cc). It carries the tokenizer, so `generate --prompt` runs on
+// it and writes the same story as on the f32 source for a near-lossless type; --json lists
+// every tensor.
+TEST(QuantizeVerb, GgufOutputCarriesTheTokenizerAndRuns) {
+  const fs::path src = Fixtures() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(src)) GTEST_SKIP() << "fixture absent: " << src;
+  TempDir tmp;
+  const fs::path out = tmp.path() / "s-q8_0.gguf", json_path = tmp.path() / "q.json";
+  Result r = Proctor(fmt::format("quantize {} --out {} --type q8_0 --json {}", src.string(),
+                                 out.string(), json_path.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "general.file_type 7")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "q8_0")) << r.out;
+  std::ifstream in(json_path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["type"], "q8_0");
+  EXPECT_EQ(j["format"], "gguf");
+  EXPECT_EQ(j["tensors"].size(), 48u);
+  EXPECT_EQ(j["file_bytes"].get<uint64_t>(), fs::file_size(out));
+
+  const std::string generate = " --prompt \"Once upon a time\" -n 24";
+  const Result from_f32 = Proctor("generate " + src.string() + generate);
+  const Result from_q8 = Proctor("generate " + out.string() + generate);
+  ASSERT_EQ(from_q8.status, 0) << from_q8.out;
+  auto story = [](const std::string& text) { return text.substr(0, text.find("generated ")); };
+  EXPECT_GT(story(from_q8.out).size(), 40u) << from_q8.out;
+  EXPECT_EQ(story(from_q8.out), story(from_f32.out));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(QuantizeVerb, GgufOutputBadInputIsAClearError) {
+  const fs::path src = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path hf = Fixtures() / "hf-goldens" / "llama-f32";
+  if (!fs::exists(src) || !fs::exists(hf)) GTEST_SKIP() << "fixtures absent";
+  TempDir tmp;
+  const std::string out = (tmp.path() / "o.gguf").string();
+  struct Case {
+    std::string args;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {src.string() + " --out " + out + " --type q3_k_m",
+       {"unknown --type \"q3_k_m\"", "q4_k_m, q5_k_s"}},
+      {src.string() + " --out " + out + " --type q4_0 --bits 4", {"--bits is for MLX output"}},
+      {src.string() + " --out " + out + " --type q4_0 --recipe mixed_3_6", {"--recipe"}},
+      {src.string() + " --out " + (tmp.path() / "o.bin").string() + " --type q4_0",
+       {"must end in .gguf"}},
+      {src.string() + " --out " + out, {"names a GGUF file", "--type"}},
+      {src.string() + " --out " + (tmp.path() / "dir").string() + " --pure", {"--pure needs"}},
+      {hf.string() + " --out " + out + " --type q4_0",
+       {"safetensors directory", "convert_hf_to_gguf.py"}},
+  };
+  for (const Case& c : cases) {
+    const Result r = Proctor("quantize " + c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
+    for (const std::string& part : c.expected) {
+      EXPECT_TRUE(Contains(r.out, part)) << c.args << ": missing " << part << " in\n" << r.out;
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(tmp.path()));
+  // A quantized GGUF is not a source, and an existing --out is not overwritten.
+  ASSERT_EQ(Proctor(fmt::format("quantize {} --out {} --type q4_0", src.string(), out)).status, 0);
+  const std::string before = ReadFile(out);
+  Result r = Proctor(fmt::format("quantize {} --out {} --type q8_0", src.string(), out));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "already exists")) << r.out;
+  EXPECT_EQ(ReadFile(out), before);
+  const std::string again = (tmp.path() / "again.gguf").string();
+  r = Proctor(fmt::format("quantize {} --out {} --type q8_0", out, again));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "already quantized (q4_0)")) << r.out;
+  EXPECT_FALSE(fs::exists(again));
 }
 
 }  // namespace
