@@ -166,8 +166,8 @@ TEST(QuantizeVerb, GgufOutputBadInputIsAClearError) {
     std::vector<std::string> expected;
   };
   const std::vector<Case> cases = {
-      {src.string() + " --out " + out + " --type q3_k_m",
-       {"unknown --type \"q3_k_m\"", "q4_k_m, q5_k_s"}},
+      {src.string() + " --out " + out + " --type iq4_xs",
+       {"unknown --type \"iq4_xs\"", "q4_k_m, q5_k_s"}},
       {src.string() + " --out " + out + " --type q4_0 --bits 4", {"--bits is for MLX output"}},
       {src.string() + " --out " + out + " --type q4_0 --recipe mixed_3_6", {"--recipe"}},
       {src.string() + " --out " + (tmp.path() / "o.bin").string() + " --type q4_0",

@@ -85,6 +85,10 @@ DType Fallback(DType type, const GgufTensorPlan& t) {
     case DType::kQ6_K:
       demoted = DType::kQ8_0;
       break;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+      demoted = DType::kQ4_0;
+      break;
     default:
       break;
   }
@@ -101,57 +105,80 @@ struct Counters {
 DType MixedType(const GgufFileType& ft, const GgufModelFacts& facts, bool tied, Counters& c,
                 const GgufTensorPlan& t, std::string* why) {
   const std::string_view f = ft.name;
-  const bool k_m = f == "q4_k_m" || f == "q5_k_m";
+  const bool falcon = facts.architecture == "falcon";
+  const int n_gqa = facts.n_head_kv > 0 ? facts.n_head / facts.n_head_kv : 0;
   DType type = ft.base;
+  auto set = [&](DType to, std::string reason) {
+    type = to;
+    *why = std::move(reason);
+  };
   const Category category = CategoryOf(t.name);
   if (category == Category::kOutput || (tied && category == Category::kTokenEmbd)) {
-    if (!Fits(ft.base, t)) {
-      type = DType::kQ8_0;
+    const std::string what = category == Category::kOutput ? "output" : "tied output";
+    if (falcon || !Fits(ft.base, t)) {
+      set(DType::kQ8_0, what);
     } else if (ft.base != DType::kQ8_0) {
-      type = DType::kQ6_K;
+      set(DType::kQ6_K, what);
     }
-    *why = category == Category::kOutput ? "output" : "tied output";
   } else if (category == Category::kAttnV) {
     const int i = c.attn_v_seen++;
-    if (k_m && UseMoreBits(i, c.attn_v_total)) {
-      type = DType::kQ6_K;
-      *why = fmt::format("attn_v {} of {}: use_more_bits", i, c.attn_v_total);
+    const int n = c.attn_v_total;
+    if (f == "q2_k") {
+      set(n_gqa >= 4 ? DType::kQ4_K : DType::kQ3_K,
+          fmt::format("attn_v, {} query heads per KV head", n_gqa));
+    } else if (f == "q3_k_m") {
+      set(i < 2 ? DType::kQ5_K : DType::kQ4_K, fmt::format("attn_v {} of {}", i, n));
+    } else if (f == "q3_k_l") {
+      set(DType::kQ5_K, "attn_v");
+    } else if ((f == "q4_k_m" || f == "q5_k_m") && UseMoreBits(i, n)) {
+      set(DType::kQ6_K, fmt::format("attn_v {} of {}: use_more_bits", i, n));
     } else if (f == "q4_k_s" && i < 4) {
-      type = DType::kQ5_K;
-      *why = fmt::format("attn_v {} < 4", i);
+      set(DType::kQ5_K, fmt::format("attn_v {} < 4", i));
     }
     const bool llama_70b =
         facts.architecture == "llama" && facts.n_layer == 80 && facts.n_head != facts.n_head_kv;
     if (llama_70b && (type == DType::kQ3_K || type == DType::kQ4_K)) {
-      type = DType::kQ5_K;
-      *why = "70B attn_v";
+      set(DType::kQ5_K, "70B attn_v");
     }
-    if (facts.n_expert == 8) {
-      type = DType::kQ8_0;
-      *why = "8 experts";
-    }
+    if (facts.n_expert == 8) set(DType::kQ8_0, "attn_v, 8 experts");
   } else if (category == Category::kAttnK) {
-    if (facts.n_expert == 8) {
-      type = DType::kQ8_0;
-      *why = "8 experts";
-    }
+    if (facts.n_expert == 8) set(DType::kQ8_0, "attn_k, 8 experts");
   } else if (category == Category::kFfnDown) {
-    int layer = c.ffn_down_seen++;
-    if (facts.n_expert > 1) layer = GgufLayerOf(t.name);
+    int i = c.ffn_down_seen++;
+    if (facts.n_expert > 1) i = GgufLayerOf(t.name);
     const int n = facts.n_layer;
-    if (k_m && UseMoreBits(layer, n)) {
-      type = DType::kQ6_K;
-      *why = fmt::format("ffn_down layer {} of {}: use_more_bits", layer, n);
-    } else if (f == "q4_k_s" && layer < n / 8) {
-      type = DType::kQ5_K;
-      *why = fmt::format("ffn_down layer {} < {}/8", layer, n);
+    const std::string layer = fmt::format("ffn_down layer {} of {}", i, n);
+    if (f == "q2_k") {
+      set(DType::kQ3_K, "ffn_down");
+    } else if (f == "q3_k_m") {
+      const DType mid = !falcon || UseMoreBits(i, n) ? DType::kQ4_K : DType::kQ3_K;
+      set(i < n / 16 ? DType::kQ5_K : mid, layer);
+    } else if (f == "q3_k_l") {
+      set(falcon ? DType::kQ4_K : DType::kQ5_K, "ffn_down");
+    } else if (f == "q4_k_m" && falcon) {
+      const DType rest = UseMoreBits(i, n) ? DType::kQ5_K : DType::kQ4_K;
+      set(i < n / 16 ? DType::kQ6_K : rest, layer);
+    } else if ((f == "q4_k_m" || f == "q5_k_m") && UseMoreBits(i, n)) {
+      set(DType::kQ6_K, layer + ": use_more_bits");
+    } else if (f == "q4_k_s" && !falcon && i < n / 8) {
+      set(DType::kQ5_K, fmt::format("{} < {}/8", layer, n));
     }
   } else if (category == Category::kAttnOutput) {
-    if (facts.n_expert == 8 && (f == "q4_k_s" || f == "q4_k_m")) {
-      type = DType::kQ5_K;
-      *why = "8 experts";
+    if (falcon) {
+      if (f == "q3_k_l") set(DType::kQ4_K, "attn_output");
+    } else if (facts.n_expert == 8) {
+      if (f == "q2_k" || f == "q3_k_s" || f == "q3_k_m" || f == "q4_k_s" || f == "q4_k_m") {
+        set(DType::kQ5_K, "attn_output, 8 experts");
+      }
+    } else if (f == "q2_k") {
+      set(DType::kQ3_K, "attn_output");
+    } else if (f == "q3_k_m") {
+      set(DType::kQ4_K, "attn_output");
+    } else if (f == "q3_k_l") {
+      set(DType::kQ5_K, "attn_output");
     }
   }
+  if (type == ft.base) why->clear();
   return type;
 }
 
@@ -164,13 +191,16 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 const std::vector<GgufFileType>& GgufFileTypes() {
+  // clang-format off
   static const std::vector<GgufFileType> kTypes = {
-      {"f32", 0, DType::kF32},      {"f16", 1, DType::kF16},      {"bf16", 32, DType::kBF16},
-      {"q8_0", 7, DType::kQ8_0},    {"q4_0", 2, DType::kQ4_0},    {"q4_1", 3, DType::kQ4_1},
-      {"q5_0", 8, DType::kQ5_0},    {"q5_1", 9, DType::kQ5_1},    {"q4_k_s", 14, DType::kQ4_K},
-      {"q4_k_m", 15, DType::kQ4_K}, {"q5_k_s", 16, DType::kQ5_K}, {"q5_k_m", 17, DType::kQ5_K},
-      {"q6_k", 18, DType::kQ6_K},
+      {"f32", 0, DType::kF32},       {"f16", 1, DType::kF16},       {"bf16", 32, DType::kBF16},
+      {"q8_0", 7, DType::kQ8_0},     {"q4_0", 2, DType::kQ4_0},     {"q4_1", 3, DType::kQ4_1},
+      {"q5_0", 8, DType::kQ5_0},     {"q5_1", 9, DType::kQ5_1},     {"q2_k", 10, DType::kQ2_K},
+      {"q3_k_s", 11, DType::kQ3_K},  {"q3_k_m", 12, DType::kQ3_K},  {"q3_k_l", 13, DType::kQ3_K},
+      {"q4_k_s", 14, DType::kQ4_K},  {"q4_k_m", 15, DType::kQ4_K},  {"q5_k_s", 16, DType::kQ5_K},
+      {"q5_k_m", 17, DType::kQ5_K},  {"q6_k", 18, DType::kQ6_K},
   };
+  // clang-format on
   return kTypes;
 }
 

@@ -8,17 +8,23 @@
 // position / token-type embeddings, small convolution and RWKV mixing weights.
 // For a quantized file type with base type B, before the shape fallback (and not with --pure):
 //   output.weight (and token_embd.weight when the head is tied, i.e. no output.weight): Q8_0
-//     when its rows are not whole B blocks, else Q6_K unless B is Q8_0;
-//   attn_v / attn_qkv / attn_kv_b, counting them in llama.cpp's order (layer, then name) as i of
-//     n: q4_k_m and q5_k_m take Q6_K where use_more_bits(i, n); q4_k_s takes Q5_K for i < 4;
-//     a 70B llama (80 layers, grouped KV) lifts Q4_K to Q5_K; 8 experts: Q8_0;
+//     for falcon or when its rows are not whole B blocks, else Q6_K unless B is Q8_0;
+//   attn_v / attn_qkv / attn_kv_b, counted in llama.cpp's order (layer, then name) as i of n:
+//     q2_k Q4_K with 4 or more query heads per KV head, else Q3_K; q3_k_m Q5_K for i < 2, else
+//     Q4_K; q3_k_l Q5_K; q4_k_m and q5_k_m Q6_K where use_more_bits(i, n); q4_k_s Q5_K for
+//     i < 4; then a 70B llama (80 layers, grouped KV) lifts Q3_K / Q4_K to Q5_K, and 8 experts
+//     make it Q8_0;
 //   attn_k with 8 experts: Q8_0;
-//   ffn_down of layer i of L: q4_k_m and q5_k_m take Q6_K where use_more_bits(i, L), q4_k_s
-//     Q5_K for i < L/8;
-//   attn_output with 8 experts and q4_k_s / q4_k_m: Q5_K;
+//   ffn_down of layer i of L: q2_k Q3_K; q3_k_m Q5_K for i < L/16, else Q4_K (falcon: Q3_K
+//     unless use_more_bits); q3_k_l Q5_K (falcon Q4_K); q4_k_m Q6_K where use_more_bits(i, L)
+//     (falcon: Q6_K for i < L/16, else Q5_K where use_more_bits, else Q4_K); q5_k_m Q6_K where
+//     use_more_bits; q4_k_s Q5_K for i < L/8 (not falcon);
+//   attn_output: with 8 experts Q5_K for q2_k, q3_k_s, q3_k_m, q4_k_s, q4_k_m; otherwise q2_k
+//     Q3_K, q3_k_m Q4_K, q3_k_l Q5_K (falcon: q3_k_l Q4_K only);
 // with use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2 (integer division).
-// Shape fallback: rows (dims[0]) that are not whole blocks of the chosen type demote Q4_K to
-// Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and a type whose blocks still do not fit to F16.
+// Shape fallback: rows (dims[0]) that are not whole blocks of the chosen type demote Q2_K and
+// Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and a type whose blocks still do not
+// fit to F16.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +43,9 @@ struct GgufFileType {
   DType base;             // the type of most weights
 };
 
-// The file types proctor writes: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s,
-// q4_k_m, q5_k_s, q5_k_m, q6_k. Names are matched case-insensitively ("Q4_K_M").
+// The file types proctor writes: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_s,
+// q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k (all of llama-quantize's that need no
+// importance matrix and no IQ / TQ / MXFP4 block type). Names match case-insensitively.
 const std::vector<GgufFileType>& GgufFileTypes();
 std::optional<GgufFileType> FindGgufFileType(std::string_view name);
 std::string GgufFileTypeNames();  // "f32, f16, ..., q6_k"

@@ -50,9 +50,11 @@ TEST(GgufRecipe, FileTypesByName) {
   EXPECT_EQ(FindGgufFileType("Q4_K_M")->llama_ftype, 15u);
   EXPECT_EQ(FindGgufFileType("bf16")->llama_ftype, 32u);
   EXPECT_EQ(FindGgufFileType("q8_0")->base, DType::kQ8_0);
-  EXPECT_FALSE(FindGgufFileType("q3_k_m").has_value());
+  EXPECT_FALSE(FindGgufFileType("q2_k_s").has_value());  // needs an importance matrix
+  EXPECT_FALSE(FindGgufFileType("iq4_xs").has_value());
   EXPECT_EQ(GgufFileTypeNames(),
-            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k");
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, "
+            "q4_k_m, q5_k_s, q5_k_m, q6_k");
 }
 
 TEST(GgufRecipe, LlamaCppOrderIsLayerThenName) {
@@ -100,6 +102,43 @@ TEST(GgufRecipe, Q4KSLiftsTheFirstFourVAndTheFirstEighthOfDown) {
     EXPECT_EQ(types.at(b + "attn_v.weight"), i < 4 ? "q5_k" : "q4_k") << i;
     EXPECT_EQ(types.at(b + "ffn_down.weight"), i < 2 ? "q5_k" : "q4_k") << i;
   }
+}
+
+TEST(GgufRecipe, TwoAndThreeBitTypesLiftAttentionAndDown) {
+  // 32 layers: L/16 = 2. Facts: 8 query heads on 2 KV heads (4 per KV head).
+  auto types = Types("q3_k_m", 32, 512, true);
+  EXPECT_EQ(types.at("blk.1.attn_v.weight"), "q5_k");
+  EXPECT_EQ(types.at("blk.2.attn_v.weight"), "q4_k");
+  EXPECT_EQ(types.at("blk.1.ffn_down.weight"), "q5_k");
+  EXPECT_EQ(types.at("blk.2.ffn_down.weight"), "q4_k");
+  EXPECT_EQ(types.at("blk.2.attn_output.weight"), "q4_k");
+  EXPECT_EQ(types.at("blk.2.attn_q.weight"), "q3_k");
+  types = Types("q3_k_l", 32, 512, true);
+  EXPECT_EQ(types.at("blk.9.attn_v.weight"), "q5_k");
+  EXPECT_EQ(types.at("blk.9.ffn_down.weight"), "q5_k");
+  EXPECT_EQ(types.at("blk.9.attn_output.weight"), "q5_k");
+  types = Types("q3_k_s", 32, 512, true);
+  EXPECT_EQ(types.at("blk.0.attn_v.weight"), "q3_k");
+  EXPECT_EQ(types.at("blk.0.ffn_down.weight"), "q3_k");
+  types = Types("q2_k", 4, 512, true);
+  EXPECT_EQ(types.at("blk.0.attn_v.weight"), "q4_k");  // 4 query heads per KV head
+  EXPECT_EQ(types.at("blk.0.ffn_down.weight"), "q3_k");
+  EXPECT_EQ(types.at("blk.0.attn_output.weight"), "q3_k");
+  EXPECT_EQ(types.at("blk.0.ffn_up.weight"), "q2_k");
+  EXPECT_EQ(Types("q2_k", 4, 512, true, false, {"llama", 0, 0, 8, 4}).at("blk.0.attn_v.weight"),
+            "q3_k");
+  // Rows of 96 do not fit 256-value blocks: Q2_K / Q3_K fall back to Q4_0.
+  EXPECT_EQ(Types("q2_k", 4, 96, true).at("blk.0.ffn_down.weight"), "q4_0");
+}
+
+TEST(GgufRecipe, FalconKeepsItsOwnRules) {
+  const GgufModelFacts falcon{"falcon", 0, 0, 8, 2};
+  auto types = Types("q4_k_m", 32, 512, true, false, falcon);
+  EXPECT_EQ(types.at("output.weight"), "q8_0");
+  EXPECT_EQ(types.at("blk.1.ffn_down.weight"), "q6_k");  // i < L/16
+  EXPECT_EQ(types.at("blk.2.ffn_down.weight"), "q5_k");  // use_more_bits(2, 32): i < 4
+  EXPECT_EQ(types.at("blk.5.ffn_down.weight"), "q4_k");
+  EXPECT_EQ(Types("q4_k_s", 32, 512, true, false, falcon).at("blk.0.ffn_down.weight"), "q4_k");
 }
 
 TEST(GgufRecipe, ShapesThatDoNotFitFallBack) {

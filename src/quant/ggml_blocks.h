@@ -141,7 +141,7 @@ struct BlockTraits {
   DequantizeBlocksFn dequantize_fast;  // SIMD (runtime-dispatched) version, bit-identical
   DotBlocksFn dot_ref;                 // scalar reference: f32 sum in element order
   DotBlocksFn dot_fast;                // SIMD: lane-order sums (agrees to f32 rounding)
-  QuantizeBlocksFn quantize_ref;       // ggml's reference quantizer; nullptr for Q2_K, Q3_K
+  QuantizeBlocksFn quantize_ref;       // ggml's reference quantizer
 };
 
 // Traits of a block-quantized type, or nullptr when `type` is not one this build supports.
@@ -183,8 +183,11 @@ void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_1Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
-// Q4_K / Q5_K / Q6_K (ggml_k_quantize.cc): per sub-block scales (and minimums) found by ggml's
-// small error-minimizing search, then quantized against the super-block's largest.
+// Q2_K / Q3_K / Q4_K / Q5_K / Q6_K (ggml_k_quantize.cc): per sub-block scales (and minimums)
+// found by ggml's small error-minimizing searches, then quantized against the super-block's
+// largest.
+void QuantizeQ2_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeQ3_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ6_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);

@@ -1,7 +1,7 @@
-// ggml's reference quantizers for the Q4_K, Q5_K and Q6_K super-blocks (what llama-quantize runs
-// without an importance matrix), byte-identical to libggml's quantize_row_q{4,5,6}_K_ref.
+// ggml's reference quantizers for the K-quant super-blocks (what llama-quantize runs without an
+// importance matrix), byte-identical to libggml's quantize_row_q{2,3,4,5,6}_K_ref.
 // Each 16- or 32-value sub-block gets its own scale (and minimum) by a small search that
-// minimizes the weighted squared error; the sub-block scales are then quantized to 6 or 8 bits
+// minimizes a weighted error; the sub-block scales are then quantized to 6 or 8 bits
 // against the super-block's largest, and every value is re-coded against its decoded scale.
 // Every f32 operation is ggml's, in ggml's order (the layer compiles with -ffp-contract=off).
 #include <cmath>
@@ -73,13 +73,68 @@ float SignedCodesWithScale(int n, int nmax, const float* x, int8_t* codes) {
   return scale;
 }
 
-// Codes in [0, nmax] for 32 values with a scale and a minimum (value ~ scale * code - min_out):
-// min/max first, then nstep + 1 candidate scales around nmax / (max - min), each with its
-// weighted least-squares scale and minimum, keeping the smallest weighted squared error.
-// ggml's make_qkx2_quants (use_mad false).
-float UnsignedCodesWithScaleAndMin(int nmax, const float* x, const float* weights, uint8_t* codes,
-                                   float* min_out, float rmin, float rdelta, int nstep) {
-  constexpr int n = 32;
+// Signed codes in [-nmax, nmax) for 16 values (stored as code + nmax; all zero for an all-zero
+// input) and their scale: through the value of largest magnitude, then up to 5 passes that
+// re-code one value at a time when that raises (sum w x l)^2 / sum w l^2 (weights x^2).
+// ggml's make_q3_quants with do_rmse.
+float SignedCodesRefined(int n, int nmax, const float* x, int8_t* codes) {
+  float max = 0.0f, amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {
+    std::memset(codes, 0, static_cast<size_t>(n));
+    return 0.0f;
+  }
+  auto clamp = [&](int l) { return l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l); };
+  const float iscale = -static_cast<float>(nmax) / max;
+  float sumlx = 0.0f, suml2 = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const int l = clamp(NearestInt(iscale * x[i]));
+    codes[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * static_cast<float>(l);
+    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      const float li = static_cast<float>(codes[i]);
+      float slx = sumlx - w * x[i] * li;
+      if (slx > 0) {
+        float sl2 = suml2 - w * li * li;
+        const int new_l = clamp(NearestInt(x[i] * sl2 / slx));
+        if (new_l != codes[i]) {
+          const float nl = static_cast<float>(new_l);
+          slx += w * x[i] * nl;
+          sl2 += w * nl * nl;
+          if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+            codes[i] = static_cast<int8_t>(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++changed;
+          }
+        }
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) codes[i] = static_cast<int8_t>(codes[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Codes in [0, nmax] for n (16 or 32) values with a scale and a minimum (value ~ scale * code -
+// min_out): min/max first, then nstep + 1 candidate scales around nmax / (max - min), each with
+// its weighted least-squares scale and minimum, keeping the smallest weighted error (squared, or
+// absolute with `absolute_error`). ggml's make_qkx2_quants.
+float UnsignedCodesWithScaleAndMin(int n, int nmax, const float* x, const float* weights,
+                                   uint8_t* codes, float* min_out, float rmin, float rdelta,
+                                   int nstep, bool absolute_error) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -92,7 +147,7 @@ float UnsignedCodesWithScaleAndMin(int nmax, const float* x, const float* weight
   }
   if (min > 0) min = 0;
   if (max == min) {
-    std::memset(codes, 0, n);
+    std::memset(codes, 0, static_cast<size_t>(n));
     *min_out = -min;
     return 0.0f;
   }
@@ -106,10 +161,10 @@ float UnsignedCodesWithScaleAndMin(int nmax, const float* x, const float* weight
   for (int i = 0; i < n; ++i) {
     codes[i] = static_cast<uint8_t>(code_at(iscale, i));
     float diff = scale * static_cast<float>(codes[i]) + min - x[i];
-    diff = diff * diff;
+    diff = absolute_error ? std::fabs(diff) : diff * diff;
     best_error += weights[i] * diff;
   }
-  uint8_t trial[n];
+  uint8_t trial[32];
   for (int step = 0; step <= nstep; ++step) {
     iscale = (rmin + rdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
@@ -133,11 +188,11 @@ float UnsignedCodesWithScaleAndMin(int nmax, const float* x, const float* weight
       float error = 0;
       for (int i = 0; i < n; ++i) {
         float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-        diff = diff * diff;
+        diff = absolute_error ? std::fabs(diff) : diff * diff;
         error += weights[i] * diff;
       }
       if (error < best_error) {
-        std::memcpy(codes, trial, n);
+        std::memcpy(codes, trial, static_cast<size_t>(n));
         best_error = error;
         scale = this_scale;
         min = this_min;
@@ -146,6 +201,18 @@ float UnsignedCodesWithScaleAndMin(int nmax, const float* x, const float* weight
   }
   *min_out = -min;
   return scale;
+}
+
+// 256 2-bit codes into 64 bytes: in each 128-value half h, byte 32h + l holds values
+// 128h + l + 32k at bits 2k (k = 0..3).
+void PackTwoBitCodes(const uint8_t* codes, uint8_t* qs) {
+  for (int h = 0; h < kQK_K / 128; ++h) {
+    const uint8_t* c = codes + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      qs[32 * h + l] =
+          static_cast<uint8_t>(c[l] | (c[l + 32] << 2) | (c[l + 64] << 4) | (c[l + 96] << 6));
+    }
+  }
 }
 
 // The shared part of Q4_K and Q5_K: per 32-value sub-block a scale and minimum (weights
@@ -163,8 +230,8 @@ void QuantizeScaledMinSuperBlock(const float* x, int nmax, float rmin, int nstep
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = UnsignedCodesWithScaleAndMin(nmax, xs, weights, codes + 32 * j, &mins[j], rmin,
-                                             0.1f, nstep);
+    scales[j] = UnsignedCodesWithScaleAndMin(32, nmax, xs, weights, codes + 32 * j, &mins[j], rmin,
+                                             0.1f, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -202,6 +269,110 @@ void QuantizeScaledMinSuperBlock(const float* x, int nmax, float rmin, int nstep
 }
 
 }  // namespace
+
+void QuantizeQ2_KRef(const float* x, int64_t n_blocks, uint8_t* blocks) {
+  constexpr int kSub = kQK_K / 16;
+  constexpr float kScaleMax = 15.f;
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK_K) {
+    BlockQ2_K block;
+    uint8_t codes[kQK_K];
+    float scales[kSub], mins[kSub], weights[16];
+    float max_scale = 0, max_min = 0;
+    for (int s = 0; s < kSub; ++s) {
+      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * s + l]);
+      scales[s] = UnsignedCodesWithScaleAndMin(16, 3, x + 16 * s, weights, codes + 16 * s, &mins[s],
+                                               -0.5f, 0.1f, 15, true);
+      if (scales[s] > max_scale) max_scale = scales[s];
+      if (mins[s] > max_min) max_min = mins[s];
+    }
+    // ggml stores the rounded codes into the uint8_t scale bytes as they come.
+    if (max_scale > 0) {
+      const float iscale = kScaleMax / max_scale;
+      for (int s = 0; s < kSub; ++s) {
+        block.scales[s] = static_cast<uint8_t>(NearestInt(iscale * scales[s]));
+      }
+      block.d = F32ToF16(max_scale / kScaleMax);
+    } else {
+      std::memset(block.scales, 0, sizeof(block.scales));
+      block.d = F32ToF16(0.f);
+    }
+    if (max_min > 0) {
+      const float iscale = kScaleMax / max_min;
+      for (int s = 0; s < kSub; ++s) {
+        block.scales[s] |= static_cast<uint8_t>(NearestInt(iscale * mins[s]) << 4);
+      }
+      block.dmin = F32ToF16(max_min / kScaleMax);
+    } else {
+      block.dmin = F32ToF16(0.f);
+    }
+    for (int s = 0; s < kSub; ++s) {
+      const float d = F16ToF32(block.d) * static_cast<float>(block.scales[s] & 0xF);
+      if (d == 0.0f) continue;
+      const float dm = F16ToF32(block.dmin) * static_cast<float>(block.scales[s] >> 4);
+      for (int i = 0; i < 16; ++i) {
+        const int l = NearestInt((x[16 * s + i] + dm) / d);
+        codes[16 * s + i] = static_cast<uint8_t>(l < 0 ? 0 : (l > 3 ? 3 : l));
+      }
+    }
+    PackTwoBitCodes(codes, block.qs);
+    std::memcpy(blocks + b * sizeof(BlockQ2_K), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ3_KRef(const float* x, int64_t n_blocks, uint8_t* blocks) {
+  constexpr int kSub = kQK_K / 16;
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK_K) {
+    BlockQ3_K block;
+    int8_t codes[kQK_K];
+    float scales[kSub];
+    float max_scale = 0, amax = 0;
+    for (int s = 0; s < kSub; ++s) {
+      scales[s] = SignedCodesRefined(16, 4, x + 16 * s, codes + 16 * s);
+      if (std::fabs(scales[s]) > amax) {
+        amax = std::fabs(scales[s]);
+        max_scale = scales[s];
+      }
+    }
+    // 16 6-bit scale codes: low nibbles in bytes 0..7 (sub-blocks 0..7 low, 8..15 high nibble),
+    // the two high bits of sub-block s in byte 8 + s % 4 at bit 2 (s / 4).
+    std::memset(block.scales, 0, sizeof(block.scales));
+    if (max_scale != 0.0f) {
+      const float iscale = -32.f / max_scale;
+      for (int s = 0; s < kSub; ++s) {
+        int l = static_cast<int8_t>(NearestInt(iscale * scales[s]));
+        l = (l < -32 ? -32 : (l > 31 ? 31 : l)) + 32;
+        if (s < 8) {
+          block.scales[s] = static_cast<uint8_t>(l & 0xF);
+        } else {
+          block.scales[s - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
+        }
+        block.scales[s % 4 + 8] |= static_cast<uint8_t>((l >> 4) << (2 * (s / 4)));
+      }
+      block.d = F32ToF16(1 / iscale);
+    } else {
+      block.d = F32ToF16(0.f);
+    }
+    int8_t unpacked[kSub];
+    UnpackQ3_KScales(block.scales, unpacked);
+    for (int s = 0; s < kSub; ++s) {
+      const float d = F16ToF32(block.d) * static_cast<float>(unpacked[s]);
+      if (d == 0.0f) continue;
+      for (int i = 0; i < 16; ++i) {
+        const int l = NearestInt(x[16 * s + i] / d);
+        codes[16 * s + i] = static_cast<int8_t>((l < -4 ? -4 : (l > 3 ? 3 : l)) + 4);
+      }
+    }
+    // The third bit of value j goes to hmask[j % 32] bit j / 32; the low two bits are packed.
+    std::memset(block.hmask, 0, sizeof(block.hmask));
+    uint8_t low[kQK_K];
+    for (int j = 0; j < kQK_K; ++j) {
+      if (codes[j] > 3) block.hmask[j % 32] |= static_cast<uint8_t>(1u << (j / 32));
+      low[j] = static_cast<uint8_t>(codes[j] & 3);
+    }
+    PackTwoBitCodes(low, block.qs);
+    std::memcpy(blocks + b * sizeof(BlockQ3_K), &block, sizeof(block));
+  }
+}
 
 void QuantizeQ4_KRef(const float* x, int64_t n_blocks, uint8_t* blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, x += kQK_K) {
