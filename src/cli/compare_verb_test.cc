@@ -184,6 +184,33 @@ TEST_F(CompareVerb, AKilledRunRerunGivesTheUninterruptedStatistics) {
             ReadBytes(d / "whole" / "dump" / "seq-255.bin"));
 }
 
+// --quantize with a llama.cpp file type: the candidate is the GGUF `quantize --type` writes
+// (byte for byte), and its row is `kl` of that file against the study's dump.
+TEST_F(CompareVerb, GgufFileTypesAreQuantizedAsQuantizeTypeDoes) {
+  const fs::path d = dir_.path();
+  Result r = Proctor(fmt::format(
+      "compare --teacher {} --data {} --quantize q4_0 --ctx-len 64 --n-seqs 4 --top-k 64 "
+      "--chunk 32 --out {} --json {}",
+      Stories260K().string(), TinyStories().string(), (d / "study").string(),
+      (d / "c.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json envelope = ReadJson(d / "c.json");
+  const json& rows = envelope["results"]["candidates"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["candidate"], "q4_0");
+  const fs::path made = d / "study" / "candidates" / "q4_0.gguf";
+  r = Proctor(fmt::format("quantize {} --out {} --type q4_0", Stories260K().string(),
+                          (d / "q4_0.gguf").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadBytes(made), ReadBytes(d / "q4_0.gguf"));
+  r = Proctor(fmt::format("kl --reference-logits {} --model {} --chunk 32 --json {}",
+                          (d / "study" / "dump").string(), made.string(),
+                          (d / "kl.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(KlStatistics(ReadJson(d / "kl.json")["results"]), KlStatistics(rows[1]["kl"]));
+  EXPECT_GT(rows[1]["kl"]["kl"]["mean"].get<double>(), 0.0);
+}
+
 TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
   const fs::path d = dir_.path();
   const fs::path out = d / "never";
@@ -194,7 +221,11 @@ TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
     std::string args, says;
   } cases[] = {
       {base, "nothing to compare"},
-      {base + " --quantize q4_k_m", "llama-quantize"},
+      {base + " --quantize iq4_xs", "llama-quantize"},
+      {fmt::format("compare --teacher {} --data {} --out {} --quantize q4_0",
+                   (Fixtures() / "hf-goldens" / "llama-f32").string(), TinyStories().string(),
+                   out.string()),
+       "from a GGUF teacher"},
       {base + " --quantize affine7", "affine7"},
       {base + " --quantize affine4-g48", "affine4-g48"},
       {base + " --quantize affine4,affine4-g64", "given twice"},

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "model/gguf_recipe.h"
 #include "model/quant_recipe.h"
 #include "model/synthetic_mlx.h"
 #include "util/error.h"
@@ -15,12 +16,12 @@ namespace {
 
 constexpr const char* kComponent = "quantize";
 
-// llama.cpp's quantization type names (llama-quantize's list), lower case.
+// llama-quantize's type names that proctor does not write (importance-matrix, IQ and ternary
+// types, and the bare K-quant names), lower case.
 bool IsGgufTypeName(std::string_view spec) {
-  static constexpr std::array<std::string_view, 22> kNames = {
-      "q8_0",   "q4_0",   "q4_1",   "q5_0",   "q5_1",   "q2_k",   "q2_k_s", "q3_k",
-      "q3_k_s", "q3_k_m", "q3_k_l", "q4_k",   "q4_k_s", "q4_k_m", "q5_k",   "q5_k_s",
-      "q5_k_m", "q6_k",   "iq4_nl", "iq4_xs", "tq1_0",  "tq2_0"};
+  static constexpr std::array<std::string_view, 18> kNames = {
+      "q2_k_s", "q3_k",   "q4_k",    "q5_k",  "iq1_s", "iq1_m",  "iq2_xxs", "iq2_xs", "iq2_s",
+      "iq2_m",  "iq3_xs", "iq3_xxs", "iq3_s", "iq3_m", "iq4_nl", "iq4_xs",  "tq1_0",  "tq2_0"};
   std::string lower(spec);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const auto name : kNames) {
@@ -49,17 +50,22 @@ int TakeGroupSuffix(std::string_view& spec) {
 
 std::string QuantizeSpecHelp() {
   return "affine<BITS>[-g<GROUP>] (bits 2, 3, 4, 5, 6, 8; group 32, 64 (default), 128; e.g. "
-         "affine4-g64), mxfp4, mxfp8, nvfp4, or an mlx-lm recipe " +
-         QuantRecipeNames() + " [-g<GROUP>]";
+         "affine4-g64), mxfp4, mxfp8, nvfp4, an mlx-lm recipe " +
+         QuantRecipeNames() + " [-g<GROUP>], or for a GGUF teacher a llama.cpp file type (" +
+         GgufFileTypeNames() + ")";
 }
 
 QuantizeSpec ParseQuantizeSpec(std::string_view spec) {
+  QuantizeSpec out;
+  if (const std::optional<GgufFileType> gguf = FindGgufFileType(spec)) {
+    out.name = out.gguf_type = std::string(gguf->name);
+    return out;
+  }
   if (IsGgufTypeName(spec)) {
     Refuse(spec,
-           "proctor quantizes to MLX directories only; make the GGUF with llama-quantize and pass "
-           "it as --candidate FILE.gguf");
+           "proctor does not write this GGUF type; make the GGUF with llama-quantize and pass it "
+           "as --candidate FILE.gguf");
   }
-  QuantizeSpec out;
   if (const auto fp = ParseMlxQuantSpec(spec); fp && fp->mode != quant::MlxMode::kAffine) {
     out.name = std::string(spec);
     out.options.mode = fp->mode;

@@ -56,7 +56,7 @@ TEST(QuantizeSpec, OthersAreErrorsNamingTheSpec) {
       EXPECT_NE(std::string(e.what()).find("Accepted:"), std::string::npos) << e.what();
     }
   }
-  for (const char* gguf : {"q4_k_m", "Q8_0", "q6_k"}) {
+  for (const char* gguf : {"iq4_xs", "Q2_K_S", "tq1_0"}) {
     try {
       ParseQuantizeSpec(gguf);
       ADD_FAILURE() << gguf << " accepted";
@@ -64,6 +64,16 @@ TEST(QuantizeSpec, OthersAreErrorsNamingTheSpec) {
       EXPECT_NE(std::string(e.what()).find("llama-quantize"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(QuantizeSpec, LlamaCppFileTypesAreGgufSpecs) {
+  for (const auto& [spelling, name] : {std::pair{"q4_k_m", "q4_k_m"}, std::pair{"Q8_0", "q8_0"},
+                                       std::pair{"q3_k_s", "q3_k_s"}, std::pair{"f16", "f16"}}) {
+    const QuantizeSpec q = ParseQuantizeSpec(spelling);
+    EXPECT_EQ(q.name, name);
+    EXPECT_EQ(q.gguf_type, name);
+  }
+  EXPECT_EQ(ParseQuantizeSpec("affine4").gguf_type, "");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "eval/runners/eval_model.h"
 #include "eval/runners/vocab_check.h"
 #include "eval/runs/run_database.h"
+#include "model/gguf_quantize.h"
 #include "model/load.h"
 #include "model/mlx_export.h"
 #include "model/model_summary.h"
@@ -162,6 +163,7 @@ struct Candidate {
   std::string kind;  // "model" or "quantized"
   std::string spec;  // the model spec, or the QuantizeSpec name
   MlxQuantizeOptions quantize{};
+  std::string gguf_type{};  // a GGUF of this llama.cpp file type instead of an MLX directory
 };
 
 // Every candidate, checked and named, before anything is created.
@@ -180,7 +182,18 @@ std::vector<Candidate> PlanCandidates(const CompareOptions& options) {
     if (!names.insert(q.name).second) {
       Fail(kComponent, "--quantize {} is given twice (or names a --candidate)", spelling);
     }
-    plan.push_back({.name = q.name, .kind = "quantized", .spec = q.name, .quantize = q.options});
+    if (!q.gguf_type.empty() && LocateModel(options.teacher).format != ModelFormat::kGguf) {
+      Fail(kComponent,
+           "--quantize {} writes a GGUF, which proctor makes from a GGUF teacher (F16 / F32); "
+           "this teacher is a safetensors directory: pass a GGUF teacher or an MLX spec such as "
+           "affine4-g64",
+           spelling);
+    }
+    plan.push_back({.name = q.name,
+                    .kind = "quantized",
+                    .spec = q.name,
+                    .quantize = q.options,
+                    .gguf_type = q.gguf_type});
   }
   return plan;
 }
@@ -466,17 +479,22 @@ class CompareRun {
     double prepare_seconds = 0;
     if (c.kind == "quantized") {
       const double start = MonotonicSeconds();
-      const fs::path dir = o_.out_dir / "candidates" / c.name;
+      const bool gguf = !c.gguf_type.empty();
+      const fs::path dir = o_.out_dir / "candidates" / (gguf ? c.name + ".gguf" : c.name);
       const Json key = {{"teacher_sha256", teacher_.sha256}, {"spec", c.name}};
       const std::string step = "quantize-" + c.name;
       const auto done = steps_.Find(step, key);
-      if (!done || !fs::exists(dir / "config.json")) {
+      if (!done || !fs::exists(gguf ? dir : dir / "config.json")) {
         const fs::path partial = dir.string() + ".partial";
         fs::remove_all(partial);
         fs::remove_all(dir);
         fs::create_directories(dir.parent_path());
-        QuantizeModelToMlx(o_.teacher, partial, c.quantize);
-        fs::rename(partial, dir);
+        if (gguf) {
+          QuantizeModelToGguf(o_.teacher, dir, GgufQuantizeOptions{.type = c.gguf_type});
+        } else {
+          QuantizeModelToMlx(o_.teacher, partial, c.quantize);
+          fs::rename(partial, dir);
+        }
         prepare_seconds = SecondsSince(start);
         steps_.Record(step, key, {{"seconds", prepare_seconds}});
         Log(fmt::format("   quantized {} in {:.2f} s -> {}", c.name, prepare_seconds,
