@@ -37,6 +37,7 @@ struct EvalFlags {
   bool resume = false;
   bool no_chat = false;
   std::string chat_template;
+  std::string tokenizer;
   std::string db;
   bool no_db = false;
   bool no_context_reuse = false;
@@ -85,6 +86,7 @@ void RunEval(const EvalFlags& flags) {
     if (!flags.engine.kv_v.empty()) settings["kv_v"] = flags.engine.kv_v;
     if (runtime_options.kv.quantized()) settings["kv_start"] = flags.engine.kv_start;
     if (!flags.chat_template.empty()) settings["chat_template"] = flags.chat_template;
+    if (!flags.tokenizer.empty()) settings["tokenizer"] = flags.tokenizer;
   } else {
     settings["endpoint"] = flags.endpoint;
     if (!flags.endpoint_model.empty()) settings["endpoint_model"] = flags.endpoint_model;
@@ -108,7 +110,7 @@ void RunEval(const EvalFlags& flags) {
   {
     ScopedSeconds timer(&load_seconds);
     if (!flags.model.empty()) {
-      model = EvalModel::Open(flags.model);
+      model = EvalModel::Open(flags.model, flags.tokenizer);
       auto engine = std::make_unique<EngineClient>(model, runtime_options, flags.engine.chunk,
                                                    flags.chat_template);
       engine->set_context_reuse(!flags.no_context_reuse);
@@ -225,6 +227,10 @@ void RegisterEvalVerb(CLI::App& app) {
   verb->add_option("--chat-template", flags->chat_template,
                    "With --model: a Jinja file to use as the chat template (instead of the "
                    "model's own, or for a model without one)");
+  verb->add_option("--tokenizer", flags->tokenizer,
+                   "With --model: a tokenizer instead of the model's (folder, tokenizer.json or "
+                   ".gguf), for a model written without one; its chat template too when the "
+                   "model has none");
   verb->add_option("--db", flags->db,
                    "The run database every run is recorded in (default: "
                    "~/.cache/proctor/runs.sqlite; see `proctor runs`)");
@@ -246,6 +252,9 @@ void RegisterEvalVerb(CLI::App& app) {
   flags->engine.Add(*verb);
   verb->callback([flags] {
     if (flags->resume && flags->outputs.empty()) Fail("cli", "--resume needs --outputs FILE");
+    if (!flags->tokenizer.empty() && flags->model.empty()) {
+      Fail("cli", "--tokenizer goes with --model (an --endpoint tokenizes for itself)");
+    }
     if (flags->no_db && !flags->db.empty()) Fail("cli", "--db and --no-db contradict each other");
     if (!flags->chat_template.empty() && flags->model.empty()) {
       Fail("cli", "--chat-template applies to --model (a server renders its own template)");

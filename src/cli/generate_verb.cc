@@ -25,6 +25,7 @@ struct GenerateArgs {
   bool chat = false;
   std::string thinking = "off";
   std::string template_file;
+  std::string tokenizer;
   bool ids = false;
   int max_tokens = 64;
   bool ignore_eos = false;
@@ -41,8 +42,8 @@ void GenerateFromText(const GenerateArgs& args) {
          "at the model's end-of-turn ids");
   }
   const auto start = std::chrono::steady_clock::now();
-  EngineClient client(EvalModel::Open(args.model), args.engine.Options(), args.engine.chunk,
-                      args.template_file);
+  EngineClient client(EvalModel::Open(args.model, args.tokenizer), args.engine.Options(),
+                      args.engine.chunk, args.template_file);
   CompletionRequest request{.chat = args.chat, .max_tokens = args.max_tokens};
   if (args.chat) {
     if (!client.CanChat()) {
@@ -130,6 +131,11 @@ void RegisterGenerateVerb(CLI::App& app) {
       ->check(CLI::IsMember({"on", "off"}));
   verb->add_option("--template", args->template_file,
                    "With --chat: a Jinja chat template file instead of the model's");
+  verb->add_option("--tokenizer", args->tokenizer,
+                   "With --prompt: a tokenizer instead of the model's (folder, tokenizer.json or "
+                   ".gguf), for a model written without one; its chat template too when the "
+                   "model has none")
+      ->needs(prompt);
   verb->add_flag("--ids", args->ids, "With --prompt: print the generated token ids, not the text")
       ->needs(prompt);
   verb->add_option("-n,--max-tokens", args->max_tokens, "Most new tokens to generate (default 64)")

@@ -201,3 +201,43 @@ TEST(QuantizeVerb, GgufOutputBadInputIsAClearError) {
 
 }  // namespace
 }  // namespace proctor::cli_test
+
+namespace proctor::cli_test {
+namespace {
+
+// An MLX directory made from a GGUF has no tokenizer files (the vocabulary stays in the .gguf):
+// text verbs say so and suggest --tokenizer, and with the source .gguf as --tokenizer they run
+// (the 8-bit directory tells the f32 model's story); a tokenizer with more tokens than the
+// model has logits is refused by name.
+TEST(QuantizeVerb, AModelWithoutTokenizerTakesTokenizer) {
+  const fs::path src = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path spm = Fixtures() / "llama.cpp-vocab" / "ggml-vocab-llama-spm.gguf";
+  if (!fs::exists(src) || !fs::exists(spm)) GTEST_SKIP() << "fixtures absent";
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "m8";
+  ASSERT_EQ(Proctor(fmt::format("quantize {} --out {} --bits 8 --group-size 32", src.string(),
+                                dir.string()))
+                .status,
+            0);
+  const std::string prompt = " --prompt \"Once upon a time\" -n 16";
+  Result r = Proctor("generate " + dir.string() + prompt);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "has no tokenizer")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "pass --tokenizer PATH")) << r.out;
+  r = Proctor("generate " + dir.string() + prompt + " --tokenizer " + src.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const Result f32 = Proctor("generate " + src.string() + prompt);
+  auto story = [](const std::string& text) { return text.substr(0, text.find("generated ")); };
+  EXPECT_GT(story(r.out).size(), 20u) << r.out;
+  EXPECT_EQ(story(r.out), story(f32.out));
+  r = Proctor("generate " + dir.string() + prompt + " --tokenizer " + spm.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "has 32000 tokens, but model")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "has 512 logits")) << r.out;
+  r = Proctor("eval mmlu --endpoint http://127.0.0.1:9 --tokenizer " + src.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "--tokenizer goes with --model")) << r.out;
+}
+
+}  // namespace
+}  // namespace proctor::cli_test

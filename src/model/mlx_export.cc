@@ -459,7 +459,8 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
     }
   } else {
     report.notes.push_back(
-        "GGUF source: no tokenizer files were written (the vocabulary stays in the .gguf)");
+        "GGUF source: no tokenizer files were written (the vocabulary stays in the .gguf: give "
+        "text verbs --tokenizer with it)");
   }
   for (const auto& entry : fs::directory_iterator(temp)) report.output_bytes += entry.file_size();
 

@@ -40,14 +40,21 @@ EngineClient::EngineClient(std::shared_ptr<const EvalModel> model, const Runtime
     : model_(std::move(model)), chunk_(chunk), tokenizer_(model_->tokenizer()) {
   if (tokenizer_ == nullptr) {
     Fail("tasks",
-         "model '{}' has no tokenizer (tokenizer.json or a GGUF vocabulary): task evals "
-         "need text",
+         "model '{}' has no tokenizer (tokenizer.json or a GGUF vocabulary) and text needs "
+         "one: pass --tokenizer PATH (a folder or tokenizer.json, or the .gguf it came from)",
          model_->spec());
   }
   runtime_ = model_->Runtime(options);
   std::optional<text::ChatConfig> config;
   if (!model_->path().empty()) {
     config = text::FindChatConfig(model_->path(), false, chat_template_file);
+    std::filesystem::path source = model_->tokenizer_source();
+    if (std::filesystem::is_regular_file(source) && source.extension() != ".gguf") {
+      source = source.parent_path();  // a tokenizer.json: its folder may hold the template
+    }
+    if (!config && source != model_->path()) {
+      config = text::FindChatConfig(source, false, chat_template_file);
+    }
   } else if (!chat_template_file.empty()) {
     config = text::ChatConfig{.template_source = ReadFileToString(chat_template_file),
                               .template_origin = chat_template_file.string(),

@@ -40,9 +40,14 @@ class OwningStepper final : public LogitsStepper {
 
 }  // namespace
 
-std::shared_ptr<const EvalModel> EvalModel::Open(const std::string& spec) {
+std::shared_ptr<const EvalModel> EvalModel::Open(const std::string& spec,
+                                                 const std::filesystem::path& tokenizer) {
   std::shared_ptr<EvalModel> model(new EvalModel());
   model->spec_ = spec;
+  if (!tokenizer.empty()) {
+    model->tokenizer_ = text::LoadTokenizer(tokenizer);
+    model->tokenizer_source_ = tokenizer;
+  }
   if (spec.starts_with(kSyntheticPrefix)) {
     std::string name = spec.substr(kSyntheticPrefix.size());
     std::string dtype_name = "bf16";
@@ -62,12 +67,17 @@ std::shared_ptr<const EvalModel> EvalModel::Open(const std::string& spec) {
            "mxfp4, mxfp8, nvfp4)",
            spec, dtype_name);
     }
-    return model;
+  } else {
+    model->loaded_.emplace(LoadModel(spec));
+    model->path_ = model->loaded_->source;
+    model->weights_name_ = model->loaded_->config.stored_dtype;
+    if (tokenizer.empty()) model->tokenizer_ = ModelTokenizer(*model->loaded_);
   }
-  model->loaded_.emplace(LoadModel(spec));
-  model->path_ = model->loaded_->source;
-  model->weights_name_ = model->loaded_->config.stored_dtype;
-  model->tokenizer_ = ModelTokenizer(*model->loaded_);
+  const int64_t logits = model->config().vocab_size;
+  if (model->tokenizer_ && static_cast<int64_t>(model->tokenizer_->VocabSize()) > logits) {
+    Fail("tokenizer", "{} has {} tokens, but model '{}' has {} logits: it is not this model's",
+         model->tokenizer_->Describe(), model->tokenizer_->VocabSize(), spec, logits);
+  }
   return model;
 }
 

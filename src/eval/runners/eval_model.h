@@ -31,7 +31,11 @@ namespace proctor {
 class EvalModel : public std::enable_shared_from_this<EvalModel> {
  public:
   // Error("[model] ...", "[tokenizer] ...") naming the spec or file when it cannot be opened.
-  static std::shared_ptr<const EvalModel> Open(const std::string& spec);
+  // `tokenizer` (a folder, tokenizer.json or .gguf, as text::LoadTokenizer takes) replaces the
+  // model's own (a model written without tokenizer files); Error when it has more tokens than the
+  // model has logits.
+  static std::shared_ptr<const EvalModel> Open(const std::string& spec,
+                                               const std::filesystem::path& tokenizer = {});
 
   const std::string& spec() const { return spec_; }
   const ModelConfig& config() const;
@@ -41,8 +45,13 @@ class EvalModel : public std::enable_shared_from_this<EvalModel> {
   const std::string& weights_name() const { return weights_name_; }
   // The directory or .gguf file read; empty for a synthetic model.
   const std::filesystem::path& path() const { return path_; }
-  // Null when the model has no tokenizer files.
+  // Null when the model has no tokenizer files (and none was given).
   const text::Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // Where the tokenizer came from: the tokenizer given to Open, else path(). A chat template is
+  // looked for there when the model has none.
+  const std::filesystem::path& tokenizer_source() const {
+    return tokenizer_source_.empty() ? path_ : tokenizer_source_;
+  }
 
   // The engine with `options`; it keeps this model alive.
   std::shared_ptr<const RuntimeModel> Runtime(const RuntimeOptions& options) const;
@@ -71,6 +80,7 @@ class EvalModel : public std::enable_shared_from_this<EvalModel> {
   std::optional<LoadedModel> loaded_;        // a model on disk (it owns the mmaps)
   std::optional<SyntheticModel> synthetic_;  // or a synthetic one
   std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::filesystem::path tokenizer_source_;  // the tokenizer given to Open
 };
 
 }  // namespace proctor
