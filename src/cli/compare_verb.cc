@@ -9,6 +9,8 @@
 #include "cli/verbs.h"
 #include "eval/compare/compare_pipeline.h"
 #include "eval/compare/compare_table.h"
+#include "eval/report/gnuplot.h"
+#include "eval/report/report.h"
 #include "model/quantize_spec.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -39,7 +41,7 @@ void RegisterCompareVerb(CLI::App& app) {
     int64_t n_seqs = 32;
     int64_t top_k = 256;
     uint32_t seed = 123;
-    std::string json, md, csv;
+    std::string json, md, csv, report;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -84,6 +86,9 @@ void RegisterCompareVerb(CLI::App& app) {
   verb->add_option("--json", args->json, "Also write every statistic as JSON to this file");
   verb->add_option("--md", args->md, "Also write the table as Markdown to this file");
   verb->add_option("--csv", args->csv, "Also write the table as CSV to this file");
+  verb->add_option("--report", args->report,
+                   "Also write the report page (HTML with the table and plots, as `proctor "
+                   "report`) to this file; its plots go beside it in <name>_plots/");
   args->engine.Add(*verb);
   verb->callback([args] {
     const bool quiet = Globals().quiet;
@@ -95,6 +100,8 @@ void RegisterCompareVerb(CLI::App& app) {
     CheckOutputFile("--json", args->json);
     CheckOutputFile("--md", args->md);
     CheckOutputFile("--csv", args->csv);
+    CheckOutputFile("--report", args->report);
+    if (!args->report.empty()) RequireGnuplot();
     CompareOptions options{.out_dir = args->out,
                            .teacher = args->teacher,
                            .seed = args->seed,
@@ -123,6 +130,14 @@ void RegisterCompareVerb(CLI::App& app) {
     if (!args->json.empty()) WriteResultsJson(args->json, envelope);
     if (!args->md.empty()) WriteFileAtomic(args->md, FormatCompareMarkdown(result));
     if (!args->csv.empty()) WriteFileAtomic(args->csv, FormatCompareCsv(result));
+    if (!args->report.empty()) {
+      const ReportFiles report = WriteReport({ReportStudy{.source = result.out_dir / "compare.json",
+                                                          .study_dir = result.out_dir,
+                                                          .result = result}},
+                                             args->report);
+      for (const std::string& note : report.notes) fmt::print("note: {}\n", note);
+      if (!quiet) fmt::print("report: {}\n", report.html.string());
+    }
     if (!quiet) {
       fmt::print("compare finished in {:.1f} s with {} threads; results in {}\n",
                  result.total_seconds, result.threads, (result.out_dir / "compare.json").string());

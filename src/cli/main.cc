@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   cli::RegisterEvalVerb(app);
   cli::RegisterRunsVerb(app);
   cli::RegisterKlDiffVerb(app);
+  cli::RegisterReportVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -38,5 +38,6 @@ void RegisterKvCurveVerb(CLI::App& app);
 void RegisterEvalVerb(CLI::App& app);
 void RegisterRunsVerb(CLI::App& app);
 void RegisterKlDiffVerb(CLI::App& app);
+void RegisterReportVerb(CLI::App& app);
 
 }  // namespace proctor::cli

@@ -143,7 +143,8 @@ Json RowToJson(const CompareRow& r) {
           {"kl", r.kl},
           {"perplexity", PerplexityToJson(r.perplexity)},
           {"prepare_seconds", r.prepare_seconds},
-          {"seconds", r.seconds}};
+          {"seconds", r.seconds},
+          {"per_position", r.per_position}};
 }
 
 CompareRow RowFromJson(const Json& j) {
@@ -155,7 +156,8 @@ CompareRow RowFromJson(const Json& j) {
           .perplexity = PerplexityFromJson(j.at("perplexity")),
           .prepare_seconds = j.at("prepare_seconds").get<double>(),
           .seconds = j.at("seconds").get<double>(),
-          .reused = true};
+          .reused = true,
+          .per_position = j.value("per_position", "")};
 }
 
 struct Candidate {
@@ -428,20 +430,24 @@ class CompareRun {
     if (const auto done = steps_.Find(step, key)) return RowFromJson(*done);
     const double start = MonotonicSeconds();
     CheckVocabulary(*model.model, name);
+    const std::string per_position = "positions/" + step + ".kl";
+    fs::create_directories(o_.out_dir / "positions");
     auto nll = std::make_shared<std::vector<double>>();
     TeacherForcedLogits forward = [inner = model.model->Forward(o_.runtime),
                                    nll](int64_t max_positions) {
       return std::unique_ptr<LogitsStepper>(
           std::make_unique<NllRecordingStepper>(inner(max_positions), nll.get()));
     };
-    const KlEvalResult kl = EvaluateKlVsReferenceLogits({.reference_dir = r_.dump_dir,
-                                                         .candidate = name,
-                                                         .chunk_size = o_.chunk_size,
-                                                         .forward = std::move(forward),
-                                                         .opened = model.model,
-                                                         .runtime = o_.runtime,
-                                                         .pool = o_.runtime.pool,
-                                                         .quiet = o_.quiet});
+    const KlEvalResult kl =
+        EvaluateKlVsReferenceLogits({.reference_dir = r_.dump_dir,
+                                     .candidate = name,
+                                     .chunk_size = o_.chunk_size,
+                                     .forward = std::move(forward),
+                                     .opened = model.model,
+                                     .runtime = o_.runtime,
+                                     .pool = o_.runtime.pool,
+                                     .quiet = o_.quiet,
+                                     .per_position = o_.out_dir / per_position});
     const int64_t per_row = r_.ctx_len - 1;
     CHECK_MSG(static_cast<int64_t>(nll->size()) == r_.n_seqs * per_row,
               "{} NLLs for {} x {} positions", nll->size(), r_.n_seqs, per_row);
@@ -453,7 +459,8 @@ class CompareRun {
             8.0 * static_cast<double>(model.model->weights().TotalBytes()) / r_.teacher_parameters,
         .kl = KlEvalResultToJson(kl),
         .perplexity = PerplexityFromNlls(*nll, per_row),
-        .seconds = SecondsSince(start)};
+        .seconds = SecondsSince(start),
+        .per_position = per_position};
     steps_.Record(step, key, RowToJson(row));
     return row;
   }
@@ -539,6 +546,7 @@ CompareResult RunCompare(const CompareOptions& options) {
 
 nlohmann::ordered_json CompareResultToJson(const CompareResult& result) {
   Json j;
+  j["out_dir"] = result.out_dir.string();
   j["teacher"] = {{"model", result.teacher},
                   {"summary", result.teacher_summary},
                   {"sha256", result.teacher_sha256},
@@ -572,6 +580,46 @@ nlohmann::ordered_json CompareResultToJson(const CompareResult& result) {
   j["timings"] = {{"corpus_seconds", result.corpus_seconds},
                   {"total_seconds", result.total_seconds}};
   return j;
+}
+
+CompareResult CompareResultFromJson(const nlohmann::ordered_json& results,
+                                    const std::string& source) {
+  try {
+    CompareResult r;
+    r.out_dir = results.value("out_dir", "");
+    const Json& teacher = results.at("teacher");
+    r.teacher = teacher.at("model").get<std::string>();
+    r.teacher_summary = teacher.at("summary").get<std::string>();
+    r.teacher_sha256 = teacher.at("sha256").get<std::string>();
+    r.tokenizer = teacher.at("tokenizer").get<std::string>();
+    r.teacher_parameters = teacher.at("parameters").get<double>();
+    const Json& corpus = results.at("corpus");
+    r.corpus_dir = corpus.at("dir").get<std::string>();
+    r.corpus_description = corpus.at("description").get<std::string>();
+    r.corpus_sha256 = corpus.at("tokens_sha256").get<std::string>();
+    r.n_seqs = corpus.at("n_seqs").get<int64_t>();
+    r.ctx_len = corpus.at("ctx_len").get<int64_t>();
+    r.corpus_reused = corpus.at("reused").get<bool>();
+    const Json& dump = results.at("dump");
+    r.dump_dir = dump.at("dir").get<std::string>();
+    r.top_k = dump.at("top_k").get<int64_t>();
+    r.dump_reused = dump.at("reused").get<bool>();
+    const Json& settings = results.at("settings");
+    r.compute = settings.at("compute").get<std::string>();
+    r.kv = settings.at("kv").get<std::string>();
+    r.chunk_size = settings.at("chunk_size").get<int64_t>();
+    r.threads = settings.at("threads").get<int>();
+    for (const Json& row : results.at("candidates")) {
+      CompareRow parsed = RowFromJson(row);
+      parsed.reused = row.at("reused").get<bool>();
+      r.rows.push_back(std::move(parsed));
+    }
+    r.corpus_seconds = results.at("timings").at("corpus_seconds").get<double>();
+    r.total_seconds = results.at("timings").at("total_seconds").get<double>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    Fail(kComponent, "{}: not the results of `proctor compare` or `demo` ({})", source, e.what());
+  }
 }
 
 ResultsEnvelope CompareResultsEnvelope(const CompareResult& result, const CompareOptions& options,

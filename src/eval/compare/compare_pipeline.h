@@ -68,6 +68,8 @@ struct CompareRow {
   double prepare_seconds = 0;  // quantization (0 otherwise)
   double seconds = 0;          // the scoring pass: forward + KL + NLL
   bool reused = false;         // taken from an earlier run of the same command
+  std::string per_position;    // its per-position scores (kl --per-position's file), relative
+                               // to the study directory: "positions/<step>.kl"
 };
 
 struct CompareResult {
@@ -95,10 +97,14 @@ struct CompareResult {
 // steps it runs.
 CompareResult RunCompare(const CompareOptions& options);
 
-// Every statistic: {"teacher", "corpus", "dump", "candidates": [{"candidate", "kind", "model",
-// "bits_per_weight", "kl": KlEvalResultToJson, "perplexity", "delta_perplexity",
-// "prepare_seconds", "seconds", "reused"}], "timings", "threads"}.
+// Every statistic: {"out_dir", "teacher", "corpus", "dump", "candidates": [{"candidate", "kind",
+// "model", "bits_per_weight", "kl": KlEvalResultToJson, "perplexity", "delta_perplexity",
+// "prepare_seconds", "seconds", "per_position", "reused"}], "settings", "timings"}.
 nlohmann::ordered_json CompareResultToJson(const CompareResult& result);
+// Back from that JSON (what `proctor report` reads): the teacher, corpus, dump, settings and
+// rows; `source` names the file in errors (a missing key says which).
+CompareResult CompareResultFromJson(const nlohmann::ordered_json& results,
+                                    const std::string& source);
 
 // The results-JSON envelope (docs/results-json.md) of a run: command `command` ("compare" or
 // "demo"), the teacher and the data as inputs, the settings, CompareResultToJson, the timings

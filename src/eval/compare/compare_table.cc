@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "util/html_escape.h"
+
 namespace proctor {
 namespace {
 
@@ -114,6 +116,25 @@ std::string FormatCompareCsv(const CompareResult& result) {
                        r.prepare_seconds, r.seconds, r.reused ? "true" : "false");
   }
   return out;
+}
+
+std::string FormatCompareHtml(const CompareResult& result) {
+  std::string out =
+      "<table>\n<thead><tr><th>candidate</th><th>bits/w</th><th>KL mean ± SE</th><th>median</th>"
+      "<th>p95</th><th>top-1</th><th>mass</th><th>perplexity ± SE</th><th>Δppl</th>"
+      "<th>seconds</th></tr></thead>\n<tbody>\n";
+  const double teacher_ppl = TeacherPpl(result);
+  for (const auto& r : result.rows) {
+    const RowNumbers n = NumbersOf(r, teacher_ppl);
+    out += fmt::format(
+        "<tr class=\"{}\"><td>{}</td><td>{:.2f}</td><td>{:.3e} ± {:.1e}</td><td>{:.3e}</td>"
+        "<td>{:.3e}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.3f} ± {:.3f}</td><td>{:+.3f}</td>"
+        "<td>{:.2f}{}</td></tr>\n",
+        HtmlEscape(r.kind), HtmlEscape(r.candidate), r.bits_per_weight, n.kl_mean, n.kl_se,
+        n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.seconds,
+        r.reused ? "*" : "");
+  }
+  return out + "</tbody>\n</table>\n";
 }
 
 }  // namespace proctor

@@ -19,5 +19,7 @@ std::string CompareLegend(const CompareResult& result);
 std::string FormatCompareMarkdown(const CompareResult& result);
 // RFC 4180 CSV with a header row; numbers at full precision, one column per number.
 std::string FormatCompareCsv(const CompareResult& result);
+// An HTML <table> (text escaped; the report page's), the same columns as the terminal's.
+std::string FormatCompareHtml(const CompareResult& result);
 
 }  // namespace proctor
