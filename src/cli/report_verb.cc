@@ -1,6 +1,6 @@
-// `proctor report RESULTS.json... --out report.html`: the report page of `proctor compare` (or
-// `demo`) results (eval/report/report.h): the table, its legend and the plots, self-contained,
-// with the plots also as SVG and PNG files beside it.
+// `proctor report RESULTS.json... --out report.html`: the report page of `proctor compare`, `demo`
+// or `kv-curve` results (eval/report/report.h): the table, its legend and the plots,
+// self-contained, with the plots also as SVG and PNG files beside it.
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
@@ -17,7 +17,8 @@ void RegisterReportVerb(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
-      "report", "Write the report page (HTML: table, legend, plots) of compare or demo results");
+      "report",
+      "Write the report page (HTML: tables, legends, plots) of compare, demo or kv-curve results");
   verb->footer(
       "Example:\n"
       "  proctor compare --teacher model-f16.gguf --data notes.txt --quantize q4_k_m,q8_0 --out "
@@ -26,8 +27,8 @@ void RegisterReportVerb(CLI::App& app) {
       "The page needs no network (the plots are inline SVG drawn by gnuplot); the plots are also "
       "written as SVG and PNG files in <name>_plots/ beside it.");
   verb->add_option("results", args->results,
-                   "compare.json of a study (or the --json of compare or demo); several make "
-                   "one page with a section each")
+                   "compare.json of a study (or the --json of compare, demo or kv-curve); "
+                   "several make one page with a section each")
       ->required();
   verb->add_option("-o,--out", args->out, "The HTML file to write (default proctor-report.html)");
   verb->callback([args] {

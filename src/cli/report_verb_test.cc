@@ -3,7 +3,8 @@
 // table's rows; one point mark per model in the KL-against-size plot, one curve per model in the
 // distribution plot; the SVG and PNG files) and in a real browser: Debian's chromium, headless,
 // loads it without console errors, and its screenshot shows the plots (tools/png_ink.py: the
-// share of coloured pixels). Bad input: results of another verb, a non-HTML --out.
+// share of coloured pixels). A kv-curve run gets its own section. Bad input: results of another
+// verb, a non-HTML --out.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -128,6 +129,33 @@ TEST_F(ReportVerb, ChromiumLoadsItWithoutErrorsAndShowsThePlots) {
   EXPECT_GT(ink["coloured_fraction"].get<double>(), 0.004);
 }
 
+// A kv-curve run is a section of its own: the schemes' table and the KV curve, one point per
+// scheme, before the compare study's section.
+TEST_F(ReportVerb, AKvCurveRunGetsItsTableAndCurve) {
+  const fs::path kv = dir_.path() / "kv.json", html = dir_.path() / "kv.html";
+  Result r = Proctor(
+      fmt::format("kv-curve {} --corpus {} --n 2 --decode-steps 8 --schemes f32,bf16,f16 --json {}",
+                  (Fixtures() / "stories260K" / "stories260K.gguf").string(),
+                  (study_ / "corpus").string(), kv.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = Proctor(fmt::format("report {} {} --out {}", kv.string(), (study_ / "compare.json").string(),
+                          html.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string page = ReadText(html);
+  EXPECT_EQ(Count(page, "<svg"), 5u);
+  for (const char* scheme : {"f32", "bf16", "f16"}) {
+    EXPECT_NE(page.find(fmt::format("<tr><td>{}</td>", scheme)), std::string::npos) << scheme;
+  }
+  const std::string curve = Figure(page, "study1-kv-curve");
+  const std::regex coloured_point("gpPt6' transform='[^']*' color='rgb");
+  EXPECT_EQ(std::distance(std::sregex_iterator(curve.begin(), curve.end(), coloured_point),
+                          std::sregex_iterator()),
+            3);
+  EXPECT_LT(page.find("KV cache schemes"), page.find("<h2>Candidates</h2>"));
+  EXPECT_TRUE(fs::exists(dir_.path() / "kv_plots" / "study1-kv-curve.png"));
+  EXPECT_TRUE(fs::exists(dir_.path() / "kv_plots" / "study2-kl-cdf.svg"));
+}
+
 TEST_F(ReportVerb, BadInputIsAClearError) {
   const fs::path kl = dir_.path() / "kl.json";
   ASSERT_EQ(Proctor(fmt::format(
@@ -138,7 +166,7 @@ TEST_F(ReportVerb, BadInputIsAClearError) {
   Result r =
       Proctor(fmt::format("report {} --out {}", kl.string(), (dir_.path() / "x.html").string()));
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(Contains(r.out, "results of `proctor kl`")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "results of `proctor kl`; the report reads those of")) << r.out;
   r = Proctor(fmt::format("report {} --out {}", (study_ / "compare.json").string(),
                           (dir_.path() / "x.pdf").string()));
   EXPECT_EQ(r.status, 1);

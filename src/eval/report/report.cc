@@ -209,6 +209,66 @@ std::vector<Plot> DrawStudy(const ReportStudy& study, const fs::path& plot_dir,
   return plots;
 }
 
+// The KV curve of a kv-curve run: KL (log) against the cache's effective bits per scheme.
+std::vector<Plot> DrawKvCurve(const nlohmann::ordered_json& results, const fs::path& plot_dir,
+                              const std::string& prefix) {
+  std::vector<std::pair<double, double>> xy;
+  std::vector<std::vector<std::string>> points;
+  for (const auto& row : results.at("rows")) {
+    const double bits = row.at("effective_bits").get<double>();
+    const double kl = row.at("kl").at("mean").get<double>();
+    xy.emplace_back(bits, kl);
+    points.push_back({DataString(row.at("kv").get<std::string>()), Num(bits),
+                      Num(std::max(kl, kLogFloor)),
+                      Num(row.at("kl").at("standard_error").get<double>())});
+  }
+  std::vector<std::vector<std::string>> front;
+  for (const size_t i : ParetoFront(xy)) {
+    front.push_back({Num(xy[i].first), Num(std::max(xy[i].second, kLogFloor))});
+  }
+  GnuplotJob job;
+  job.data = {{"kv.dat", GnuplotData(points)}, {"kv-front.dat", GnuplotData(front)}};
+  job.script = Render(
+      prefix + "kv-curve",
+      "set grid\nset key top right\nset offsets graph 0.05, graph 0.3, graph 0.08, graph 0.08\n"
+      "set logscale y\nset format y '10^{%T}'\nset xlabel 'KV cache bits per element "
+      "(scales and biases included)'\nset ylabel 'KL mean on the decode path (nats)'",
+      "plot 'kv-front.dat' using 1:2 with lines lw 2 dt 2 lc rgb '#888888' title 'Pareto front', "
+      "'kv.dat' using 2:3:4 with yerrorbars pt 7 ps 1.2 lc rgb '#2ca02c' notitle, "
+      "'kv.dat' using 2:3:1 with labels offset 0.8,0.6 left noenhanced notitle");
+  const fs::path work = plot_dir / (prefix + "kv-gnuplot");
+  RunGnuplot(job, work);
+  for (const char* ext : {".svg", ".png"}) {
+    fs::rename(work / (prefix + "kv-curve" + ext), plot_dir / (prefix + "kv-curve" + ext));
+  }
+  fs::remove_all(work);
+  return {{prefix + "kv-curve", "The KV curve",
+           fmt::format("Mean KL of the full-precision cache's next-token distribution to each "
+                       "scheme's, over the decode steps, ± its standard error, against the "
+                       "cache's bits per element (log scale; a KL of 0 is drawn at {:g}). The "
+                       "dashed line joins the Pareto front.",
+                       kLogFloor)}};
+}
+
+std::string KvCurveHtml(const nlohmann::ordered_json& results) {
+  std::string out =
+      "<table>\n<thead><tr><th>KV cache</th><th>bits</th><th>bytes / token</th><th>KL mean ± "
+      "SE</th><th>median</th><th>p95</th><th>top-1</th><th>positions</th><th>decode tok/s</th>"
+      "</tr></thead>\n<tbody>\n";
+  for (const auto& row : results.at("rows")) {
+    const auto& kl = row.at("kl");
+    out += fmt::format(
+        "<tr><td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.3e} ± {:.1e}</td><td>{:.3e}</td>"
+        "<td>{:.3e}</td><td>{:.4f}</td><td>{}</td><td>{:.1f}</td></tr>\n",
+        HtmlEscape(row.at("kv").get<std::string>()), row.at("effective_bits").get<double>(),
+        row.at("bytes_per_token").get<int64_t>(), kl.at("mean").get<double>(),
+        kl.at("standard_error").get<double>(), kl.at("median").get<double>(),
+        kl.at("p95").get<double>(), row.at("top1_agreement").get<double>(),
+        row.at("positions").get<int64_t>(), row.at("decode_tokens_per_second").get<double>());
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
 // An SVG file as inline markup: no XML prolog, its ids prefixed so that several SVGs can share
 // one page.
 std::string InlineSvg(const fs::path& svg, const std::string& id_prefix) {
@@ -268,17 +328,25 @@ ReportStudy ReadReportStudy(const fs::path& results_file) {
   } catch (const nlohmann::json::exception& e) {
     Fail(kComponent, "{}: not valid JSON: {}", results_file.string(), e.what());
   }
+  std::string command = "compare";
   if (j.contains("command")) {
-    const std::string command =
-        j.at("command").is_string() ? j.at("command").get<std::string>() : "?";
-    if (command != "compare" && command != "demo") {
+    command = j.at("command").is_string() ? j.at("command").get<std::string>() : "?";
+    if (command != "compare" && command != "demo" && command != "kv-curve") {
       Fail(kComponent,
-           "{}: results of `proctor {}`; the report reads those of `proctor compare` and "
-           "`proctor demo`",
+           "{}: results of `proctor {}`; the report reads those of `proctor compare`, `demo` "
+           "and `kv-curve`",
            results_file.string(), command);
     }
   }
   const nlohmann::ordered_json& results = j.contains("results") ? j.at("results") : j;
+  if (command == "kv-curve") {
+    if (!results.contains("rows") || !results.at("rows").is_array()) {
+      Fail(kComponent, "{}: kv-curve results without \"rows\"", results_file.string());
+    }
+    ReportStudy study{.source = results_file, .study_dir = {}, .result = {}, .kv_curve = results};
+    if (j.contains("settings")) study.result.teacher = j["settings"].value("model", "");
+    return study;
+  }
   ReportStudy study{.source = results_file,
                     .study_dir = {},
                     .result = CompareResultFromJson(results, results_file.string())};
@@ -302,17 +370,30 @@ ReportFiles WriteReport(const std::vector<ReportStudy>& studies, const fs::path&
     const ReportStudy& study = studies[s];
     const CompareResult& r = study.result;
     const std::string prefix = studies.size() > 1 ? fmt::format("study{}-", s + 1) : "";
-    const std::vector<Plot> plots = DrawStudy(study, plot_dir, prefix, &files.notes);
-    body += fmt::format(
-        "<h1>{}</h1>\n<p class=\"meta\">{}<br>corpus: {} ({} sequences × {} "
-        "tokens, sha256 {}…)<br>teacher's top-{} logits; compute {}, KV cache "
-        "{}, {} threads{}</p>\n",
-        HtmlEscape(r.teacher), HtmlEscape(r.teacher_summary), HtmlEscape(r.corpus_description),
-        r.n_seqs, r.ctx_len, r.corpus_sha256.substr(0, 12), r.top_k, HtmlEscape(r.compute),
-        HtmlEscape(r.kv), r.threads,
-        study.source.empty() ? "" : "<br>results: " + HtmlEscape(study.source.string()));
-    body += "<h2>Candidates</h2>\n" + FormatCompareHtml(r) + "<pre class=\"legend\">" +
-            HtmlEscape(CompareLegend(r)) + "</pre>\n";
+    std::vector<Plot> plots;
+    if (study.kv_curve) {
+      const nlohmann::ordered_json& kv = *study.kv_curve;
+      plots = DrawKvCurve(kv, plot_dir, prefix);
+      body += fmt::format(
+          "<h1>KV cache schemes: {}</h1>\n<p class=\"meta\">{} sequences of {} tokens; "
+          "results: {}</p>\n<h2>Schemes</h2>\n{}",
+          HtmlEscape(r.teacher), kv.value("sequences", int64_t{0}), kv.value("ctx_len", int64_t{0}),
+          HtmlEscape(study.source.string()), KvCurveHtml(kv));
+    } else {
+      plots = DrawStudy(study, plot_dir, prefix, &files.notes);
+    }
+    if (!study.kv_curve) {
+      body += fmt::format(
+          "<h1>{}</h1>\n<p class=\"meta\">{}<br>corpus: {} ({} sequences × {} "
+          "tokens, sha256 {}…)<br>teacher's top-{} logits; compute {}, KV cache "
+          "{}, {} threads{}</p>\n",
+          HtmlEscape(r.teacher), HtmlEscape(r.teacher_summary), HtmlEscape(r.corpus_description),
+          r.n_seqs, r.ctx_len, r.corpus_sha256.substr(0, 12), r.top_k, HtmlEscape(r.compute),
+          HtmlEscape(r.kv), r.threads,
+          study.source.empty() ? "" : "<br>results: " + HtmlEscape(study.source.string()));
+      body += "<h2>Candidates</h2>\n" + FormatCompareHtml(r) + "<pre class=\"legend\">" +
+              HtmlEscape(CompareLegend(r)) + "</pre>\n";
+    }
     for (size_t p = 0; p < plots.size(); ++p) {
       const Plot& plot = plots[p];
       const fs::path svg = plot_dir / (plot.name + ".svg");

@@ -1,6 +1,6 @@
 // `proctor report`: one self-contained HTML page of `proctor compare` (or `demo`) studies, with
-// the comparison table, its legend and four plots per study, also written as SVG and PNG files
-// for papers:
+// the comparison table, its legend and four plots per study (and of `proctor kv-curve` runs, with
+// their table and KV curve), also written as SVG and PNG files for papers:
 //   kl-vs-bits      KL mean (+- SE, log scale) against bits per weight, the Pareto front marked
 //   dppl-vs-bits    delta perplexity (+- SE) against bits per weight, its Pareto front marked
 //   kl-cdf          the distribution of per-position KL (empirical CDF, log scale) per model
@@ -11,6 +11,8 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,10 +25,14 @@ struct ReportStudy {
   std::filesystem::path source;     // the results file read ("" when built in memory)
   std::filesystem::path study_dir;  // where positions/ lives
   CompareResult result;
+  // Set instead of `result` for the results of `proctor kv-curve`: a section with its table and
+  // the KV curve (KL mean +- SE against the cache's effective bits, the Pareto front marked).
+  std::optional<nlohmann::ordered_json> kv_curve{};
 };
 
-// Reads a results file of `proctor compare` or `proctor demo` (the envelope, or its "results").
-// Error("[report] ...") naming the file for anything else (saying what command wrote it).
+// Reads a results file of `proctor compare`, `demo` or `kv-curve` (the envelope, or its
+// "results"). Error("[report] ...") naming the file for anything else (saying what command
+// wrote it).
 ReportStudy ReadReportStudy(const std::filesystem::path& results_file);
 
 struct ReportFiles {
