@@ -23,7 +23,7 @@ void RegisterBenchVerb(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand("bench", "Measure prefill and decode speed; prints JSON");
-  verb->add_option("model", args->model, "Model directory, .gguf file or cached HF id");
+  verb->add_option("model,--model", args->model, "Model directory, .gguf file or cached HF id");
   verb->add_option("--synthetic", args->synthetic,
                    fmt::format("Random weights with the shapes of a real model ({})",
                                fmt::join(SyntheticModelNames(), ", ")));

@@ -96,7 +96,7 @@ void RegisterChatVerb(CLI::App& app) {
       "chat",
       "Print a conversation rendered with the model's chat template (as transformers' "
       "apply_chat_template renders it)");
-  verb->add_option("model", flags->model,
+  verb->add_option("model,--model", flags->model,
                    "Model folder (or a folder with tokenizer_config.json / chat_template.jinja)")
       ->required();
   verb->add_option("--messages", flags->messages_file,

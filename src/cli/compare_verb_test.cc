@@ -124,7 +124,7 @@ TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
                             (d / "dump").string(), models[i], kl.string()));
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(KlStatistics(ReadJson(kl)["results"]), KlStatistics(rows[i]["kl"])) << models[i];
-    r = Proctor(fmt::format("ppl {} --data {} --num-samples -1 --chunk 32 --json {}", models[i],
+    r = Proctor(fmt::format("ppl {} --data {} --n-seqs -1 --chunk 32 --json {}", models[i],
                             (d / "corpus").string(), ppl.string()));
     ASSERT_EQ(r.status, 0) << r.out;
     const json p = ReadJson(ppl)["results"];

@@ -110,11 +110,11 @@ TEST_F(CorpusPplVerbs, CorpusErrorsSayWhatIsWrong) {
 }
 
 // ppl over text and ppl over a corpus cut from the same text with the same seed score the same
-// rows, so they agree exactly; --batch-size changes nothing.
+// rows, so they agree exactly; --batch-size changes nothing; mlx_lm's flag names still work.
 TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSize) {
   const std::string model = Stories260K().string();
   Result r =
-      Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+      Proctor(fmt::format("-q ppl {} --data {} --ctx-len 128 --n-seqs 6 "
                           "--batch-size 4 --json {}",
                           model, TinyStories().string(), (dir_ / "text.json").string()));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -137,12 +137,22 @@ TEST_F(CorpusPplVerbs, PplOnTextEqualsPplOnTheCorpusOfThatTextAndIgnoresBatchSiz
   EXPECT_GT(text["ppl"].get<double>(), 1.5);
   EXPECT_LT(text["ppl"].get<double>(), 30.0);
 
+  // mlx_lm's spellings (the old ones) still work, with a note.
   r =
-      Proctor(fmt::format("-q ppl {} --data {} --sequence-length 128 --num-samples 6 "
+      Proctor(fmt::format("ppl {} --data {} --sequence-length 128 --num-samples 6 "
                           "--batch-size 1 --json {}",
                           model, TinyStories().string(), (dir_ / "batch1.json").string()));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(ReadJson(dir_ / "batch1.json")["results"]["ppl"], text["ppl"]);
+  EXPECT_NE(r.err.find("note: --sequence-length is now --ctx-len (same meaning)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: --num-samples is now --n-seqs"), std::string::npos) << r.err;
+  r = Proctor(fmt::format("ppl {} --data {} --sequence-length 128 --ctx-len 128", model,
+                          TinyStories().string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--sequence-length and --ctx-len are the same option"), std::string::npos)
+      << r.err;
 
   r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 128 --n-seqs 6 {}", model,
                           (dir_ / "c").string(), TinyStories().string()));
@@ -174,17 +184,17 @@ TEST_F(CorpusPplVerbs, PplOnACorpusOfAnotherTokenizerIsAnError) {
 }
 
 TEST_F(CorpusPplVerbs, PplErrors) {
-  Result r = Proctor(fmt::format("ppl {} --data {} --sequence-length 100000",
-                                 Stories260K().string(), TinyStories().string()));
+  Result r = Proctor(fmt::format("ppl {} --data {} --ctx-len 100000", Stories260K().string(),
+                                 TinyStories().string()));
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("[ppl] not enough text: one row of --sequence-length 100000 needs 100000 "
+  EXPECT_NE(r.err.find("[ppl] not enough text: one row of --ctx-len 100000 needs 100000 "
                        "tokens"),
             std::string::npos)
       << r.err;
-  r = Proctor(fmt::format("ppl {} --data {} --num-samples 0", Stories260K().string(),
-                          TinyStories().string()));
+  r = Proctor(
+      fmt::format("ppl {} --data {} --n-seqs 0", Stories260K().string(), TinyStories().string()));
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("--num-samples must be positive or -1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--n-seqs must be positive or -1"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -50,16 +50,14 @@ void RegisterDemoVerb(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   verb->add_option("--ctx-len", args->ctx_len, "Tokens per sequence (default 256)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  // The old spelling, still accepted (hidden from --help) with a note.
-  auto* old_ctx = verb->add_option("--ctx", args->ctx_len)
-                      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20))
-                      ->group("");
+  auto old = std::make_shared<OldSpellings>();
+  old->Add(*verb, "--ctx", "--ctx-len", args->ctx_len);
   verb->add_option("--top-k", args->top_k, "Logits kept per position in the dump (default 256)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   args->engine.Add(*verb);
-  verb->callback([args, old_ctx] {
+  verb->callback([args, verb, old] {
     const bool quiet = Globals().quiet;
-    if (old_ctx->count() > 0) fmt::print(stderr, "note: --ctx is now --ctx-len (same meaning)\n");
+    old->Check(*verb);
     const bool temporary = args->dir.empty();
     const std::filesystem::path dir = temporary ? std::filesystem::temp_directory_path() /
                                                       fmt::format("proctor-demo-{}", ::getpid())

@@ -114,7 +114,7 @@ void RegisterKlVerb(CLI::App& app) {
   saved->excludes(resident)->excludes(corpus)->excludes(kv_arm)->excludes(self_ab);
   resident->excludes(kv_arm)->excludes(self_ab);
   kv_arm->excludes(self_ab);
-  verb->add_option("--candidate,--model", args->candidate,
+  verb->add_option("model,--model,--candidate", args->candidate,
                    "Candidate model: directory, .gguf file or cached HF id")
       ->required();
   verb->add_option("--decode-steps", args->decode_steps,
@@ -122,7 +122,7 @@ void RegisterKlVerb(CLI::App& app) {
                    "last S scored positions run one token per step (a quantized candidate cache is "
                    "converted when the prefill ends) and only they are scored")
       ->check(CLI::PositiveNumber);
-  verb->add_option("--n", args->n, "Score only the first N sequences (default: all)")
+  verb->add_option("--n-seqs", args->n, "Score only the first N sequences (default: all)")
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--json", args->json,
                    "Also write the results JSON (docs/results-json.md) to this file");
@@ -140,7 +140,10 @@ void RegisterKlVerb(CLI::App& app) {
   kv_arm->excludes(verb->get_option("--kv"));
   verb->get_option("--reference-compute")->excludes(self_ab);
   verb->get_option("--reference-kv")->excludes(self_ab);
-  verb->callback([args, verb] {
+  auto old = std::make_shared<OldSpellings>();
+  old->Add(*verb, "--n", "--n-seqs", args->n);
+  verb->callback([args, verb, old] {
+    old->Check(*verb);
     if (!args->kv_arm.empty()) {  // one model, two caches
       args->reference = args->candidate;
       args->reference_kv = "f32";

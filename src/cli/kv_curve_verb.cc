@@ -1,4 +1,4 @@
-// `proctor kv-curve MODEL --corpus DIR [--schemes LIST] [--n 8] [--decode-steps 32]`: every KV
+// `proctor kv-curve MODEL --corpus DIR [--schemes LIST] [--n-seqs 8] [--decode-steps 32]`: every KV
 // cache scheme of a list against the f32 cache on the decode path, one model load, one table
 // (eval/runners/kv_curve.h).
 #include <fmt/format.h>
@@ -28,7 +28,7 @@ void RegisterKvCurveVerb(CLI::App& app) {
       "and decode speed, one table.\n"
       "Example: proctor kv-curve MODEL --corpus corpus/ --schemes bf16,affine:8,affine:4 "
       "--decode-steps 32 --json curve.json");
-  verb->add_option("model", args->model, "Model: directory, .gguf file or cached HF id")
+  verb->add_option("model,--model", args->model, "Model: directory, .gguf file or cached HF id")
       ->required();
   verb->add_option("--corpus", args->corpus,
                    "Corpus directory (`proctor corpus`): its sequences are the prompts")
@@ -38,7 +38,8 @@ void RegisterKvCurveVerb(CLI::App& app) {
                    "and affine 8, 6, 4, 3, 2 bits at group 64, or 32 when 64 does not divide "
                    "head_dim)")
       ->delimiter(',');
-  verb->add_option("--n", args->n, "Sequences (default 8; 0: all)")->check(CLI::NonNegativeNumber);
+  verb->add_option("--n-seqs", args->n, "Sequences (default 8; 0: all)")
+      ->check(CLI::NonNegativeNumber);
   verb->add_option("--decode-steps", args->decode_steps,
                    "Decode steps scored at the end of each sequence (default 32)")
       ->check(CLI::PositiveNumber);
@@ -47,7 +48,10 @@ void RegisterKvCurveVerb(CLI::App& app) {
   verb->add_option("--compute", args->compute, "f32 (default), bf16 or q8, for both arms")
       ->check(CLI::IsMember({"f32", "bf16", "q8"}));
   verb->add_option("--json", args->json, "Also write the results JSON to this file");
-  verb->callback([args] {
+  auto old = std::make_shared<OldSpellings>();
+  old->Add(*verb, "--n", "--n-seqs", args->n);
+  verb->callback([args, verb, old] {
+    old->Check(*verb);
     const KvCurveOptions options{.model = args->model,
                                  .corpus_dir = args->corpus,
                                  .schemes = args->schemes,

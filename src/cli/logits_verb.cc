@@ -24,13 +24,14 @@ void RegisterLogitsVerb(CLI::App& app) {
       "logits",
       "Write teacher-forced logits as raw little-endian f32 ([tokens, vocab], or "
       "[sequences, ctx_len, vocab] for --corpus)");
-  verb->add_option("model", args->model, "Model directory, .gguf file or cached HF id")->required();
+  verb->add_option("model,--model", args->model, "Model directory, .gguf file or cached HF id")
+      ->required();
   auto* prompt =
       verb->add_option("--prompt-ids", args->prompt_ids, "Comma-separated prompt token ids");
   auto* corpus = verb->add_option("--corpus", args->corpus,
                                   "Corpus directory: the logits of its sequences, one cache each");
   prompt->excludes(corpus);
-  verb->add_option("--n", args->n, "With --corpus: only the first N sequences (default: all)")
+  verb->add_option("--n-seqs", args->n, "With --corpus: only the first N sequences (default: all)")
       ->check(CLI::NonNegativeNumber)
       ->needs(corpus);
   verb->add_option("-o,--out", args->out, "Output file")->required();
@@ -39,7 +40,10 @@ void RegisterLogitsVerb(CLI::App& app) {
                    "Positions from N on run one token per forward step, after chunks that end at "
                    "N (the schedule of `kl --decode-steps`); default: chunks throughout")
       ->check(CLI::NonNegativeNumber);
-  verb->callback([args] {
+  auto old = std::make_shared<OldSpellings>();
+  old->Add(*verb, "--n", "--n-seqs", args->n);
+  verb->callback([args, verb, old] {
+    old->Check(*verb);
     const RawLogitsResult r = WriteRawLogits(
         {.model = args->model,
          .prompt = args->prompt_ids.empty() ? std::vector<int32_t>()

@@ -24,6 +24,19 @@ std::function<void(const std::string&)> StepLog() {
   };
 }
 
+void OldSpellings::Check(const CLI::App& verb) const {
+  for (const Entry& e : entries_) {
+    if (e.option->count() == 0) continue;
+    if (verb.count(e.new_name) > 0) {
+      Fail("cli", "{} and {} are the same option (the first is its old spelling): give one",
+           e.old_name, e.new_name);
+    }
+    if (!Globals().quiet) {
+      fmt::print(stderr, "note: {} is now {} (same meaning)\n", e.old_name, e.new_name);
+    }
+  }
+}
+
 }  // namespace proctor::cli
 
 int main(int argc, char** argv) {

@@ -348,7 +348,7 @@ TEST(MlxLmPerplexity, ProctorPplEqualsMlxLmEvalPpl) {
                             model.string(), bits));
     ASSERT_EQ(r.status, 0) << r.out;
     const fs::path json_path = tmp.path() / fmt::format("ppl{}.json", bits);
-    r = Proctor(fmt::format("ppl {} --data {} --num-samples -1 --json {}", model.string(),
+    r = Proctor(fmt::format("ppl {} --data {} --n-seqs -1 --json {}", model.string(),
                             corpus.string(), json_path.string()));
     ASSERT_EQ(r.status, 0) << r.out;
     const json mine = json::parse(std::ifstream(json_path))["results"];

@@ -24,16 +24,18 @@ void RegisterPplVerb(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
       "ppl", "Perplexity of a model over text the mlx_lm way (exp of the mean next-token NLL)");
-  verb->add_option("model", args->model, "Model: directory, .gguf file or cached HF id")
+  verb->add_option("model,--model", args->model, "Model: directory, .gguf file or cached HF id")
       ->required();
   verb->add_option("--data", args->data,
                    ".jsonl ({\"text\"} or chat rows) or text file (.txt, .raw: one document) "
                    "(repeatable), or a corpus directory from `proctor corpus`")
       ->required();
-  verb->add_option("--sequence-length", args->sequence_length,
-                   "Tokens per row (default 512; for a corpus: its ctx_len)")
+  verb->add_option("--ctx-len", args->sequence_length,
+                   "Tokens per row (mlx_lm's --sequence-length; default 512; for a corpus: its "
+                   "ctx_len)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
-  verb->add_option("--num-samples", args->num_samples, "Rows to score (default 256; -1: all)");
+  verb->add_option("--n-seqs", args->num_samples,
+                   "Rows to score (mlx_lm's --num-samples; default 256; -1: all)");
   verb->add_option("--seed", args->seed, "Row shuffle seed (mulberry32; default 123)");
   verb->add_option("--batch-size", args->batch_size,
                    "mlx_lm's rows per step (default 8), recorded in the results; rows run one "
@@ -43,7 +45,11 @@ void RegisterPplVerb(CLI::App& app) {
                    "Tokenizer to use instead of the model's (folder, tokenizer.json or .gguf)");
   verb->add_option("--json", args->json, "Also write every statistic as JSON to this file");
   args->engine.Add(*verb);
-  verb->callback([args] {
+  auto old = std::make_shared<OldSpellings>();
+  old->Add(*verb, "--sequence-length", "--ctx-len", args->sequence_length);
+  old->Add(*verb, "--num-samples", "--n-seqs", args->num_samples);
+  verb->callback([args, verb, old] {
+    old->Check(*verb);
     PplOptions options{.model = args->model,
                        .sequence_length = args->sequence_length,
                        .num_samples = args->num_samples,

@@ -40,7 +40,7 @@ void RegisterQuantizeVerb(CLI::App& app) {
       "  proctor quantize model-f16.gguf --out model-q4_k_m.gguf --type q4_k_m\n"
       "A GGUF written with --type has llama-quantize's tensor types and blocks (no importance "
       "matrix) and carries the source's tokenizer, chat template and metadata.");
-  verb->add_option("source", args->source,
+  verb->add_option("source,--model", args->source,
                    "Model directory (f32/f16/bf16 safetensors), .gguf with float tensors, or "
                    "cached HF id")
       ->required();

@@ -133,10 +133,10 @@ TEST_F(ReportVerb, ChromiumLoadsItWithoutErrorsAndShowsThePlots) {
 // scheme, before the compare study's section.
 TEST_F(ReportVerb, AKvCurveRunGetsItsTableAndCurve) {
   const fs::path kv = dir_.path() / "kv.json", html = dir_.path() / "kv.html";
-  Result r = Proctor(
-      fmt::format("kv-curve {} --corpus {} --n 2 --decode-steps 8 --schemes f32,bf16,f16 --json {}",
-                  (Fixtures() / "stories260K" / "stories260K.gguf").string(),
-                  (study_ / "corpus").string(), kv.string()));
+  Result r = Proctor(fmt::format(
+      "kv-curve {} --corpus {} --n-seqs 2 --decode-steps 8 --schemes f32,bf16,f16 --json {}",
+      (Fixtures() / "stories260K" / "stories260K.gguf").string(), (study_ / "corpus").string(),
+      kv.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   r = Proctor(fmt::format("report {} {} --out {}", kv.string(), (study_ / "compare.json").string(),
                           html.string()));

@@ -62,7 +62,8 @@ void RegisterTokenizeVerb(CLI::App& app) {
       "Encode text with a model's tokenizer (ids and pieces), or decode ids.\n"
       "MODEL: a folder with tokenizer.json (+ tokenizer_config.json), a tokenizer.json file, "
       "or a .gguf file (vocabulary-only files too).");
-  verb->add_option("model", options->model, "Model folder, tokenizer.json or .gguf")->required();
+  verb->add_option("model,--model", options->model, "Model folder, tokenizer.json or .gguf")
+      ->required();
   auto* text = verb->add_option("--text", options->text, "Text to encode");
   auto* file = verb->add_option("--file", options->file, "File whose contents to encode");
   auto* decode = verb->add_option("--decode", options->decode, "Comma-separated ids to decode");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace proctor::cli {
 
@@ -19,6 +20,25 @@ const GlobalOptions& Globals();
 
 // A pipeline's step log for the terminal: each line on stdout, flushed; nothing with --quiet.
 std::function<void(const std::string&)> StepLog();
+
+// The flags' old spellings (one vocabulary across verbs: --ctx-len, --n-seqs, MODEL or --model):
+// each old name is a hidden option writing the same variable; Check() prints "note: --n is now
+// --n-seqs (same meaning)" for each one used, and refuses both spellings at once.
+class OldSpellings {
+ public:
+  template <typename T>
+  void Add(CLI::App& verb, const std::string& old_name, const std::string& new_name, T& target) {
+    entries_.push_back({verb.add_option(old_name, target)->group(""), old_name, new_name});
+  }
+  void Check(const CLI::App& verb) const;
+
+ private:
+  struct Entry {
+    CLI::Option* option;
+    std::string old_name, new_name;
+  };
+  std::vector<Entry> entries_;
+};
 
 void RegisterVersionVerb(CLI::App& app);
 void RegisterGenerateVerb(CLI::App& app);

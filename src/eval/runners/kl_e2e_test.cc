@@ -113,12 +113,12 @@ TEST_F(KlEndToEnd, TwoModelStatisticsMatchTheNumpyRecomputation) {
   const std::string m = model_.string();
   CommandResult r = Proctor(fmt::format(
       "kl --reference {} --reference-compute f32 --corpus {} --candidate "
-      "{} --compute bf16 --chunk {} --json {} --per-position {} --n 3",
+      "{} --compute bf16 --chunk {} --json {} --per-position {} --n-seqs 3",
       m, corpus().string(), m, kChunk, Path("kl.json").string(), Path("pp.bin").string()));
   ASSERT_EQ(r.status, 0) << r.output;
   fmt::print("{}", r.output);
   for (const char* compute : {"f32", "bf16"}) {
-    r = Proctor(fmt::format("logits {} --corpus {} --n 3 --compute {} --chunk {} --out {}", m,
+    r = Proctor(fmt::format("logits {} --corpus {} --n-seqs 3 --compute {} --chunk {} --out {}", m,
                             corpus().string(), compute, kChunk,
                             Path(compute == std::string("f32") ? "t.f32" : "c.f32").string()));
     ASSERT_EQ(r.status, 0) << r.output;

@@ -84,7 +84,7 @@ TEST_F(KlEngine, ProctorKlWritesJson) {
   const auto json_path = temp_.path() / "out" / "kl.json";
   std::filesystem::create_directories(json_path.parent_path());
   const std::string command = fmt::format(
-      "{} --quiet --threads 2 kl --reference-logits {} --candidate {} --chunk 16 --n 1 "
+      "{} --quiet --threads 2 kl --reference-logits {} --candidate {} --chunk 16 --n-seqs 1 "
       "--json {} > {} 2>&1",
       PROCTOR_BIN, temp_.path().string(), Stories260K().string(), json_path.string(),
       (temp_.path() / "out" / "stdout.txt").string());

@@ -46,10 +46,10 @@ bool IsCorpusDir(const std::filesystem::path& path) {
 std::vector<int32_t> PackPerplexityRows(std::span<const int32_t> stream, int64_t sequence_length,
                                         int64_t num_samples) {
   if (sequence_length < 1) {
-    Fail(kComponent, "--sequence-length must be >= 1, got {}", sequence_length);
+    Fail(kComponent, "--ctx-len must be >= 1, got {}", sequence_length);
   }
   if (num_samples == 0 || num_samples < -1) {
-    Fail(kComponent, "--num-samples must be positive or -1 (all rows), got {}", num_samples);
+    Fail(kComponent, "--n-seqs must be positive or -1 (all rows), got {}", num_samples);
   }
   int64_t rows = static_cast<int64_t>(stream.size()) / sequence_length;
   if (num_samples > 0) rows = std::min(rows, num_samples);
@@ -104,8 +104,7 @@ PerplexityScores ScorePerplexityRows(std::span<const int32_t> rows, int64_t sequ
                                      const TeacherForcedLogits& forward,
                                      const PerplexityScoreOptions& options) {
   if (sequence_length < 2) {
-    Fail(kComponent, "--sequence-length must be >= 2 to score a next token, got {}",
-         sequence_length);
+    Fail(kComponent, "--ctx-len must be >= 2 to score a next token, got {}", sequence_length);
   }
   CHECK(rows.size() % static_cast<size_t>(sequence_length) == 0);
   if (options.batch_size < 1) {
@@ -160,8 +159,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   CheckChunkSize(options.chunk_size, kComponent);
   if (options.data.empty()) Fail(kComponent, "no --data given");
   if (options.num_samples == 0 || options.num_samples < -1) {
-    Fail(kComponent, "--num-samples must be positive or -1 (all rows), got {}",
-         options.num_samples);
+    Fail(kComponent, "--n-seqs must be positive or -1 (all rows), got {}", options.num_samples);
   }
   const bool corpus_data = IsCorpusDir(options.data.front());
   if (corpus_data && options.data.size() != 1) {
@@ -192,7 +190,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
       CheckRecordedVocabulary(RecordedVocabularyIdentity(*corpus), model->Identity("model"));
     }
     if (options.sequence_length != 0 && options.sequence_length != corpus->ctx_len) {
-      Fail(kComponent, "--sequence-length {} differs from the corpus' ctx_len {} ('{}')",
+      Fail(kComponent, "--ctx-len {} differs from the corpus' ctx_len {} ('{}')",
            options.sequence_length, corpus->ctx_len, corpus->dir.string());
     }
     result.sequence_length = corpus->ctx_len;
@@ -208,7 +206,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     result.sequence_length =
         options.sequence_length != 0 ? options.sequence_length : kDefaultSequenceLength;
     if (result.sequence_length < 2) {
-      Fail(kComponent, "--sequence-length must be >= 2, got {}", result.sequence_length);
+      Fail(kComponent, "--ctx-len must be >= 2, got {}", result.sequence_length);
     }
     std::unique_ptr<text::Tokenizer> own;  // --tokenizer
     const text::Tokenizer* tokenizer = nullptr;
@@ -256,7 +254,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
     }
     if (rows.empty()) {
       Fail(kComponent,
-           "not enough text: one row of --sequence-length {} needs {} tokens, but the {} row(s) "
+           "not enough text: one row of --ctx-len {} needs {} tokens, but the {} row(s) "
            "of the data gave {}",
            result.sequence_length, result.sequence_length, text_rows.rows.size(),
            stream.tokens.size());
@@ -265,9 +263,9 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   }
   const int64_t n_rows = static_cast<int64_t>(rows.size()) / result.sequence_length;
   if (!corpus_data && options.num_samples > 0 && n_rows < options.num_samples) {
-    result.warnings.push_back(fmt::format(
-        "the data fills {} rows of {} tokens, fewer than --num-samples {}: scoring all {}", n_rows,
-        result.sequence_length, options.num_samples, n_rows));
+    result.warnings.push_back(
+        fmt::format("the data fills {} rows of {} tokens, fewer than --n-seqs {}: scoring all {}",
+                    n_rows, result.sequence_length, options.num_samples, n_rows));
   }
   result.rows_sha256 = Sha256Hex(std::span<const uint8_t>(
       reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)));

@@ -259,7 +259,7 @@ TEST(Ppl, TextDataIsTokenizedWithBosAndEosAndCutIntoRows) {
        .quiet = true});
   EXPECT_EQ(more.stats.rows, static_cast<int64_t>(n_rows));
   ASSERT_EQ(more.warnings.size(), 1u);
-  EXPECT_NE(more.warnings[0].find("fewer than --num-samples 1000"), std::string::npos);
+  EXPECT_NE(more.warnings[0].find("fewer than --n-seqs 1000"), std::string::npos);
 }
 
 // stories260K (validation loss 1.30 on TinyStories when trained, i.e. ppl ~3.7) on a 5-story
