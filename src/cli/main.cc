@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "model/load.h"
 #include "ops/matmul_kernel_choice.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -58,6 +59,12 @@ int main(int argc, char** argv) {
     ops::CpuFeatures::Host();  // reads PROCTOR_CPU_CAP: a bad value is an error before any work
   });
 
+  // Large models say so before they load (every verb loads through LoadModel).
+  SetLoadNotice([](const std::string& spec, uint64_t bytes) {
+    if (cli::Globals().quiet || bytes < (uint64_t{1} << 29)) return;
+    fmt::print(stderr, "loading {} ({:.1f} GB)...\n", spec, static_cast<double>(bytes) / 1e9);
+    std::fflush(stderr);
+  });
   cli::RegisterVersionVerb(app);
   cli::RegisterGenerateVerb(app);
   cli::RegisterLogitsVerb(app);

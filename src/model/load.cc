@@ -206,8 +206,28 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
   }
 }
 
+namespace {
+LoadNotice& Notice() {
+  static LoadNotice notice;
+  return notice;
+}
+}  // namespace
+
+void SetLoadNotice(LoadNotice notice) { Notice() = std::move(notice); }
+
+uint64_t ModelFileBytes(const LocatedModel& located) {
+  std::error_code ec;
+  if (fs::is_regular_file(located.path, ec)) return fs::file_size(located.path, ec);
+  uint64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(located.path, ec)) {
+    if (entry.path().extension() == ".safetensors") bytes += entry.file_size(ec);
+  }
+  return bytes;
+}
+
 LoadedModel LoadModel(std::string_view model_spec) {
   const LocatedModel located = LocateModel(model_spec);
+  if (Notice()) Notice()(std::string(model_spec), ModelFileBytes(located));
   LoadedModel model;
   model.spec = std::string(model_spec);
   model.source = located.path;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,14 @@ struct LoadedModel {
 // is present with the expected shape (MLX-quantized linear layers with their packed shapes,
 // scales and biases; model/mlx_weights.h).
 LoadedModel LoadModel(std::string_view model_spec);
+
+// The bytes a load maps: the .gguf file, or the directory's .safetensors files.
+uint64_t ModelFileBytes(const LocatedModel& located);
+
+// Called by LoadModel before it maps a model's files, with the spec and ModelFileBytes (the CLI
+// prints "loading MODEL (N GB)..." for large ones). Set once at startup.
+using LoadNotice = std::function<void(const std::string& spec, uint64_t bytes)>;
+void SetLoadNotice(LoadNotice notice);
 
 // The checks LoadModel applies to the weights, for stores built another way (synthetic models).
 void ValidateWeights(const ModelConfig& config, const WeightStore& weights);

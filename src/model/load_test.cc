@@ -55,6 +55,28 @@ TEST(LoadModel, HfGoldenLlamaF32) {
   EXPECT_EQ(m.weights.size(), 21u);
 }
 
+// The load notice (the CLI's "loading MODEL (N GB)..." line) hears of every load before its
+// files are mapped, with the bytes it maps: the .gguf, or the directory's safetensors files.
+TEST(LoadModel, TheLoadNoticeHearsOfEveryLoadWithItsBytes) {
+  const fs::path gguf = FixturesDir() / "stories260K" / "stories260K.gguf";
+  const fs::path dir = GoldenDir("llama-f32");
+  if (!fs::exists(gguf) || !fs::exists(dir)) GTEST_SKIP() << "fixtures absent";
+  std::vector<std::pair<std::string, uint64_t>> heard;
+  SetLoadNotice([&](const std::string& spec, uint64_t bytes) { heard.emplace_back(spec, bytes); });
+  LoadModel(gguf.string());
+  LoadModel(dir.string());
+  SetLoadNotice(nullptr);
+  LoadModel(gguf.string());
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_EQ(heard[0], std::make_pair(gguf.string(), static_cast<uint64_t>(fs::file_size(gguf))));
+  uint64_t safetensors = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".safetensors") safetensors += e.file_size();
+  }
+  EXPECT_EQ(heard[1].second, safetensors);
+  EXPECT_GT(safetensors, 0u);
+}
+
 TEST(LoadModel, HfGoldenLlamaBf16TiedLlama3Rope) {
   const fs::path dir = GoldenDir("llama-bf16-tied-rope-llama3");
   SKIP_IF_MISSING(dir);

@@ -41,18 +41,6 @@ std::string ShortDType(const std::string& stored) {
   return stored;
 }
 
-// The bytes a load maps: a .gguf file, or a directory's .safetensors files.
-uint64_t ModelDiskBytes(const std::string& spec) {
-  const LocatedModel located = LocateModel(spec);
-  std::error_code ec;
-  if (fs::is_regular_file(located.path, ec)) return fs::file_size(located.path, ec);
-  uint64_t bytes = 0;
-  for (const auto& entry : fs::directory_iterator(located.path, ec)) {
-    if (entry.path().extension() == ".safetensors") bytes += entry.file_size(ec);
-  }
-  return bytes;
-}
-
 // A file-name-safe form of a row's name, with a hash of its identity against collisions.
 std::string StepSlug(const std::string& kind, const std::string& name, const std::string& model) {
   std::string slug;
@@ -99,10 +87,7 @@ struct OpenedModel {
   std::string sha256;
 };
 
-OpenedModel OpenModel(const std::string& spec, const std::string& role,
-                      const std::function<void(const std::string&)>& log) {
-  const double gb = static_cast<double>(ModelDiskBytes(spec)) / 1e9;
-  if (gb >= 0.1) log(fmt::format("   loading {} ({:.1f} GB)...", spec, gb));
+OpenedModel OpenModel(const std::string& spec, const std::string& role) {
   OpenedModel m;
   m.model = EvalModel::Open(spec);
   m.description = m.model->Describe(role);
@@ -248,7 +233,7 @@ class CompareRun {
   }
 
   void OpenTeacher() {
-    teacher_ = OpenModel(o_.teacher, "teacher", o_.log);
+    teacher_ = OpenModel(o_.teacher, "teacher");
     const EvalModel& t = *teacher_.model;
     r_.teacher = o_.teacher;
     r_.teacher_sha256 = teacher_.sha256;
@@ -511,7 +496,7 @@ class CompareRun {
       }
       spec = dir.string();
     }
-    CompareRow row = Score(c.name, c.kind, OpenModel(spec, "candidate", o_.log), spec);
+    CompareRow row = Score(c.name, c.kind, OpenModel(spec, "candidate"), spec);
     row.prepare_seconds = prepare_seconds;
     Log(fmt::format("   scored {}{}", c.name,
                     row.reused ? ": reused" : fmt::format(" in {:.2f} s", row.seconds)));
