@@ -107,8 +107,8 @@ TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) 
   EXPECT_NE(r.output.find("1 to 62"), std::string::npos) << r.output;
   const fs::path json = temp_.path() / "curve.json";
   r = testing::RunCommand(
-      fmt::format("{} --schemes f32,affine:4:g32 --n-seqs 1 --decode-steps 2 --chunk 32 --json {}", verb,
-                  json.string()));
+      fmt::format("{} --schemes f32,affine:4:g32 --n-seqs 1 --decode-steps 2 --chunk 32 --json {}",
+                  verb, json.string()));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("bytes/token"), std::string::npos) << r.output;  // table and legend
   EXPECT_EQ(nlohmann::json::parse(ReadFileToString(json))["command"], "kv-curve");
