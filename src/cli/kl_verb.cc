@@ -246,6 +246,7 @@ void RegisterKlVerb(CLI::App& app) {
       }
       for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
       fmt::print("{}", FormatKlTable({result}));
+      if (!quiet) fmt::print("\n{}", KlLegend({result}));
       if (!quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
       if (!args->per_position.empty() && !quiet) {
         fmt::print(stderr, "wrote {}\n", args->per_position);

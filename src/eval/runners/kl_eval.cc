@@ -257,6 +257,26 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOp
   return env;
 }
 
+std::string KlLegend(const std::vector<KlEvalResult>& results) {
+  if (results.empty()) return "";
+  const bool two_model = results.front().mode == "two-model";
+  const std::string over =
+      two_model ? "over the full vocabulary"
+                : fmt::format("over the reference's top-{} logits", results.front().manifest.top_k);
+  return fmt::format(
+      "How to read it:\n"
+      "  KL          KL(reference || candidate) {},\n"
+      "              nats per position: mean of the per-sequence means +- its standard error;\n"
+      "              median, p95, p99 and max over all positions\n"
+      "  tail KL     mean of the KL with one more bin for the probability outside the top-k (a\n"
+      "              lower bound on the full-vocabulary KL; equal to KL over the full vocabulary)\n"
+      "  top-1       how often the candidate's argmax is the reference's\n"
+      "  mass        mean reference probability inside the kept logits (1 over the full\n"
+      "              vocabulary); min m.: its smallest value at any position\n"
+      "  pos/s       positions scored per second, forward included\n",
+      over);
+}
+
 std::string FormatKlTable(const std::vector<KlEvalResult>& results) {
   std::string out;
   if (results.empty()) return out;

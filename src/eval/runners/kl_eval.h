@@ -123,5 +123,7 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOption
 ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options);
 // A readable table, one row per result (same reference).
 std::string FormatKlTable(const std::vector<KlEvalResult>& results);
+// What FormatKlTable's columns mean (docs/statistics.md), for the mode of `results`.
+std::string KlLegend(const std::vector<KlEvalResult>& results);
 
 }  // namespace proctor

@@ -318,5 +318,20 @@ TEST(KlEval, DamagedRecordsAreRefusedNotScored) {
   }
 }
 
+// The table's legend names the mode's reference distribution.
+TEST(KlLegend, SaysWhatTheKlIsOver) {
+  KlEvalResult saved;
+  saved.manifest.top_k = 64;
+  EXPECT_NE(KlLegend({saved}).find("over the reference's top-64 logits"), std::string::npos);
+  KlEvalResult two;
+  two.mode = "two-model";
+  const std::string legend = KlLegend({two});
+  EXPECT_NE(legend.find("over the full vocabulary,"), std::string::npos) << legend;
+  for (const char* column : {"tail KL", "top-1", "mass", "pos/s"}) {
+    EXPECT_NE(legend.find(column), std::string::npos) << column;
+  }
+  EXPECT_EQ(KlLegend({}), "");
+}
+
 }  // namespace
 }  // namespace proctor
