@@ -32,9 +32,8 @@ void OldSpellings::Check(const CLI::App& verb) const {
       Fail("cli", "{} and {} are the same option (the first is its old spelling): give one",
            e.old_name, e.new_name);
     }
-    if (!Globals().quiet) {
-      fmt::print(stderr, "note: {} is now {} (same meaning)\n", e.old_name, e.new_name);
-    }
+    // Printed with --quiet too: it is not progress.
+    fmt::print(stderr, "note: {} is now {} (same meaning)\n", e.old_name, e.new_name);
   }
 }
 

@@ -393,7 +393,9 @@ class CompareRun {
                              .chunk_size = o_.chunk_size,
                              .resume = resume,
                              .runtime = o_.runtime,
-                             .quiet = o_.quiet});
+                             .quiet = o_.quiet,
+                             .opened = teacher_.model,
+                             .model_sha256 = teacher_.sha256});
       steps_.Record("dump", dump_key_, {{"complete", true}});
     }
     Log(r_.dump_reused

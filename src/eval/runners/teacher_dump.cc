@@ -62,7 +62,7 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   int64_t top_k = options.top_k;
   if (!forward) {
     ScopedSeconds load(&timings.load_seconds);
-    model = EvalModel::Open(options.teacher);
+    model = options.opened ? options.opened : EvalModel::Open(options.teacher);
     forward = model->Forward(options.runtime);
     if (options.check_tokenizer) teacher_id = model->Identity("teacher");
     const int64_t vocab = model->config().vocab_size;
@@ -77,7 +77,9 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   result.top_k = top_k;
   // The teacher's files by sha256 (none for a name that is not on disk, e.g. an injected forward).
   std::optional<std::string> model_sha256;
-  {
+  if (!options.model_sha256.empty()) {
+    model_sha256 = options.model_sha256;
+  } else {
     ScopedSeconds hashing(&timings.hash_seconds);
     const std::string sha = ModelIdentity(DescribeModelInput("teacher", options.teacher)).first;
     if (!sha.empty()) model_sha256 = sha;

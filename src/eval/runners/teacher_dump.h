@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@
 #include "model/runtime_model.h"
 
 namespace proctor {
+
+class EvalModel;  // eval/runners/eval_model.h
 
 struct TeacherDumpOptions {
   std::string teacher{};  // model spec (directory, .gguf, cached HF id); manifest.model
@@ -37,6 +40,10 @@ struct TeacherDumpOptions {
   // eos_id when its tokenizer loads) and check it against what the corpus records.
   bool check_tokenizer = true;
   bool describe_inputs = false;  // fill TeacherDumpResult::inputs (hashes the inputs)
+  // What the caller already has (compare): the teacher opened (used instead of opening it again)
+  // and the sha256 of its files (recorded instead of hashing them again).
+  std::shared_ptr<const EvalModel> opened{};
+  std::string model_sha256{};
 };
 
 struct TeacherDumpResult {
