@@ -42,6 +42,8 @@ void RegisterCompareVerb(CLI::App& app) {
     int64_t top_k = 256;
     uint32_t seed = 123;
     std::string json, md, csv, report;
+    std::vector<std::string> kv_schemes;
+    int64_t kv_decode_steps = 32;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -86,6 +88,13 @@ void RegisterCompareVerb(CLI::App& app) {
   verb->add_option("--json", args->json, "Also write every statistic as JSON to this file");
   verb->add_option("--md", args->md, "Also write the table as Markdown to this file");
   verb->add_option("--csv", args->csv, "Also write the table as CSV to this file");
+  verb->add_option("--kv-curve", args->kv_schemes,
+                   "Also run these KV cache schemes on the teacher (comma-separated --kv "
+                   "spellings, e.g. bf16,affine:8,affine:4), as `proctor kv-curve` over the "
+                   "study's corpus: a second table, and the KV curve in the report")
+      ->delimiter(',');
+  verb->add_option("--kv-decode-steps", args->kv_decode_steps,
+                   "With --kv-curve: decode steps scored at the end of each sequence (default 32)");
   verb->add_option("--report", args->report,
                    "Also write the report page (HTML with the table and plots, as `proctor "
                    "report`) to this file; its plots go beside it in <name>_plots/");
@@ -107,6 +116,8 @@ void RegisterCompareVerb(CLI::App& app) {
                            .seed = args->seed,
                            .candidates = args->candidates,
                            .quantize = args->quantize,
+                           .kv_schemes = args->kv_schemes,
+                           .kv_decode_steps = args->kv_decode_steps,
                            .n_seqs = args->n_seqs,
                            .ctx_len = args->ctx_len,
                            .top_k = args->top_k,
@@ -127,6 +138,9 @@ void RegisterCompareVerb(CLI::App& app) {
     if (!quiet) fmt::print("\n");
     fmt::print("{}", FormatCompareTable(result));
     if (!quiet) fmt::print("\n{}", CompareLegend(result));
+    if (!result.kv_curve_table.empty()) {
+      fmt::print("\nThe teacher's KV cache schemes (decode path):\n{}", result.kv_curve_table);
+    }
     if (!args->json.empty()) WriteResultsJson(args->json, envelope);
     if (!args->md.empty()) WriteFileAtomic(args->md, FormatCompareMarkdown(result));
     if (!args->csv.empty()) WriteFileAtomic(args->csv, FormatCompareCsv(result));

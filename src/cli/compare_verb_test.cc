@@ -211,6 +211,40 @@ TEST_F(CompareVerb, GgufFileTypesAreQuantizedAsQuantizeTypeDoes) {
   EXPECT_GT(rows[1]["kl"]["kl"]["mean"].get<double>(), 0.0);
 }
 
+// --kv-curve: the teacher's KV cache schemes on the study's corpus, exactly `proctor kv-curve`'s
+// rows; a rerun reuses them.
+TEST_F(CompareVerb, KvCurveRowsAreThoseOfKvCurve) {
+  const fs::path d = dir_.path();
+  const std::string command = fmt::format(
+      "compare --teacher {} --data {} --quantize q8_0 --kv-curve bf16,f16 --kv-decode-steps 8 "
+      "--ctx-len 64 --n-seqs 4 --top-k 32 --chunk 32 --out {} --json {}",
+      Stories260K().string(), TinyStories().string(), (d / "study").string(),
+      (d / "c.json").string());
+  Result r = Proctor(command);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("The teacher's KV cache schemes (decode path):"), std::string::npos)
+      << r.out;
+  const json envelope = ReadJson(d / "c.json");
+  const json& kv = envelope["results"]["kv_curve"];
+  ASSERT_EQ(kv["rows"].size(), 2u);
+  r = Proctor(fmt::format(
+      "kv-curve {} --corpus {} --n-seqs 4 --decode-steps 8 --chunk 32 --schemes bf16,f16 "
+      "--json {}",
+      Stories260K().string(), (d / "study" / "corpus").string(), (d / "kv.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json alone = ReadJson(d / "kv.json")["results"];
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(kv["rows"][i]["kv"], alone["rows"][i]["kv"]);
+    EXPECT_EQ(kv["rows"][i]["kl"], alone["rows"][i]["kl"]);
+    EXPECT_EQ(kv["rows"][i]["top1_agreement"], alone["rows"][i]["top1_agreement"]);
+    EXPECT_EQ(kv["rows"][i]["effective_bits"], alone["rows"][i]["effective_bits"]);
+  }
+  r = RunShell(fmt::format("{} {} 2>&1", PROCTOR_BIN, command));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("KV cache schemes: reused"), std::string::npos) << r.out;
+  EXPECT_EQ(ReadJson(d / "c.json")["results"]["kv_curve"], kv);
+}
+
 TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
   const fs::path d = dir_.path();
   const fs::path out = d / "never";
@@ -222,6 +256,9 @@ TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
   } cases[] = {
       {base, "nothing to compare"},
       {base + " --quantize iq4_xs", "llama-quantize"},
+      {base + " --quantize q8_0 --kv-curve affine:4", "does not divide the model's head_dim 8"},
+      {base + " --quantize q8_0 --kv-curve int3", "int3"},
+      {base + " --quantize q8_0 --kv-curve bf16 --kv-decode-steps 0", "--kv-decode-steps 0"},
       {fmt::format("compare --teacher {} --data {} --out {} --quantize q4_0",
                    (Fixtures() / "hf-goldens" / "llama-f32").string(), TinyStories().string(),
                    out.string()),

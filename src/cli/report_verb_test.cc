@@ -49,8 +49,9 @@ class ReportVerb : public ::testing::Test {
     if (!fs::exists(stories) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent";
     study_ = dir_.path() / "study";
     const Result r = Proctor(fmt::format(
-        "compare --teacher {} --data {} --quantize q4_0,q8_0 --ctx-len 64 --n-seqs 4 --top-k 32 "
-        "--out {} --report {}",
+        "compare --teacher {} --data {} --quantize q4_0,q8_0 --kv-curve bf16,f16 --kv-decode-steps "
+        "8 "
+        "--ctx-len 64 --n-seqs 4 --top-k 32 --out {} --report {}",
         stories.string(), text.string(), study_.string(), (dir_.path() / "c.html").string()));
     ASSERT_EQ(r.status, 0) << r.out;
   }
@@ -76,7 +77,7 @@ TEST_F(ReportVerb, ThePageIsSelfContainedAndDrawsEveryModel) {
   for (const auto& row : results["results"]["candidates"]) {
     EXPECT_NE(page.find("<td>" + row["candidate"].get<std::string>() + "</td>"), std::string::npos);
   }
-  EXPECT_EQ(Count(page, "<svg"), 4u);
+  EXPECT_EQ(Count(page, "<svg"), 5u);  // four plots of the candidates, the teacher's KV curve
   // One filled point per model in the KL plot (gnuplot draws each point twice: a white disc,
   // then the coloured one).
   const std::string kl = Figure(page, "kl-vs-bits");
@@ -88,7 +89,12 @@ TEST_F(ReportVerb, ThePageIsSelfContainedAndDrawsEveryModel) {
   // One curve per model in the distribution plot, one line per model along the context.
   EXPECT_EQ(Count(Figure(page, "kl-cdf"), "gnuplot_plot_"), models);
   EXPECT_EQ(Count(Figure(page, "kl-by-position"), "gnuplot_plot_"), models);
-  for (const char* plot : {"kl-vs-bits", "dppl-vs-bits", "kl-cdf", "kl-by-position"}) {
+  const std::string kv = Figure(page, "kv-curve");
+  EXPECT_EQ(std::distance(std::sregex_iterator(kv.begin(), kv.end(), coloured_point),
+                          std::sregex_iterator()),
+            2);  // bf16, f16
+  EXPECT_NE(page.find("<h2>The teacher's KV cache schemes</h2>"), std::string::npos);
+  for (const char* plot : {"kl-vs-bits", "dppl-vs-bits", "kl-cdf", "kl-by-position", "kv-curve"}) {
     const fs::path svg = dir_.path() / "r_plots" / (std::string(plot) + ".svg");
     const fs::path png = dir_.path() / "r_plots" / (std::string(plot) + ".png");
     EXPECT_TRUE(fs::exists(svg)) << svg;
@@ -113,7 +119,7 @@ TEST_F(ReportVerb, ChromiumLoadsItWithoutErrorsAndShowsThePlots) {
       RunShell(fmt::format("timeout 120 chromium {} --dump-dom file://{} 2>{}", flags,
                            fs::absolute(html).string(), (dir_.path() / "chromium.log").string()));
   ASSERT_EQ(r.status, 0) << r.out << ReadText(dir_.path() / "chromium.log");
-  EXPECT_EQ(Count(r.out, "<svg"), 4u);
+  EXPECT_EQ(Count(r.out, "<svg"), 5u);
   const std::string log = ReadText(dir_.path() / "chromium.log");
   EXPECT_EQ(Count(log, ":CONSOLE"), 0u) << log;
   EXPECT_EQ(Count(log, "Uncaught"), 0u) << log;
@@ -142,7 +148,7 @@ TEST_F(ReportVerb, AKvCurveRunGetsItsTableAndCurve) {
                           html.string()));
   ASSERT_EQ(r.status, 0) << r.out;
   const std::string page = ReadText(html);
-  EXPECT_EQ(Count(page, "<svg"), 5u);
+  EXPECT_EQ(Count(page, "<svg"), 6u);  // the kv-curve run's, then the study's five
   for (const char* scheme : {"f32", "bf16", "f16"}) {
     EXPECT_NE(page.find(fmt::format("<tr><td>{}</td>", scheme)), std::string::npos) << scheme;
   }

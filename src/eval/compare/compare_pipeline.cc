@@ -14,6 +14,7 @@
 #include "eval/formats/ref_logits.h"
 #include "eval/runners/corpus_builder.h"
 #include "eval/runners/eval_model.h"
+#include "eval/runners/kv_curve.h"
 #include "eval/runners/vocab_check.h"
 #include "eval/runs/run_database.h"
 #include "model/gguf_quantize.h"
@@ -188,6 +189,11 @@ std::vector<Candidate> PlanCandidates(const CompareOptions& options) {
 void CheckOptions(const CompareOptions& o) {
   if (o.out_dir.empty()) Fail(kComponent, "no output directory given");
   if (o.teacher.empty()) Fail(kComponent, "no teacher given");
+  for (const std::string& scheme : o.kv_schemes) ParseKvScheme(scheme);
+  if (!o.kv_schemes.empty() && (o.kv_decode_steps < 1 || o.kv_decode_steps > o.ctx_len - 2)) {
+    Fail(kComponent, "--kv-decode-steps {} must be between 1 and --ctx-len - 2 ({})",
+         o.kv_decode_steps, o.ctx_len - 2);
+  }
   if (o.ctx_len < 2 || o.n_seqs < 1 || o.top_k < 1 || o.chunk_size < 1) {
     Fail(kComponent,
          "need --ctx-len >= 2, --n-seqs >= 1, --top-k >= 1, --chunk >= 1 (got {}, {}, {}, {})",
@@ -216,11 +222,13 @@ class CompareRun {
       : o_(options), r_(*result), steps_(options.out_dir / "steps") {}
 
   void Run(const std::vector<Candidate>& plan) {
-    OpenTeacher();
+    OpenTeacher();  // its checks come before the study directory exists
+    fs::create_directories(o_.out_dir);
     BuildCorpusStep();
     DumpStep();
     ScoreTeacher();
     for (const auto& candidate : plan) ScoreCandidate(candidate);
+    if (!o_.kv_schemes.empty()) KvCurveStep();
     // The teacher first, then by bits per weight, most first (stable: the order given on ties).
     std::stable_sort(r_.rows.begin() + 1, r_.rows.end(), [](const auto& a, const auto& b) {
       return a.bits_per_weight > b.bits_per_weight;
@@ -249,6 +257,9 @@ class CompareRun {
            o_.teacher);
     }
     r_.tokenizer = t.tokenizer()->Describe();
+    for (const std::string& scheme : o_.kv_schemes) {
+      CheckKvSchemeFits(ParseKvScheme(scheme), t.config().head_dim);
+    }
     Log(fmt::format("1. teacher: {}\n   {}", r_.teacher, r_.teacher_summary));
   }
 
@@ -468,6 +479,36 @@ class CompareRun {
     r_.rows.push_back(std::move(row));
   }
 
+  // The teacher's KV cache schemes on the decode path (`proctor kv-curve` on the study's corpus),
+  // or the recorded results of the same step.
+  void KvCurveStep() {
+    const Json key = {{"dump", dump_key_},
+                      {"schemes", o_.kv_schemes},
+                      {"decode_steps", o_.kv_decode_steps},
+                      {"compute", ComputeModeName(o_.runtime.compute)}};
+    if (const auto done = steps_.Find("kv-curve", key)) {
+      r_.kv_curve = done->at("results");
+      r_.kv_curve_table = done->at("table").get<std::string>();
+      Log("5. the teacher's KV cache schemes: reused");
+      return;
+    }
+    const KvCurveOptions options{.model = o_.teacher,
+                                 .corpus_dir = r_.corpus_dir,
+                                 .schemes = o_.kv_schemes,
+                                 .max_seqs = r_.n_seqs,
+                                 .decode_steps = o_.kv_decode_steps,
+                                 .chunk_size = o_.chunk_size,
+                                 .compute = o_.runtime.compute,
+                                 .quiet = o_.quiet,
+                                 .opened = teacher_.model};
+    const KvCurveResult kv = RunKvCurve(options);
+    r_.kv_curve = KvCurveResultsEnvelope(kv, options).results;
+    r_.kv_curve_table = FormatKvCurveTable(kv);
+    steps_.Record("kv-curve", key, {{"results", r_.kv_curve}, {"table", r_.kv_curve_table}});
+    Log(fmt::format("5. ran the teacher's {} KV cache schemes on the decode path ({} steps)",
+                    o_.kv_schemes.size(), o_.kv_decode_steps));
+  }
+
   void ScoreCandidate(const Candidate& c) {
     std::string spec = c.spec;
     double prepare_seconds = 0;
@@ -525,7 +566,6 @@ CompareResult RunCompare(const CompareOptions& options) {
   result.kv = options.runtime.kv.Name();
   result.threads =
       (options.runtime.pool ? *options.runtime.pool : ThreadPool::Global()).num_threads();
-  fs::create_directories(options.out_dir);
   CompareRun(options, &result).Run(plan);
   result.total_seconds = SecondsSince(start);
   return result;
@@ -560,6 +600,7 @@ nlohmann::ordered_json CompareResultToJson(const CompareResult& result) {
     rows.push_back(std::move(row));
   }
   j["candidates"] = std::move(rows);
+  if (!result.kv_curve.is_null()) j["kv_curve"] = result.kv_curve;
   j["settings"] = {{"compute", result.compute},
                    {"kv", result.kv},
                    {"chunk_size", result.chunk_size},
@@ -601,6 +642,7 @@ CompareResult CompareResultFromJson(const nlohmann::ordered_json& results,
       parsed.reused = row.at("reused").get<bool>();
       r.rows.push_back(std::move(parsed));
     }
+    if (results.contains("kv_curve")) r.kv_curve = results.at("kv_curve");
     r.corpus_seconds = results.at("timings").at("corpus_seconds").get<double>();
     r.total_seconds = results.at("timings").at("total_seconds").get<double>();
     return r;
@@ -638,7 +680,9 @@ ResultsEnvelope CompareResultsEnvelope(const CompareResult& result, const Compar
                   {"chunk_size", options.chunk_size},
                   {"compute", result.compute},
                   {"kv", result.kv},
-                  {"kv_start", options.runtime.kv.start}};
+                  {"kv_start", options.runtime.kv.start},
+                  {"kv_curve", options.kv_schemes},
+                  {"kv_decode_steps", options.kv_decode_steps}};
   env.results = CompareResultToJson(result);
   ResultsTimings& t = env.timings;
   t.forward_seconds = result.dump.timings.forward_seconds;

@@ -49,6 +49,11 @@ struct CompareOptions {
   bool fit_n_seqs_to_texts = false;
   std::vector<std::string> candidates{};  // models to score: directory, .gguf or cached HF id
   std::vector<std::string> quantize{};    // QuantizeSpec spellings (model/quantize_spec.h)
+  // KV cache schemes (--kv spellings) run on the teacher as `proctor kv-curve` does over the
+  // study's corpus (its n_seqs sequences, the last kv_decode_steps positions of each decoded);
+  // empty: none.
+  std::vector<std::string> kv_schemes{};
+  int64_t kv_decode_steps = 32;
   int64_t n_seqs = 32;
   int64_t ctx_len = 512;
   int64_t top_k = 256;  // logits kept per position in the dump
@@ -88,6 +93,10 @@ struct CompareResult {
   TeacherDumpResult dump;  // of this run (empty counts when reused)
   double teacher_parameters = 0;
   std::vector<CompareRow> rows;  // the teacher first, then by bits per weight, most first
+  // With kv_schemes: the kv-curve results ({"sequences", "ctx_len", "rows"}, docs/results-json.md)
+  // and their table; null and empty otherwise.
+  nlohmann::ordered_json kv_curve;
+  std::string kv_curve_table;
   double corpus_seconds = 0;
   double total_seconds = 0;
 };

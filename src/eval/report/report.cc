@@ -343,7 +343,9 @@ ReportStudy ReadReportStudy(const fs::path& results_file) {
     if (!results.contains("rows") || !results.at("rows").is_array()) {
       Fail(kComponent, "{}: kv-curve results without \"rows\"", results_file.string());
     }
-    ReportStudy study{.source = results_file, .study_dir = {}, .result = {}, .kv_curve = results};
+    ReportStudy study;
+    study.source = results_file;
+    study.kv_curve = results;
     if (j.contains("settings")) study.result.teacher = j["settings"].value("model", "");
     return study;
   }
@@ -381,6 +383,9 @@ ReportFiles WriteReport(const std::vector<ReportStudy>& studies, const fs::path&
           HtmlEscape(study.source.string()), KvCurveHtml(kv));
     } else {
       plots = DrawStudy(study, plot_dir, prefix, &files.notes);
+      if (!r.kv_curve.is_null()) {
+        for (Plot& plot : DrawKvCurve(r.kv_curve, plot_dir, prefix)) plots.push_back(plot);
+      }
     }
     if (!study.kv_curve) {
       body += fmt::format(
@@ -393,6 +398,9 @@ ReportFiles WriteReport(const std::vector<ReportStudy>& studies, const fs::path&
           study.source.empty() ? "" : "<br>results: " + HtmlEscape(study.source.string()));
       body += "<h2>Candidates</h2>\n" + FormatCompareHtml(r) + "<pre class=\"legend\">" +
               HtmlEscape(CompareLegend(r)) + "</pre>\n";
+      if (!r.kv_curve.is_null()) {
+        body += "<h2>The teacher's KV cache schemes</h2>\n" + KvCurveHtml(r.kv_curve);
+      }
     }
     for (size_t p = 0; p < plots.size(); ++p) {
       const Plot& plot = plots[p];

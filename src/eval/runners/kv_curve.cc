@@ -41,7 +41,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
   std::shared_ptr<const EvalModel> model;
   {
     ScopedSeconds load(&result.timings.load_seconds);
-    model = EvalModel::Open(options.model);
+    model = options.opened ? options.opened : EvalModel::Open(options.model);
   }
   const ModelConfig& config = model->config();
   const std::vector<std::string> names =

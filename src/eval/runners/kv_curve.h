@@ -27,6 +27,7 @@ struct KvCurveOptions {
   ops::ComputeMode compute = ops::ComputeMode::kF32;  // both arms
   bool quiet = false;
   bool describe_inputs = false;
+  std::shared_ptr<const EvalModel> opened{};  // the model, already opened (compare's teacher)
 };
 
 struct KvCurveRow {
