@@ -8,8 +8,10 @@
 #include "cli/verbs.h"
 #include "model/gguf_quantize.h"
 #include "model/gguf_recipe.h"
+#include "model/load.h"
 #include "model/mlx_export.h"
 #include "model/quant_recipe.h"
+#include "text/tokenizer/gguf_to_hf.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/progress.h"
@@ -116,6 +118,10 @@ void RegisterQuantizeVerb(CLI::App& app) {
     options.recipe = args->recipe;
     options.skip_patterns = args->skip;
     options.on_tensor = on_tensor;
+    if (const LocatedModel located = LocateModel(args->source);
+        located.format == ModelFormat::kGguf) {
+      options.extra_files = text::HfTokenizerFilesOf(located.path, &options.no_tokenizer_reason);
+    }
     const MlxQuantizeReport report = QuantizeModelToMlx(args->source, args->out, options);
     if (progress) progress->Finish();
     fmt::print("{}", report.Summary());

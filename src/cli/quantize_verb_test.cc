@@ -215,10 +215,10 @@ TEST(QuantizeVerb, AModelWithoutTokenizerTakesTokenizer) {
   if (!fs::exists(src) || !fs::exists(spm)) GTEST_SKIP() << "fixtures absent";
   TempDir tmp;
   const fs::path dir = tmp.path() / "m8";
-  ASSERT_EQ(Proctor(fmt::format("quantize {} --out {} --bits 8 --group-size 32", src.string(),
-                                dir.string()))
-                .status,
-            0);
+  const Result made = Proctor(
+      fmt::format("quantize {} --out {} --bits 8 --group-size 32", src.string(), dir.string()));
+  ASSERT_EQ(made.status, 0) << made.out;
+  EXPECT_TRUE(Contains(made.out, "its vocabulary is tokenizer.ggml.model \"llama\"")) << made.out;
   const std::string prompt = " --prompt \"Once upon a time\" -n 16";
   Result r = Proctor("generate " + dir.string() + prompt);
   EXPECT_EQ(r.status, 1);

@@ -457,10 +457,16 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
       fs::copy_file(from, temp / file);
       report.copied_files.push_back(file);
     }
-  } else {
-    report.notes.push_back(
-        "GGUF source: no tokenizer files were written (the vocabulary stays in the .gguf: give "
-        "text verbs --tokenizer with it)");
+  }
+  for (const auto& [name, contents] : opt.extra_files) {
+    WriteFileAtomic(temp / name, contents);
+    report.copied_files.push_back(name);
+  }
+  if (located.format == ModelFormat::kGguf && opt.extra_files.empty()) {
+    report.notes.push_back(fmt::format(
+        "GGUF source: no tokenizer files were written{} (the vocabulary stays in the .gguf: give "
+        "text verbs --tokenizer with it)",
+        opt.no_tokenizer_reason.empty() ? "" : ": " + opt.no_tokenizer_reason));
   }
   for (const auto& entry : fs::directory_iterator(temp)) report.output_bytes += entry.file_size();
 

@@ -10,7 +10,8 @@
 //     "quantization" = {"group_size", "bits", ["mode" when not affine], per-module overrides
 //     (an object for recipe layers, false for --skip)} and the same block as
 //     "quantization_config" (as mlx-lm writes it).
-//   tokenizer and template files copied from a safetensors source when present.
+//   tokenizer and template files copied from a safetensors source when present; for a GGUF
+//   source the files the caller converted from its vocabulary (options.extra_files).
 // The directory is built under a temporary name beside DIR and renamed into place at the end:
 // a failed run leaves nothing behind.
 #pragma once
@@ -37,6 +38,11 @@ struct MlxQuantizeOptions {
   std::string recipe{};  // "" or mixed_2_6 / mixed_3_4 / mixed_3_6 / mixed_4_6
   std::vector<std::string> skip_patterns{};      // module paths matching one stay full precision
   uint64_t max_shard_bytes = uint64_t{5} << 30;  // mlx-lm's 5 GiB shards
+  // Files written into the directory as given (name, contents): a GGUF source's tokenizer as
+  // tokenizer.json + tokenizer_config.json (text::HfTokenizerFilesOf; this layer has no
+  // tokenizers), and why there are none when there are none.
+  std::vector<std::pair<std::string, std::string>> extra_files{};
+  std::string no_tokenizer_reason{};
   // Called before each module is written (progress; tests throw from it to simulate failure).
   std::function<void(const std::string& tensor, size_t index, size_t count)> on_tensor{};
 };

@@ -354,6 +354,30 @@ TEST(MlxQuantize, GgufConfigRoundTripsThroughTheHfParser) {
   EXPECT_FALSE(back.rope_adjacent_pairs);  // the Q/K rows were put back in HF order
 }
 
+// A GGUF source's tokenizer files, converted by the caller (text::HfTokenizerFilesOf), go into
+// the directory and the report; without them the report says why there are none.
+TEST(MlxQuantize, AGgufSourceCarriesTheTokenizerFilesItIsGiven) {
+  const fs::path gguf = FixturesDir() / "stories260K" / "stories260K.gguf";
+  if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
+  TempDir tmp;
+  MlxQuantizeOptions options;
+  options.bits = 8;
+  options.group_size = 32;
+  options.extra_files = {{"tokenizer.json", "{\"a\": 1}\n"}, {"tokenizer_config.json", "{}\n"}};
+  MlxQuantizeReport r = QuantizeModelToMlx(gguf.string(), tmp.path() / "with", options);
+  EXPECT_EQ(ReadFileToString(tmp.path() / "with" / "tokenizer.json"), "{\"a\": 1}\n");
+  EXPECT_EQ(r.copied_files, (std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"}));
+  for (const std::string& note : r.notes) EXPECT_EQ(note.find("no tokenizer"), std::string::npos);
+  options.extra_files.clear();
+  options.no_tokenizer_reason = "its vocabulary is SentencePiece";
+  r = QuantizeModelToMlx(gguf.string(), tmp.path() / "without", options);
+  EXPECT_FALSE(fs::exists(tmp.path() / "without" / "tokenizer.json"));
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.back().find("no tokenizer files were written: its vocabulary is SentencePiece"),
+            std::string::npos)
+      << r.notes.back();
+}
+
 TEST(MlxQuantize, ShardsWithAnIndex) {
   SKIP_WITHOUT_ORACLE(Golden("llama-f32"));
   // llama-f32 at 8 bits: embedding and head 512 x 64 -> 32 KiB + 2 KiB of scales/biases each,

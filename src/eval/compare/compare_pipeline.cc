@@ -22,6 +22,7 @@
 #include "model/mlx_export.h"
 #include "model/model_summary.h"
 #include "model/quantize_spec.h"
+#include "text/tokenizer/gguf_to_hf.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -527,7 +528,12 @@ class CompareRun {
         if (gguf) {
           QuantizeModelToGguf(o_.teacher, dir, GgufQuantizeOptions{.type = c.gguf_type});
         } else {
-          QuantizeModelToMlx(o_.teacher, partial, c.quantize);
+          MlxQuantizeOptions mlx = c.quantize;
+          if (const LocatedModel located = LocateModel(o_.teacher);
+              located.format == ModelFormat::kGguf) {
+            mlx.extra_files = text::HfTokenizerFilesOf(located.path, &mlx.no_tokenizer_reason);
+          }
+          QuantizeModelToMlx(o_.teacher, partial, mlx);
           fs::rename(partial, dir);
         }
         prepare_seconds = SecondsSince(start);

@@ -1,0 +1,41 @@
+// A GGUF byte-level BPE vocabulary as Hugging Face tokenizer files, so that a model directory
+// made from a .gguf (`proctor quantize` to MLX) carries its tokenizer.
+//
+// tokenizer.ggml.model "gpt2" with a pre-tokenizer preset proctor knows (gguf_presets.h):
+//   tokenizer.json: model BPE over tokenizer.ggml.tokens (ids as stored) and tokenizer.ggml.merges
+//     ("left right" split at the space), ignore_merges as the preset; pre_tokenizer a Sequence of
+//     one Split (Isolated) per preset regex, then ByteLevel without its own regex; decoder
+//     ByteLevel; control and user-defined tokens as added tokens (special for control); a
+//     TemplateProcessing post-processor adding BOS (and EOS) as tokenizer.ggml.add_bos_token /
+//     add_eos_token (else the preset) say.
+//   tokenizer_config.json: add_bos_token, add_eos_token, bos_token, eos_token, chat_template
+//     (tokenizer.chat_template), tokenizer_class PreTrainedTokenizerFast.
+// Other vocabularies (SentencePiece "llama", WordPiece "bert", ...) have no such form here.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace proctor {
+class GgufFile;  // formats/gguf.h
+}
+
+namespace proctor::text {
+
+struct HfTokenizerFiles {
+  std::string tokenizer_json;
+  std::string tokenizer_config_json;
+};
+
+// nullopt, with the reason in `why`, for a vocabulary that has no such form.
+std::optional<HfTokenizerFiles> GgufVocabAsHfTokenizer(const GgufFile& gguf, std::string* why);
+
+// The same for a .gguf file, as (name, contents) pairs for a model directory
+// ("tokenizer.json", "tokenizer_config.json"); empty, with the reason in `why`, when it has none.
+std::vector<std::pair<std::string, std::string>> HfTokenizerFilesOf(
+    const std::filesystem::path& gguf, std::string* why);
+
+}  // namespace proctor::text
