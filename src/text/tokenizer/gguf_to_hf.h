@@ -1,6 +1,11 @@
-// A GGUF byte-level BPE vocabulary as Hugging Face tokenizer files, so that a model directory
-// made from a .gguf (`proctor quantize` to MLX) carries its tokenizer.
+// A GGUF vocabulary as Hugging Face tokenizer files, so that a model directory made from a .gguf
+// (`proctor quantize` to MLX) carries its tokenizer.
 //
+// tokenizer.ggml.model "llama" (SentencePiece): Hugging Face's LlamaTokenizerFast form: BPE with
+//   byte fallback and <unk>, merges derived from the scores (every split of a token into two
+//   tokens, ranked by the token's score, as Hugging Face's converters do), a normalizer that
+//   prepends U+2581 (tokenizer.ggml.add_space_prefix, default on) and writes spaces as U+2581,
+//   the matching decoder; the rest as below.
 // tokenizer.ggml.model "gpt2" with a pre-tokenizer preset proctor knows (gguf_presets.h):
 //   tokenizer.json: model BPE over tokenizer.ggml.tokens (ids as stored) and tokenizer.ggml.merges
 //     ("left right" split at the space), ignore_merges as the preset; pre_tokenizer a Sequence of
@@ -10,7 +15,7 @@
 //     add_eos_token (else the preset) say.
 //   tokenizer_config.json: add_bos_token, add_eos_token, bos_token, eos_token, chat_template
 //     (tokenizer.chat_template), tokenizer_class PreTrainedTokenizerFast.
-// Other vocabularies (SentencePiece "llama", WordPiece "bert", ...) have no such form here.
+// Other vocabularies (WordPiece "bert", ...) have no such form here.
 #pragma once
 
 #include <filesystem>

@@ -1,9 +1,10 @@
-// GGUF byte-level BPE vocabularies as tokenizer.json: for every such vocabulary in
-// ../shared/fixtures/llama.cpp-vocab with llama.cpp's test vectors (gpt-2, falcon, mpt, refact),
+// GGUF vocabularies as tokenizer.json: for every vocabulary in
+// ../shared/fixtures/llama.cpp-vocab with llama.cpp's test vectors (byte-level BPE: gpt-2, falcon,
+// mpt, refact; SentencePiece: llama-spm, phi-3),
 // the exported files hold the GGUF tokenizer's vocabulary (every id's token and special flag,
 // BOS, EOS) and encode every vector input to llama.cpp's ids, both in Hugging Face's own
-// `tokenizers` (tools/oracle/hf_tokenize.py) and in proctor's tokenizer.json reader; a
-// SentencePiece vocabulary says why it has no such form.
+// `tokenizers` (tools/oracle/hf_tokenize.py) and in proctor's tokenizer.json reader; a WordPiece
+// vocabulary says why it has no such form.
 #include "text/tokenizer/gguf_to_hf.h"
 
 #include <fmt/format.h>
@@ -95,19 +96,21 @@ TEST_P(GgufToHf, EncodesLikeLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabs, GgufToHf, ::testing::Values("gpt-2", "falcon", "mpt", "refact"),
+INSTANTIATE_TEST_SUITE_P(Vocabs, GgufToHf,
+                         ::testing::Values("gpt-2", "falcon", "mpt", "refact", "llama-spm",
+                                           "phi-3"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name;
                          });
 
-TEST(GgufToHf, SentencePieceHasNoSuchForm) {
-  const fs::path gguf = VocabDir() / "ggml-vocab-llama-spm.gguf";
+TEST(GgufToHf, WordPieceHasNoSuchForm) {
+  const fs::path gguf = VocabDir() / "ggml-vocab-bert-bge.gguf";
   if (!fs::exists(gguf)) GTEST_SKIP() << "fixture absent: " << gguf;
   std::string why;
   EXPECT_FALSE(GgufVocabAsHfTokenizer(*GgufFile::Open(gguf), &why).has_value());
-  EXPECT_NE(why.find("\"llama\""), std::string::npos) << why;
+  EXPECT_NE(why.find("\"bert\""), std::string::npos) << why;
 }
 
 }  // namespace
