@@ -22,11 +22,8 @@ int NearestInt(float value) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
-// Signed codes in [-nmax, nmax) for n values (stored as code + nmax in `codes`) and their scale:
-// the scale through the value of largest magnitude, then 18 nearby scales, keeping the one
-// whose least-squares rescaling (weights x^2) explains the most. ggml's make_qx_quants with
-// rmse_type 1 and no importance weights.
-float SignedCodesWithScale(int n, int nmax, const float* x, int8_t* codes) {
+// The value of largest magnitude (the first of equal magnitudes), with its sign.
+float SignedLargest(int n, const float* x) {
   float max = 0.0f, amax = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float ax = std::fabs(x[i]);
@@ -35,7 +32,16 @@ float SignedCodesWithScale(int n, int nmax, const float* x, int8_t* codes) {
       max = x[i];
     }
   }
-  if (amax < 1e-15f) {
+  return max;
+}
+
+// Signed codes in [-nmax, nmax) for n values (stored as code + nmax in `codes`) and their scale:
+// the scale through the value of largest magnitude, then 18 nearby scales, keeping the one
+// whose least-squares rescaling (weights x^2) explains the most. ggml's make_qx_quants with
+// rmse_type 1 and no importance weights.
+float SignedCodesWithScale(int n, int nmax, const float* x, int8_t* codes) {
+  const float max = SignedLargest(n, x);
+  if (std::fabs(max) < 1e-15f) {  // all zero, as ggml's GROUP_MAX_EPS
     std::memset(codes, 0, static_cast<size_t>(n));
     return 0.0f;
   }
@@ -78,15 +84,8 @@ float SignedCodesWithScale(int n, int nmax, const float* x, int8_t* codes) {
 // re-code one value at a time when that raises (sum w x l)^2 / sum w l^2 (weights x^2).
 // ggml's make_q3_quants with do_rmse.
 float SignedCodesRefined(int n, int nmax, const float* x, int8_t* codes) {
-  float max = 0.0f, amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < 1e-15f) {
+  const float max = SignedLargest(n, x);
+  if (std::fabs(max) < 1e-15f) {  // all zero, as ggml's GROUP_MAX_EPS
     std::memset(codes, 0, static_cast<size_t>(n));
     return 0.0f;
   }
