@@ -249,3 +249,32 @@ TEST(QuantizeVerb, AModelWithoutTokenizerTakesTokenizer) {
 
 }  // namespace
 }  // namespace proctor::cli_test
+
+namespace proctor::cli_test {
+namespace {
+
+// One vocabulary of flags: the model is the first argument or --model, for every one-model verb;
+// the old spelling of an option works with a note.
+TEST(QuantizeVerb, TheModelIsTheFirstArgumentOrModel) {
+  const fs::path src = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path text = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  if (!fs::exists(src) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent";
+  TempDir tmp;
+  const fs::path a = tmp.path() / "a.gguf", b = tmp.path() / "b.gguf";
+  ASSERT_EQ(
+      Proctor(fmt::format("quantize {} --out {} --type q8_0", src.string(), a.string())).status, 0);
+  ASSERT_EQ(
+      Proctor(fmt::format("quantize --model {} --out {} --type q8_0", src.string(), b.string()))
+          .status,
+      0);
+  EXPECT_EQ(ReadFile(a.string()), ReadFile(b.string()));
+  for (const char* verb : {"ppl {} --data {} --ctx-len 64 --n-seqs 2",
+                           "ppl --model {} --data {} --ctx-len 64 --n-seqs 2"}) {
+    const Result r = Proctor(fmt::format(fmt::runtime(verb), src.string(), text.string()));
+    EXPECT_EQ(r.status, 0) << verb << "\n" << r.out;
+    EXPECT_TRUE(Contains(r.out, "126 positions")) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace proctor::cli_test
