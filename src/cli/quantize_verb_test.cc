@@ -140,6 +140,8 @@ TEST(QuantizeVerb, GgufOutputCarriesTheTokenizerAndRuns) {
   EXPECT_EQ(j["format"], "gguf");
   EXPECT_EQ(j["tensors"].size(), 48u);
   EXPECT_EQ(j["file_bytes"].get<uint64_t>(), fs::file_size(out));
+  r = Proctor("inspect " + out.string());
+  EXPECT_TRUE(Contains(r.out, "file type        q8_0 (general.file_type")) << r.out;
 
   const std::string generate = " --prompt \"Once upon a time\" -n 24";
   const Result from_f32 = Proctor("generate " + src.string() + generate);

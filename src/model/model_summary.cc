@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "formats/gguf.h"
+#include "model/gguf_recipe.h"
 #include "model/mlx_weights.h"
 #include "ops/linear_weight.h"
 
@@ -95,6 +97,14 @@ ModelSummary SummarizeModel(const LoadedModel& model) {
   s.spec = model.spec;
   s.source = model.source.string();
   s.format = model.format == ModelFormat::kGguf ? "gguf" : "safetensors";
+  if (model.gguf != nullptr) {
+    if (const std::optional<int64_t> type = model.gguf->FindInt("general.file_type")) {
+      s.gguf_file_type = fmt::format("type {}", *type);
+      for (const GgufFileType& t : GgufFileTypes()) {
+        if (t.llama_ftype == *type) s.gguf_file_type = std::string(t.name);
+      }
+    }
+  }
   s.config = model.config;
   const WeightStore& w = model.weights;
   const std::optional<MlxQuantization>& q = model.config.mlx_quantization;
@@ -139,6 +149,10 @@ std::string FormatModelSummary(const ModelSummary& s) {
   const ModelConfig& c = s.config;
   std::string out = fmt::format("model {} ({})\n", s.source, s.format);
   out += fmt::format("  architecture     {} (model_type {})\n", ArchName(c.arch), c.model_type);
+  if (!s.gguf_file_type.empty()) {
+    out += fmt::format("  file type        {} (general.file_type; llama.cpp's name)\n",
+                       s.gguf_file_type);
+  }
   out += fmt::format("  layers           {}\n", c.num_layers);
   out += fmt::format("  hidden           {} (heads {} / kv {}, head_dim {}, ff {})\n",
                      c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size);
@@ -184,6 +198,7 @@ nlohmann::json ModelSummaryToJson(const ModelSummary& s) {
   return {{"model", s.spec},
           {"source", s.source},
           {"format", s.format},
+          {"gguf_file_type", s.gguf_file_type},
           {"architecture", std::string(ArchName(c.arch))},
           {"model_type", c.model_type},
           {"layers", c.num_layers},

@@ -40,6 +40,9 @@ struct ModelSummary {
   uint64_t resident_bytes = 0;
   uint64_t f32_bytes = 0;              // the same parameters as f32, for comparison
   std::vector<WeightTypeStats> types;  // most bytes first
+  // A GGUF's general.file_type as llama.cpp names it ("q4_k_m"; "type 24" for one proctor does
+  // not write); empty when the file has none.
+  std::string gguf_file_type;
 
   double BitsPerWeight() const { return parameters ? 8.0 * weight_bytes / parameters : 0.0; }
 };
