@@ -5,21 +5,21 @@
 #            benchmark, clang or Python packages
 set -euo pipefail
 
-# What the proctor executable builds and runs with (gnuplot draws `proctor report`'s plots).
+# What the proctor executable builds and runs with.
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libhwy-dev nlohmann-json3-dev libfmt-dev libcli11-dev libssl-dev
   libpcre2-dev libutf8proc-dev libcpp-httplib-dev libsqlite3-dev bubblewrap
-  gnuplot-nox
 )
 if [[ "${1:-}" != --demo ]]; then
-  # Tests, benchmarks, the clang fuzz build, format and tidy checks, the oracles' Python, and
-  # the browser the report page is tested in.
+  # Tests, benchmarks, the clang fuzz build, format and tidy checks, the oracles' Python, gnuplot
+  # (which `proctor report` runs; its error says to install it) and the browser the report page
+  # is tested in.
   packages+=(
     libgtest-dev libgmock-dev libbenchmark-dev
     clang libclang-rt-14-dev clang-format clang-tidy
     python3 python3-numpy python3-jinja2 python3-venv xz-utils
-    chromium
+    gnuplot-nox chromium
   )
 fi
 
