@@ -38,11 +38,11 @@ std::string FileBytes(const fs::path& path) {
 // The source model of a test: "stories260K" (the fixture) or "random8" (written into `dir`).
 fs::path SourceModel(const std::string& which, const fs::path& dir, std::string* skip) {
   if (which == "stories260K") {
-    const fs::path gguf = testing::FixturesDir() / "stories260K" / "stories260K.gguf";
+    fs::path gguf = testing::FixturesDir() / "stories260K" / "stories260K.gguf";
     if (!fs::exists(gguf)) *skip = "fixture absent: " + gguf.string();
     return gguf;
   }
-  const fs::path gguf = dir / "random8.gguf";
+  fs::path gguf = dir / "random8.gguf";
   const testing::CommandOutput r =
       testing::RunCommand(fmt::format("/usr/bin/python3 {}/tools/write_quant_test_model.py {} 8",
                                       PROCTOR_SOURCE_DIR, gguf.string()));

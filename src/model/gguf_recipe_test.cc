@@ -65,6 +65,7 @@ TEST(GgufRecipe, LlamaCppOrderIsLayerThenName) {
   }
   SortLikeLlamaCpp(t);
   std::vector<std::string> names;
+  names.reserve(t.size());
   for (const auto& p : t) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"output.weight", "token_embd.weight", "blk.2.a",
                                              "blk.2.b", "blk.10.a"}));

@@ -20,7 +20,7 @@ fs::path RequireGnuplot() {
   std::string_view dirs = path != nullptr ? path : "/usr/bin:/bin";
   while (!dirs.empty()) {
     const size_t colon = dirs.find(':');
-    const fs::path candidate = fs::path(dirs.substr(0, colon)) / "gnuplot";
+    fs::path candidate = fs::path(dirs.substr(0, colon)) / "gnuplot";
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
   }
