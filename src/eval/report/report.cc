@@ -84,6 +84,19 @@ std::optional<Per> ReadPositions(const ReportStudy& study, const CompareRow& row
 
 std::string Num(double v) { return fmt::format("{:.9g}", v); }
 
+// Runs `job` in the scratch folder plot_dir/`work`, moves each plot's SVG and PNG up into
+// plot_dir and removes the scratch folder.
+void DrawPlots(const GnuplotJob& job, const fs::path& plot_dir, const std::string& work,
+               const std::vector<Plot>& plots) {
+  RunGnuplot(job, plot_dir / work);
+  for (const Plot& p : plots) {
+    for (const char* ext : {".svg", ".png"}) {
+      fs::rename(plot_dir / work / (p.name + ext), plot_dir / (p.name + ext));
+    }
+  }
+  fs::remove_all(plot_dir / work);
+}
+
 // The plots of one study: gnuplot writes them into `plot_dir` with file stems prefix + name.
 std::vector<Plot> DrawStudy(const ReportStudy& study, const fs::path& plot_dir,
                             const std::string& prefix, std::vector<std::string>* notes) {
@@ -197,15 +210,7 @@ std::vector<Plot> DrawStudy(const ReportStudy& study, const fs::path& plot_dir,
         "per-position plots; rerun the compare command to make them",
         study.source.empty() ? r.out_dir.string() : study.source.string()));
   }
-  RunGnuplot(job, plot_dir / (prefix.empty() ? "gnuplot" : prefix + "gnuplot"));
-  for (const Plot& p : plots) {
-    for (const char* ext : {".svg", ".png"}) {
-      const fs::path made =
-          plot_dir / (prefix.empty() ? "gnuplot" : prefix + "gnuplot") / (p.name + ext);
-      fs::rename(made, plot_dir / (p.name + ext));
-    }
-  }
-  fs::remove_all(plot_dir / (prefix.empty() ? "gnuplot" : prefix + "gnuplot"));
+  DrawPlots(job, plot_dir, prefix + "gnuplot", plots);
   return plots;
 }
 
@@ -236,18 +241,15 @@ std::vector<Plot> DrawKvCurve(const nlohmann::ordered_json& results, const fs::p
       "plot 'kv-front.dat' using 1:2 with lines lw 2 dt 2 lc rgb '#888888' title 'Pareto front', "
       "'kv.dat' using 2:3:4 with yerrorbars pt 7 ps 1.2 lc rgb '#2ca02c' notitle, "
       "'kv.dat' using 2:3:1 with labels offset 0.8,0.6 left noenhanced notitle");
-  const fs::path work = plot_dir / (prefix + "kv-gnuplot");
-  RunGnuplot(job, work);
-  for (const char* ext : {".svg", ".png"}) {
-    fs::rename(work / (prefix + "kv-curve" + ext), plot_dir / (prefix + "kv-curve" + ext));
-  }
-  fs::remove_all(work);
-  return {{prefix + "kv-curve", "The KV curve",
-           fmt::format("Mean KL of the full-precision cache's next-token distribution to each "
-                       "scheme's, over the decode steps, ± its standard error, against the "
-                       "cache's bits per element (log scale; a KL of 0 is drawn at {:g}). The "
-                       "dashed line joins the Pareto front.",
-                       kLogFloor)}};
+  std::vector<Plot> plots = {
+      {prefix + "kv-curve", "The KV curve",
+       fmt::format("Mean KL of the full-precision cache's next-token distribution to each "
+                   "scheme's, over the decode steps, ± its standard error, against the "
+                   "cache's bits per element (log scale; a KL of 0 is drawn at {:g}). The "
+                   "dashed line joins the Pareto front.",
+                   kLogFloor)}};
+  DrawPlots(job, plot_dir, prefix + "kv-gnuplot", plots);
+  return plots;
 }
 
 std::string KvCurveHtml(const nlohmann::ordered_json& results) {
