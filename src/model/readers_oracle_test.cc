@@ -11,7 +11,6 @@
 #include "formats/safetensors.h"
 #include "model/load.h"
 #include "util/file.h"
-#include "util/half.h"
 #include "util/testing_files.h"
 
 namespace proctor {
@@ -32,21 +31,9 @@ std::string Hex(const uint8_t* data, size_t n) {
   return out;
 }
 
-// Decodes the i-th value of a float tensor with util/half.h.
-double FloatAt(DType type, const uint8_t* data, size_t i) {
-  if (type == DType::kF32) {
-    float v;
-    std::memcpy(&v, data + 4 * i, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, data + 2 * i, 2);
-  return type == DType::kF16 ? F16ToF32(h) : BF16ToF32(h);
-}
-
 void ExpectValues(DType type, const uint8_t* data, const json& values) {
   for (size_t i = 0; i < values.size(); ++i) {
-    EXPECT_EQ(FloatAt(type, data, i), values[i].get<double>()) << "element " << i;
+    EXPECT_EQ(FloatElement(type, data, i), values[i].get<double>()) << "element " << i;
   }
 }
 

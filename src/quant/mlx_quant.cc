@@ -341,23 +341,7 @@ MlxQuantizedTensor QuantizeMlx(const float* w, int64_t rows, int64_t cols, MlxMo
 namespace {
 
 float ScaleAt(const MatView& v, int64_t row, int64_t g) {  // affine scales / biases
-  const uint8_t* p = v.Row(row);
-  switch (v.type) {
-    case DType::kF32: {
-      float f;
-      std::memcpy(&f, p + g * 4, 4);
-      return f;
-    }
-    case DType::kF16:
-    case DType::kBF16: {
-      uint16_t h;
-      std::memcpy(&h, p + g * 2, 2);
-      return v.type == DType::kF16 ? F16ToF32(h) : BF16ToF32(h);
-    }
-    default:
-      CHECK_MSG(false, "scale dtype {}", Name(v.type));
-      return 0.0f;
-  }
+  return FloatElement(v.type, v.Row(row), g);
 }
 
 }  // namespace

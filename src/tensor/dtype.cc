@@ -2,9 +2,11 @@
 
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <string>
 
 #include "util/error.h"
+#include "util/half.h"
 
 namespace proctor {
 namespace {
@@ -43,6 +45,18 @@ std::optional<DType> ParseDType(std::string_view name) {
     if (kInfo[i].name == lower) return static_cast<DType>(i);
   }
   return std::nullopt;
+}
+
+float FloatElement(DType type, const uint8_t* data, size_t i) {
+  if (type == DType::kF32) {
+    float f;
+    std::memcpy(&f, data + 4 * i, 4);
+    return f;
+  }
+  CHECK_MSG(type == DType::kF16 || type == DType::kBF16, "FloatElement of {}", Name(type));
+  uint16_t h;
+  std::memcpy(&h, data + 2 * i, 2);
+  return type == DType::kF16 ? F16ToF32(h) : BF16ToF32(h);
 }
 
 }  // namespace proctor

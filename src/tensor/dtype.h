@@ -59,4 +59,7 @@ bool FitsBlocks(DType t, uint64_t n);
 // Parses "f32", "F32", "bf16", "BF16", "q8_0", ... (case-insensitive).
 std::optional<DType> ParseDType(std::string_view name);
 
+// Element i of float data stored as `type` (f32, f16 or bf16; CHECKed), as a float.
+float FloatElement(DType type, const uint8_t* data, size_t i);
+
 }  // namespace proctor
