@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "util/error.h"
 
@@ -182,18 +183,21 @@ void ReadGemmaMetadata(const GgufFile& gguf, ModelConfig& c) {
   }
 }
 
+// "blk.0.attn_q.weight" -> {"blk.0.attn_q", ".weight"}; an empty suffix when the name ends in
+// neither ".weight" nor ".bias".
+std::pair<std::string_view, std::string_view> SplitParameterSuffix(std::string_view name) {
+  for (std::string_view ending : {".weight", ".bias"}) {
+    if (name.size() > ending.size() && name.ends_with(ending)) {
+      return {name.substr(0, name.size() - ending.size()), ending};
+    }
+  }
+  return {name, {}};
+}
+
 }  // namespace
 
 std::string GgufToHfTensorName(std::string_view name, BlockStyle block) {
-  std::string_view suffix;
-  std::string_view base = name;
-  for (std::string_view ending : {".weight", ".bias"}) {
-    if (name.size() > ending.size() && name.ends_with(ending)) {
-      suffix = ending;
-      base = name.substr(0, name.size() - ending.size());
-      break;
-    }
-  }
+  const auto [base, suffix] = SplitParameterSuffix(name);
   if (suffix.empty()) return std::string(name);
   if (base == "token_embd") return fmt::format("model.embed_tokens{}", suffix);
   if (base == "output_norm") return fmt::format("model.norm{}", suffix);
@@ -211,6 +215,26 @@ std::string GgufToHfTensorName(std::string_view name, BlockStyle block) {
     return fmt::format("model.layers.{}.{}{}", layer, it->second, suffix);
   }
   return std::string(name);
+}
+
+std::optional<std::string> HfToGgufTensorName(std::string_view name, BlockStyle block) {
+  const auto [base, suffix] = SplitParameterSuffix(name);
+  if (suffix.empty()) return std::nullopt;
+  if (base == "model.embed_tokens") return fmt::format("token_embd{}", suffix);
+  if (base == "model.norm") return fmt::format("output_norm{}", suffix);
+  if (base == "lm_head") return fmt::format("output{}", suffix);
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!base.starts_with(kLayers)) return std::nullopt;
+  const std::string_view rest = base.substr(kLayers.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
+  if (ec != std::errc() || end != rest.data() + dot) return std::nullopt;
+  for (const auto& [gguf, hf] : BlockNames(block)) {
+    if (hf == rest.substr(dot + 1)) return fmt::format("blk.{}.{}{}", layer, gguf, suffix);
+  }
+  return std::nullopt;
 }
 
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,10 @@ namespace proctor {
 // The HF name of a GGUF tensor name in a family of block style `block` (the norms differ), or
 // the name unchanged when it has no HF equivalent.
 std::string GgufToHfTensorName(std::string_view gguf_name, BlockStyle block = BlockStyle::kLlama);
+
+// The inverse: the GGUF name of an HF tensor name, nullopt when it has none.
+std::optional<std::string> HfToGgufTensorName(std::string_view hf_name,
+                                              BlockStyle block = BlockStyle::kLlama);
 
 // Adds every tensor of `gguf` to `store` under its HF name; the store keeps `gguf` alive.
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store);

@@ -24,6 +24,16 @@ void AppendString(std::string* out, std::string_view s) {
   out->append(s);
 }
 
+// An array value of numbers: element type, count, the elements.
+template <typename T>
+std::string NumberArray(GgufType type, std::span<const T> values) {
+  std::string bytes;
+  Append(&bytes, static_cast<uint32_t>(type));
+  Append<uint64_t>(&bytes, values.size());
+  for (const T v : values) Append(&bytes, v);
+  return bytes;
+}
+
 void AppendScalar(std::string* out, const GgufValue& v) {
   switch (v.type()) {
     case GgufType::kUint8:
@@ -107,6 +117,34 @@ void GgufMetadata::SetUint32(std::string_view key, uint32_t value) {
   std::string bytes;
   Append(&bytes, value);
   Set(key, GgufType::kUint32, std::move(bytes));
+}
+
+void GgufMetadata::SetFloat32(std::string_view key, float value) {
+  std::string bytes;
+  Append(&bytes, value);
+  Set(key, GgufType::kFloat32, std::move(bytes));
+}
+
+void GgufMetadata::SetBool(std::string_view key, bool value) {
+  std::string bytes;
+  Append(&bytes, static_cast<uint8_t>(value ? 1 : 0));
+  Set(key, GgufType::kBool, std::move(bytes));
+}
+
+void GgufMetadata::SetStringArray(std::string_view key, std::span<const std::string> values) {
+  std::string bytes;
+  Append(&bytes, static_cast<uint32_t>(GgufType::kString));
+  Append<uint64_t>(&bytes, values.size());
+  for (const std::string& v : values) AppendString(&bytes, v);
+  Set(key, GgufType::kArray, std::move(bytes));
+}
+
+void GgufMetadata::SetInt32Array(std::string_view key, std::span<const int32_t> values) {
+  Set(key, GgufType::kArray, NumberArray(GgufType::kInt32, values));
+}
+
+void GgufMetadata::SetFloat32Array(std::string_view key, std::span<const float> values) {
+  Set(key, GgufType::kArray, NumberArray(GgufType::kFloat32, values));
 }
 
 void GgufMetadata::SetString(std::string_view key, std::string_view value) {

@@ -39,7 +39,12 @@ class GgufMetadata {
   // A value read from another GGUF file, re-encoded with its own type (arrays included).
   void Copy(std::string_view key, const GgufValue& value);
   void SetUint32(std::string_view key, uint32_t value);
+  void SetFloat32(std::string_view key, float value);
+  void SetBool(std::string_view key, bool value);
   void SetString(std::string_view key, std::string_view value);
+  void SetStringArray(std::string_view key, std::span<const std::string> values);
+  void SetInt32Array(std::string_view key, std::span<const int32_t> values);
+  void SetFloat32Array(std::string_view key, std::span<const float> values);
   void Remove(std::string_view key);
   bool Contains(std::string_view key) const;
   size_t size() const { return entries_.size(); }

@@ -93,6 +93,38 @@ TEST(GgufWriter, EveryValueTypeSurvivesACopy) {
   EXPECT_EQ(copy->Get("nested").Arrays()[1].Ints(), std::vector<int64_t>{3});
 }
 
+TEST(GgufWriter, TypedSettersSpellTheirValuesAsGgufDoes) {
+  TempDir tmp;
+  GgufMetadata metadata;
+  metadata.SetFloat32("eps", 1e-6f);
+  metadata.SetBool("add_bos", true);
+  const std::vector<std::string> tokens = {"<s>", "",
+                                           "\xe2\x96\x81"
+                                           "a b"};
+  metadata.SetStringArray("tokens", tokens);
+  const std::vector<int32_t> types = {3, 1, -6};
+  metadata.SetInt32Array("types", types);
+  const std::vector<float> scores = {-1000.0f, 0.5f};
+  metadata.SetFloat32Array("scores", scores);
+  const fs::path path = tmp.path() / "m.gguf";
+  WriteGguf(path, metadata, {}, FillWith({}));
+  GgufBuilder expected(3, 0, 5);
+  expected.KeyF32("eps", 1e-6f);
+  expected.Str("add_bos").U32(7).Raw("\x01", 1);
+  expected.Str("tokens").U32(9).U32(8).U64(3).Str("<s>").Str("").Str(
+      "\xe2\x96\x81"
+      "a b");
+  expected.Str("types").U32(9).U32(5).U64(3);
+  for (const int32_t t : types) expected.Raw(&t, 4);
+  expected.Str("scores").U32(9).U32(6).U64(2);
+  for (const float f : scores) expected.Raw(&f, 4);
+  EXPECT_EQ(FileBytes(path), expected.Pad(32).bytes());
+  const auto file = GgufFile::Open(path);
+  EXPECT_EQ(file->GetIntArray("types"), (std::vector<int64_t>{3, 1, -6}));
+  EXPECT_EQ(file->GetFloatArray("scores"), scores);
+  EXPECT_TRUE(file->Get("add_bos").AsBool());
+}
+
 TEST(GgufWriter, SetMovesTheKeyToTheEndAndAlignmentIsHonoured) {
   TempDir tmp;
   GgufMetadata metadata;

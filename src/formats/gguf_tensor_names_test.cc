@@ -1,0 +1,58 @@
+// GGUF and Hugging Face tensor names: llama.cpp's names (convert_hf_to_gguf.py's tensor map for
+// the Llama and Gemma blocks) and the two directions agreeing.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "formats/family_traits.h"
+#include "formats/gguf_model.h"
+
+namespace proctor {
+namespace {
+
+TEST(GgufTensorNames, LlamaNamesAreLlamaCppsAndRoundTrip) {
+  // Pairs as convert_hf_to_gguf.py writes them for a Llama checkpoint.
+  const std::pair<const char*, const char*> kPairs[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+      {"model.layers.0.self_attn.q_proj.weight", "blk.0.attn_q.weight"},
+      {"model.layers.3.self_attn.k_proj.bias", "blk.3.attn_k.bias"},
+      {"model.layers.12.self_attn.v_proj.weight", "blk.12.attn_v.weight"},
+      {"model.layers.1.self_attn.o_proj.weight", "blk.1.attn_output.weight"},
+      {"model.layers.1.mlp.gate_proj.weight", "blk.1.ffn_gate.weight"},
+      {"model.layers.1.mlp.up_proj.weight", "blk.1.ffn_up.weight"},
+      {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight"},
+      {"model.layers.7.input_layernorm.weight", "blk.7.attn_norm.weight"},
+      {"model.layers.7.post_attention_layernorm.weight", "blk.7.ffn_norm.weight"},
+  };
+  for (const auto& [hf, gguf] : kPairs) {
+    SCOPED_TRACE(hf);
+    EXPECT_EQ(HfToGgufTensorName(hf), gguf);
+    EXPECT_EQ(GgufToHfTensorName(gguf), hf);
+  }
+}
+
+TEST(GgufTensorNames, GemmaBlocksKeepTheirFourNorms) {
+  EXPECT_EQ(
+      HfToGgufTensorName("model.layers.2.post_attention_layernorm.weight", BlockStyle::kGemma),
+      "blk.2.post_attention_norm.weight");
+  EXPECT_EQ(
+      HfToGgufTensorName("model.layers.2.pre_feedforward_layernorm.weight", BlockStyle::kGemma),
+      "blk.2.ffn_norm.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.2.post_ffw_norm.weight", BlockStyle::kGemma),
+            "model.layers.2.post_feedforward_layernorm.weight");
+}
+
+TEST(GgufTensorNames, NamesWithoutAGgufNameAreNone) {
+  for (const char* name :
+       {"model.layers.0.self_attn.rotary_emb.inv_freq", "model.layers.x.mlp.up_proj.weight",
+        "model.layers.0.mlp.experts.0.up_proj.weight", "model.layers.0", "model.layers..weight",
+        "vision_tower.weight", ".weight", "weight", ""}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(HfToGgufTensorName(name), std::nullopt);
+  }
+}
+
+}  // namespace
+}  // namespace proctor
