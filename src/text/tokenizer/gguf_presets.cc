@@ -131,6 +131,13 @@ std::optional<GgufBpePreset> FindGgufBpePreset(std::string_view pre) {
   return std::nullopt;
 }
 
+std::vector<std::pair<std::string, GgufBpePreset>> GgufBpePresetsByName() {
+  std::vector<std::pair<std::string, GgufBpePreset>> out;
+  out.reserve(Table().size());
+  for (const Entry& e : Table()) out.emplace_back(std::string(e.names.front()), e.preset);
+  return out;
+}
+
 std::string GgufBpePresetNames() {
   std::string out;
   for (const Entry& e : Table()) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace proctor::text {
@@ -19,6 +20,10 @@ struct GgufBpePreset {
 
 // nullopt when llama.cpp's preset is unknown to proctor. An empty name means "default".
 std::optional<GgufBpePreset> FindGgufBpePreset(std::string_view pre);
+
+// Every preset with the first name llama.cpp accepts for it (what a GGUF writer puts in
+// tokenizer.ggml.pre), in table order.
+std::vector<std::pair<std::string, GgufBpePreset>> GgufBpePresetsByName();
 
 // The names FindGgufBpePreset accepts (for error messages and docs).
 std::string GgufBpePresetNames();
