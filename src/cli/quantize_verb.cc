@@ -12,6 +12,7 @@
 #include "model/mlx_export.h"
 #include "model/quant_recipe.h"
 #include "text/tokenizer/gguf_to_hf.h"
+#include "text/tokenizer/hf_to_gguf_vocab.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/progress.h"
@@ -34,14 +35,17 @@ void RegisterQuantizeVerb(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
       "quantize",
-      "Quantize a full-precision model into an MLX-format directory (mlx-lm layout), or a float "
-      "GGUF into a quantized GGUF (--type)");
+      "Quantize a full-precision model into an MLX-format directory (mlx-lm layout), or into a "
+      "GGUF of a llama.cpp file type (--type)");
   verb->footer(
       "Examples:\n"
       "  proctor quantize Qwen/Qwen3-0.6B --out qwen-4bit --bits 4 --group-size 64\n"
       "  proctor quantize model-f16.gguf --out model-q4_k_m.gguf --type q4_k_m\n"
+      "  proctor quantize ./Llama-3.2-1B --out llama-q8_0.gguf --type q8_0\n"
       "A GGUF written with --type has llama-quantize's tensor types and blocks (no importance "
-      "matrix) and carries the source's tokenizer, chat template and metadata.");
+      "matrix) and carries the source's tokenizer, chat template and metadata. A safetensors "
+      "source (Llama and Mistral checkpoints) is read as llama.cpp's convert_hf_to_gguf.py "
+      "--outtype f32 writes it, so the file is what that and llama-quantize make.");
   verb->add_option("source,--model", args->source,
                    "Model directory (f32/f16/bf16 safetensors), .gguf with float tensors, or "
                    "cached HF id")
@@ -64,9 +68,11 @@ void RegisterQuantizeVerb(CLI::App& app) {
   verb->add_option("--skip", args->skip,
                    "Keep modules matching this glob in full precision (repeatable; '*' matches "
                    "anything, e.g. 'lm_head' or 'model.layers.0.*')");
-  verb->add_option("--type", args->gguf_type,
-                   "Write a GGUF of this llama.cpp file type (" + GgufFileTypeNames() +
-                       "); the source must be a GGUF with float tensors and --out a .gguf name");
+  verb->add_option(
+      "--type", args->gguf_type,
+      "Write a GGUF of this llama.cpp file type (" + GgufFileTypeNames() +
+          "); the source is a GGUF with float tensors or a Llama / Mistral safetensors directory "
+          "with its tokenizer.json, and --out a .gguf name");
   verb->add_flag("--pure", args->pure,
                  "With --type: every quantizable tensor at the type's base type (llama-quantize "
                  "--pure), no per-tensor rules");
@@ -101,7 +107,14 @@ void RegisterQuantizeVerb(CLI::App& app) {
     if (gguf_out) {
       const GgufQuantizeReport report = QuantizeModelToGguf(
           args->source, args->out,
-          GgufQuantizeOptions{.type = args->gguf_type, .pure = args->pure, .on_tensor = on_tensor});
+          GgufQuantizeOptions{
+              .type = args->gguf_type,
+              .pure = args->pure,
+              .on_tensor = on_tensor,
+              .vocabulary = [](const std::filesystem::path& dir, const nlohmann::json& config,
+                               int64_t vocab_size, GgufMetadata& metadata) {
+                text::AddHfTokenizerAsGgufVocab(dir, config, vocab_size, metadata);
+              }});
       if (progress) progress->Finish();
       fmt::print("{}", report.Summary());
       if (!args->json.empty()) WriteFileAtomic(args->json, report.ToJson().dump(2) + "\n");

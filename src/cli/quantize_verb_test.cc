@@ -160,7 +160,8 @@ std::string ReadFile(const std::string& path) {
 TEST(QuantizeVerb, GgufOutputBadInputIsAClearError) {
   const fs::path src = Fixtures() / "stories260K" / "stories260K.gguf";
   const fs::path hf = Fixtures() / "hf-goldens" / "llama-f32";
-  if (!fs::exists(src) || !fs::exists(hf)) GTEST_SKIP() << "fixtures absent";
+  const fs::path qwen = Fixtures() / "hf-goldens" / "qwen3-f32";
+  if (!fs::exists(src) || !fs::exists(hf) || !fs::exists(qwen)) GTEST_SKIP() << "fixtures absent";
   TempDir tmp;
   const std::string out = (tmp.path() / "o.gguf").string();
   struct Case {
@@ -176,8 +177,11 @@ TEST(QuantizeVerb, GgufOutputBadInputIsAClearError) {
        {"must end in .gguf"}},
       {src.string() + " --out " + out, {"names a GGUF file", "--type"}},
       {src.string() + " --out " + (tmp.path() / "dir").string() + " --pure", {"--pure needs"}},
-      {hf.string() + " --out " + out + " --type q4_0",
-       {"safetensors directory", "convert_hf_to_gguf.py"}},
+      // A Llama checkpoint without tokenizer files: a GGUF carries its vocabulary.
+      {hf.string() + " --out " + out + " --type q4_0", {"no tokenizer.json", "tokenizer_config"}},
+      // An architecture proctor does not write from safetensors.
+      {qwen.string() + " --out " + out + " --type q4_0",
+       {"model_type \"qwen3\"", "convert_hf_to_gguf.py"}},
   };
   for (const Case& c : cases) {
     const Result r = Proctor("quantize " + c.args);

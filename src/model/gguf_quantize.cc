@@ -6,10 +6,8 @@
 #include <cstring>
 #include <map>
 
-#include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "model/gguf_recipe.h"
-#include "model/load.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -70,20 +68,6 @@ void EncodeRow(DType type, const float* x, size_t n, uint8_t* out) {
   traits->quantize_ref(x, static_cast<int64_t>(n) / traits->block_elems, out);
 }
 
-GgufModelFacts FactsOf(const GgufFile& file) {
-  GgufModelFacts facts;
-  const std::optional<std::string_view> arch = file.FindString("general.architecture");
-  if (!arch) Fail("quantize", "{}: no general.architecture", file.file_name());
-  facts.architecture = std::string(*arch);
-  const std::string p = facts.architecture + ".";
-  facts.n_layer = static_cast<int>(file.GetInt(p + "block_count"));
-  facts.n_expert = static_cast<int>(file.FindInt(p + "expert_count").value_or(0));
-  facts.n_head = static_cast<int>(file.FindInt(p + "attention.head_count").value_or(0));
-  facts.n_head_kv =
-      static_cast<int>(file.FindInt(p + "attention.head_count_kv").value_or(facts.n_head));
-  return facts;
-}
-
 void CheckOutFile(const fs::path& out_file) {
   if (out_file.extension() != ".gguf") {
     Fail("quantize", "--out {}: a GGUF file name must end in .gguf", out_file.string());
@@ -110,42 +94,33 @@ GgufQuantizeReport QuantizeModelToGguf(const std::string& source_spec, const fs:
          GgufFileTypeNames());
   }
   CheckOutFile(out_file);
-  const LocatedModel located = LocateModel(source_spec);
-  if (located.format != ModelFormat::kGguf) {
-    Fail("quantize",
-         "{}: --type writes a GGUF from a GGUF source, and this is a safetensors directory. Make "
-         "an F16 GGUF of it with llama.cpp's convert_hf_to_gguf.py (--outtype f16) and quantize "
-         "that, or drop --type to write an MLX directory",
-         located.path.string());
-  }
-  const std::shared_ptr<GgufFile> file = GgufFile::Open(located.path);
-  const GgufModelFacts facts = FactsOf(*file);
+  GgufSource source = OpenGgufSource(source_spec, options.vocabulary);
 
   std::vector<GgufTensorPlan> plan;
-  std::map<std::string, const GgufTensorInfo*, std::less<>> source;
-  for (const GgufTensorInfo& t : file->tensors()) {
-    plan.push_back(GgufTensorPlan{std::string(t.name), t.dims, t.type, t.type, ""});
-    source[std::string(t.name)] = &t;
+  std::map<std::string, const GgufSourceTensor*, std::less<>> by_name;
+  for (const GgufSourceTensor& t : source.tensors) {
+    plan.push_back(GgufTensorPlan{t.name, t.dims, t.type, t.type, ""});
+    by_name[t.name] = &t;
   }
   SortLikeLlamaCpp(plan);
-  PlanGgufTensorTypes(*file_type, facts, options.pure, plan);
+  PlanGgufTensorTypes(*file_type, source.facts, options.pure, plan);
   for (const GgufTensorPlan& t : plan) {
     if (t.type != t.stored && !IsFloat(t.stored)) {
       Fail("quantize",
            "{}: tensor \"{}\" is already quantized ({}); quantize from the F16 / F32 GGUF "
            "(proctor does not re-quantize)",
-           located.path.string(), t.name, Name(t.stored));
+           source.path.string(), t.name, Name(t.stored));
     }
   }
 
-  GgufMetadata metadata;
-  for (const auto& [key, value] : file->metadata()) metadata.Copy(key, value);
+  GgufMetadata& metadata = source.metadata;
   metadata.SetUint32("general.quantization_version", 2);
   metadata.SetUint32("general.file_type", file_type->llama_ftype);
   for (const char* key : {"split.no", "split.count", "split.tensors.count"}) metadata.Remove(key);
 
   GgufQuantizeReport report;
-  report.source = located.path;
+  report.source = source.path;
+  report.source_kind = source.kind;
   report.out_file = out_file;
   report.file_type = std::string(file_type->name);
   report.llama_ftype = file_type->llama_ftype;
@@ -153,13 +128,12 @@ GgufQuantizeReport QuantizeModelToGguf(const std::string& source_spec, const fs:
   std::vector<GgufTensorSpec> specs;
   for (const GgufTensorPlan& t : plan) {
     specs.push_back(GgufTensorSpec{t.name, t.dims, t.type});
-    const GgufTensorInfo& info = *source.at(t.name);
     GgufTensorResult result{t.name,
                             t.stored,
                             t.type,
                             t.why,
                             static_cast<int64_t>(specs.back().Elements()),
-                            info.bytes,
+                            by_name.at(t.name)->bytes,
                             specs.back().Bytes()};
     report.total_parameters += result.parameters;
     report.tensor_bytes += result.output_bytes;
@@ -172,14 +146,15 @@ GgufQuantizeReport QuantizeModelToGguf(const std::string& source_spec, const fs:
       out_file, metadata, specs, [&](const GgufTensorSpec& spec, const GgufByteSink& sink) {
         if (options.on_tensor) options.on_tensor(spec.name, index, specs.size());
         ++index;
-        const GgufTensorInfo& info = *source.at(spec.name);
-        if (spec.type == info.type) {
-          sink(std::span<const uint8_t>(info.data, info.bytes));
+        const GgufSourceTensor& in = *by_name.at(spec.name);
+        if (spec.type == in.data_type && in.permute_heads == 0) {
+          sink(std::span<const uint8_t>(in.data, in.bytes));
           return;
         }
         const size_t cols = spec.dims[0];
         const size_t rows = spec.Elements() / cols;
-        const size_t in_row = BytesFor(info.type, cols), out_row = BytesFor(spec.type, cols);
+        const size_t in_row = BytesFor(in.data_type, cols), out_row = BytesFor(spec.type, cols);
+        const int64_t head_dim = in.permute_heads > 0 ? rows / in.permute_heads : 0;
         // Rows in slabs of about 32 MB of f32, quantized in parallel, written in order.
         const size_t slab = std::max<size_t>(1, (size_t{8} << 20) / cols);
         std::vector<uint8_t> out(std::min(rows, slab) * out_row);
@@ -188,7 +163,9 @@ GgufQuantizeReport QuantizeModelToGguf(const std::string& source_spec, const fs:
           pool.ParallelFor(n, [&](size_t begin, size_t end, int) {
             std::vector<float> values(cols);
             for (size_t r = begin; r < end; ++r) {
-              RowsToF32(info.type, info.data + (r0 + r) * in_row, cols, values.data());
+              const int64_t row = static_cast<int64_t>(r0 + r);
+              const int64_t from = head_dim > 0 ? HfRowOfGgufRow(row, head_dim) : row;
+              RowsToF32(in.data_type, in.data + from * in_row, cols, values.data());
               EncodeRow(spec.type, values.data(), cols, out.data() + r * out_row);
             }
           });
@@ -214,6 +191,7 @@ nlohmann::json GgufQuantizeReport::ToJson() const {
     tensors_json.push_back(std::move(j));
   }
   return {{"source", source.string()},
+          {"source_format", source_kind},
           {"out", out_file.string()},
           {"format", "gguf"},
           {"type", file_type},
@@ -240,9 +218,11 @@ std::string GgufQuantizeReport::Summary() const {
     totals.parameters += t.parameters;
     totals.bytes += t.output_bytes;
   }
-  std::string out =
-      fmt::format("wrote {} ({}{}, general.file_type {}) from {}\n", out_file.string(), file_type,
-                  pure ? ", --pure" : "", llama_ftype, source.string());
+  std::string out = fmt::format(
+      "wrote {} ({}{}, general.file_type {}) from {}{}\n", out_file.string(), file_type,
+      pure ? ", --pure" : "", llama_ftype, source.string(),
+      source_kind == "safetensors" ? " (read as convert_hf_to_gguf.py --outtype f32 writes it)"
+                                   : "");
   out += "  type     tensors   parameters   bits/weight   size\n";
   for (const auto& [name, t] : by_type) {
     out += fmt::format("  {:<8} {:>7} {:>12} {:>13.3f}   {}\n", name, t.tensors, t.parameters,

@@ -1,7 +1,8 @@
-// `proctor quantize SRC.gguf --out OUT.gguf --type T`: a GGUF with float tensors (F32, F16,
-// BF16) re-written as llama.cpp's file type T, with llama-quantize's per-tensor types
-// (model/gguf_recipe.h) and ggml's reference quantizers (quant/ggml_blocks.h), so the blocks
-// are the ones llama-quantize writes without an importance matrix.
+// `proctor quantize SRC --out OUT.gguf --type T`: a GGUF with float tensors (F32, F16, BF16), or
+// a Llama safetensors checkpoint as llama.cpp's convert_hf_to_gguf.py --outtype f32 writes it
+// (model/gguf_source.h), re-written as llama.cpp's file type T, with llama-quantize's
+// per-tensor types (model/gguf_recipe.h) and ggml's reference quantizers (quant/ggml_blocks.h),
+// so the blocks are the ones llama-quantize writes without an importance matrix.
 //
 // Every metadata key of the source is carried over in its order (the tokenizer, the chat
 // template, the architecture's sizes), then general.quantization_version = 2 and
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_source.h"
 #include "tensor/dtype.h"
 
 namespace proctor {
@@ -27,6 +29,8 @@ struct GgufQuantizeOptions {
   bool pure = false;  // every quantizable tensor at the base type (llama-quantize --pure)
   // Called before each tensor is written (progress; tests throw from it to simulate failure).
   std::function<void(const std::string& tensor, size_t index, size_t count)> on_tensor{};
+  // The tokenizer of a safetensors source (text::AddHfTokenizerAsGgufVocab).
+  AddGgufVocabulary vocabulary{};
 };
 
 struct GgufTensorResult {
@@ -41,6 +45,7 @@ struct GgufTensorResult {
 
 struct GgufQuantizeReport {
   std::filesystem::path source;
+  std::string source_kind;  // "gguf" or "safetensors"
   std::filesystem::path out_file;
   std::string file_type;  // "q4_k_m"
   uint32_t llama_ftype = 0;
@@ -57,8 +62,8 @@ struct GgufQuantizeReport {
 };
 
 // Checks everything before writing: an unknown type (the message lists them), an out_file that
-// exists or does not end in .gguf, a source that is not a GGUF (with the way to make one), a
-// source tensor that is already quantized.
+// exists or does not end in .gguf, a source GgufSource refuses, a source tensor that is already
+// quantized.
 GgufQuantizeReport QuantizeModelToGguf(const std::string& source_spec,
                                        const std::filesystem::path& out_file,
                                        const GgufQuantizeOptions& options);
