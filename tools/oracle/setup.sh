@@ -231,5 +231,7 @@ if wants llama.cpp; then
   echo "llama_perplexity=$llama_build/bin/llama-perplexity"
   echo "llama_quantize=$llama_build/bin/llama-quantize"
   echo "llama_server=$llama_build/bin/llama-server"
+  echo "convert_hf_to_gguf=$llama_root/src/convert_hf_to_gguf.py"
+  echo "gguf_py=$llama_root/src/gguf-py"
   printf '%s\n' "${tools_out[@]}"
 fi
