@@ -65,7 +65,7 @@ const json& SpecialTokenId(const json& item) { return Get(Get(item, "SpecialToke
 // gguf-py's SpecialVocab: special token ids, add_* flags, the chat template and normalizer flags.
 class SpecialVocab {
  public:
-  SpecialVocab(const fs::path& dir, const json& tokenizer, json config_json,
+  SpecialVocab(const fs::path& dir, const json& tokenizer, const json& config_json,
                std::optional<size_t> n_vocab, bool load_merges)
       : n_vocab_(n_vocab) {
     if (load_merges) ReadMerges(tokenizer);

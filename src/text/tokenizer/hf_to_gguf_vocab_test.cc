@@ -27,7 +27,7 @@ using proctor::testing::TempDir;
 // A checkpoint directory holding `tokenizer` as tokenizer.json (and `model`'s
 // tokenizer_config.json when given).
 fs::path WriteCheckpoint(const TempDir& tmp, const json& tokenizer, const std::string& model = "") {
-  const fs::path dir = tmp.path() / "checkpoint";
+  fs::path dir = tmp.path() / "checkpoint";
   fs::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
   if (!model.empty()) {
