@@ -186,29 +186,54 @@ TEST_F(CompareVerb, AKilledRunRerunGivesTheUninterruptedStatistics) {
 
 // --quantize with a llama.cpp file type: the candidate is the GGUF `quantize --type` writes
 // (byte for byte), and its row is `kl` of that file against the study's dump.
-TEST_F(CompareVerb, GgufFileTypesAreQuantizedAsQuantizeTypeDoes) {
-  const fs::path d = dir_.path();
-  Result r = Proctor(fmt::format(
-      "compare --teacher {} --data {} --quantize q4_0 --ctx-len 64 --n-seqs 4 --top-k 64 "
-      "--chunk 32 --out {} --json {}",
-      Stories260K().string(), TinyStories().string(), (d / "study").string(),
-      (d / "c.json").string()));
+void ExpectGgufCandidateIsQuantizeTypes(const fs::path& teacher, const fs::path& d,
+                                        const std::string& type) {
+  Result r = Proctor(
+      fmt::format("compare --teacher {} --data {} --quantize {} --ctx-len 64 --n-seqs 4 --top-k 64 "
+                  "--chunk 32 --out {} --json {}",
+                  teacher.string(), TinyStories().string(), type, (d / "study").string(),
+                  (d / "c.json").string()));
   ASSERT_EQ(r.status, 0) << r.out;
   const json envelope = ReadJson(d / "c.json");
   const json& rows = envelope["results"]["candidates"];
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[1]["candidate"], "q4_0");
-  const fs::path made = d / "study" / "candidates" / "q4_0.gguf";
-  r = Proctor(fmt::format("quantize {} --out {} --type q4_0", Stories260K().string(),
-                          (d / "q4_0.gguf").string()));
+  EXPECT_EQ(rows[1]["candidate"], type);
+  const fs::path made = d / "study" / "candidates" / (type + ".gguf");
+  const fs::path alone = d / (type + ".gguf");
+  r = Proctor(
+      fmt::format("quantize {} --out {} --type {}", teacher.string(), alone.string(), type));
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(ReadBytes(made), ReadBytes(d / "q4_0.gguf"));
+  EXPECT_EQ(ReadBytes(made), ReadBytes(alone));
   r = Proctor(fmt::format("kl --reference-logits {} --model {} --chunk 32 --json {}",
                           (d / "study" / "dump").string(), made.string(),
                           (d / "kl.json").string()));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(KlStatistics(ReadJson(d / "kl.json")["results"]), KlStatistics(rows[1]["kl"]));
   EXPECT_GT(rows[1]["kl"]["kl"]["mean"].get<double>(), 0.0);
+}
+
+TEST_F(CompareVerb, GgufFileTypesAreQuantizedAsQuantizeTypeDoes) {
+  ExpectGgufCandidateIsQuantizeTypes(Stories260K(), dir_.path(), "q4_0");
+}
+
+// A Llama safetensors teacher too (the llama-f32 golden with stories260K's vocabulary as
+// tokenizer files): the GGUF is the one `quantize DIR --type` writes.
+TEST_F(CompareVerb, GgufFileTypesOfASafetensorsLlamaTeacher) {
+  const fs::path golden = Fixtures() / "hf-goldens" / "llama-f32";
+  if (!fs::exists(golden)) GTEST_SKIP() << "fixture absent: " << golden;
+  const fs::path d = dir_.path();
+  const fs::path teacher = d / "llama";
+  fs::create_directories(teacher);
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    fs::copy_file(golden / file, teacher / file);
+  }
+  const Result r = Proctor(fmt::format("quantize {} --out {} --bits 8", Stories260K().string(),
+                                       (d / "stories-mlx").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+    fs::copy_file(d / "stories-mlx" / file, teacher / file);
+  }
+  ExpectGgufCandidateIsQuantizeTypes(teacher, d, "q4_k_m");
 }
 
 // --kv-curve: the teacher's KV cache schemes on the study's corpus, exactly `proctor kv-curve`'s
@@ -262,7 +287,11 @@ TEST_F(CompareVerb, BadArgumentsAreRefusedBeforeAnythingIsCreated) {
       {fmt::format("compare --teacher {} --data {} --out {} --quantize q4_0",
                    (Fixtures() / "hf-goldens" / "llama-f32").string(), TinyStories().string(),
                    out.string()),
-       "from a GGUF teacher"},
+       "--quantize q4_0 needs a GGUF of the teacher: [tokenizer]"},
+      {fmt::format("compare --teacher {} --data {} --out {} --quantize q4_0",
+                   (Fixtures() / "hf-goldens" / "qwen3-f32").string(), TinyStories().string(),
+                   out.string()),
+       "model_type \"qwen3\""},
       {base + " --quantize affine7", "affine7"},
       {base + " --quantize affine4-g48", "affine4-g48"},
       {base + " --quantize affine4,affine4-g64", "given twice"},

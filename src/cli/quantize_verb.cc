@@ -105,16 +105,12 @@ void RegisterQuantizeVerb(CLI::App& app) {
       progress->Advance();
     };
     if (gguf_out) {
-      const GgufQuantizeReport report = QuantizeModelToGguf(
-          args->source, args->out,
-          GgufQuantizeOptions{
-              .type = args->gguf_type,
-              .pure = args->pure,
-              .on_tensor = on_tensor,
-              .vocabulary = [](const std::filesystem::path& dir, const nlohmann::json& config,
-                               int64_t vocab_size, GgufMetadata& metadata) {
-                text::AddHfTokenizerAsGgufVocab(dir, config, vocab_size, metadata);
-              }});
+      const GgufQuantizeReport report =
+          QuantizeModelToGguf(args->source, args->out,
+                              GgufQuantizeOptions{.type = args->gguf_type,
+                                                  .pure = args->pure,
+                                                  .on_tensor = on_tensor,
+                                                  .vocabulary = text::AddHfTokenizerAsGgufVocab});
       if (progress) progress->Finish();
       fmt::print("{}", report.Summary());
       if (!args->json.empty()) WriteFileAtomic(args->json, report.ToJson().dump(2) + "\n");

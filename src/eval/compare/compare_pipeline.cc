@@ -18,11 +18,13 @@
 #include "eval/runners/vocab_check.h"
 #include "eval/runs/run_database.h"
 #include "model/gguf_quantize.h"
+#include "model/gguf_source.h"
 #include "model/load.h"
 #include "model/mlx_export.h"
 #include "model/model_summary.h"
 #include "model/quantize_spec.h"
 #include "text/tokenizer/gguf_to_hf.h"
+#include "text/tokenizer/hf_to_gguf_vocab.h"
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -166,17 +168,20 @@ std::vector<Candidate> PlanCandidates(const CompareOptions& options) {
     if (!names.insert(name).second) Fail(kComponent, "--candidate {} is given twice", spec);
     plan.push_back({.name = name, .kind = "model", .spec = spec});
   }
+  bool gguf_source_checked = false;
   for (const auto& spelling : options.quantize) {
     const QuantizeSpec q = ParseQuantizeSpec(spelling);
     if (!names.insert(q.name).second) {
       Fail(kComponent, "--quantize {} is given twice (or names a --candidate)", spelling);
     }
-    if (!q.gguf_type.empty() && LocateModel(options.teacher).format != ModelFormat::kGguf) {
-      Fail(kComponent,
-           "--quantize {} writes a GGUF, which proctor makes from a GGUF teacher (F16 / F32); "
-           "this teacher is a safetensors directory: pass a GGUF teacher or an MLX spec such as "
-           "affine4-g64",
-           spelling);
+    if (!q.gguf_type.empty() && !gguf_source_checked) {
+      // A safetensors teacher becomes a GGUF only where proctor can convert it.
+      try {
+        OpenGgufSource(options.teacher, text::AddHfTokenizerAsGgufVocab);
+      } catch (const Error& e) {
+        Fail(kComponent, "--quantize {} needs a GGUF of the teacher: {}", spelling, e.what());
+      }
+      gguf_source_checked = true;
     }
     plan.push_back({.name = q.name,
                     .kind = "quantized",
@@ -526,7 +531,9 @@ class CompareRun {
         fs::remove_all(dir);
         fs::create_directories(dir.parent_path());
         if (gguf) {
-          QuantizeModelToGguf(o_.teacher, dir, GgufQuantizeOptions{.type = c.gguf_type});
+          QuantizeModelToGguf(o_.teacher, dir,
+                              GgufQuantizeOptions{.type = c.gguf_type,
+                                                  .vocabulary = text::AddHfTokenizerAsGgufVocab});
         } else {
           MlxQuantizeOptions mlx = c.quantize;
           if (const LocatedModel located = LocateModel(o_.teacher);
