@@ -51,7 +51,9 @@ int TakeGroupSuffix(std::string_view& spec) {
 std::string QuantizeSpecHelp() {
   return "affine<BITS>[-g<GROUP>] (bits 2, 3, 4, 5, 6, 8; group 32, 64 (default), 128; e.g. "
          "affine4-g64), mxfp4, mxfp8, nvfp4, an mlx-lm recipe " +
-         QuantRecipeNames() + " [-g<GROUP>], or for a GGUF or Llama / Mistral safetensors teacher a llama.cpp file type (" +
+         QuantRecipeNames() +
+         " [-g<GROUP>], or for a GGUF or Llama / Mistral safetensors teacher a llama.cpp file type "
+         "(" +
          GgufFileTypeNames() + ")";
 }
 

@@ -3,7 +3,8 @@
 //   affine<B>[-g<G>]      MLX affine, B bits (2, 3, 4, 5, 6, 8), groups of G (32, 64 default, 128)
 //   mxfp4, mxfp8, nvfp4   MLX's floating-point modes (their own group sizes)
 //   mixed_<L>_<H>[-g<G>]  mlx-lm's mixed recipes (mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6)
-//   q4_k_m, q8_0, ...     a GGUF of llama.cpp's file type (model/gguf_recipe.h; GGUF and Llama safetensors teachers)
+//   q4_k_m, q8_0, ...     a GGUF of llama.cpp's file type (model/gguf_recipe.h; GGUF and Llama
+//   safetensors teachers)
 //
 // llama.cpp types proctor does not write (iq4_xs, q2_k_s, ...) are recognised so the error can
 // say what to do instead: make the GGUF with llama-quantize and pass it as --candidate.
