@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -56,6 +59,31 @@ json CompareStatistics(const json& envelope) {
                                                    {"bits_per_weight", row["bits_per_weight"]}};
   }
   return out;
+}
+
+// The rows of a CSV file without quoted fields, by column name.
+std::vector<std::map<std::string, std::string>> CsvRows(const std::string& csv) {
+  auto split = [](const std::string& line) {
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1) {
+      fields.push_back(line.substr(start, comma - start));
+    }
+    fields.push_back(line.substr(start));
+    return fields;
+  };
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = split(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> fields = split(line);
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) row[header[i]] = fields[i];
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 class CompareVerb : public ::testing::Test {
@@ -132,6 +160,28 @@ TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
     EXPECT_EQ(p["standard_error"], rows[i]["perplexity"]["standard_error"]) << models[i];
     EXPECT_EQ(p["positions"], rows[i]["perplexity"]["positions"]) << models[i];
   }
+  // The paired column is kl-diff's numbers for each row and the row above; 8-bit against
+  // 4-bit is distinguishable.
+  const std::vector<std::map<std::string, std::string>> csv_rows = CsvRows(ReadBytes(d / "c.csv"));
+  ASSERT_EQ(csv_rows.size(), 3u);
+  EXPECT_EQ(csv_rows[0].at("verdict"), "floor");
+  EXPECT_EQ(csv_rows[0].at("kl_difference_vs_above"), "");
+  for (size_t i = 1; i < 3; ++i) {
+    const fs::path diff = d / fmt::format("diff{}.json", i);
+    r = Proctor(fmt::format("kl-diff {} {} --json {}",
+                            (d / fmt::format("kl{}.json", i - 1)).string(),
+                            (d / fmt::format("kl{}.json", i)).string(), diff.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const json kl = ReadJson(diff)["results"]["metrics"]["kl"];
+    EXPECT_EQ(std::stod(csv_rows[i].at("kl_difference_vs_above")), kl["difference"].get<double>());
+    EXPECT_EQ(std::stod(csv_rows[i].at("kl_difference_standard_error")),
+              kl["standard_error"].get<double>());
+    if (i == 2) {
+      EXPECT_TRUE(kl["distinguishable"].get<bool>());
+      EXPECT_EQ(csv_rows[i].at("verdict"), "worse");
+    }
+  }
+
   // Every form of the table has every row.
   const std::string md = ReadBytes(d / "c.md"), csv = ReadBytes(d / "c.csv");
   for (const json& row : rows) {

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
+#include "eval/scoring/paired_difference.h"
 #include "util/html_escape.h"
 
 namespace proctor {
@@ -29,6 +32,47 @@ RowNumbers NumbersOf(const CompareRow& r, double teacher_ppl) {
           .delta_ppl = r.perplexity.ppl - teacher_ppl};
 }
 
+// A row's per-sequence mean KL (NaN where a sequence had no position).
+std::vector<double> SequenceKl(const CompareRow& r) {
+  std::vector<double> out;
+  for (const auto& v : r.kl.value("sequence_mean_kl", nlohmann::ordered_json::array())) {
+    out.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
+  }
+  return out;
+}
+
+// Row i against the row above, paired over the same sequences (docs/statistics.md).
+struct VsAbove {
+  bool known = false;  // a candidate row with per-sequence values for 2+ sequences
+  double difference = 0, standard_error = 0;
+  std::string verdict;  // "floor" (the teacher), "at floor", "worse", "better", "same", "-"
+};
+
+VsAbove VsAboveOf(const CompareResult& result, size_t i) {
+  if (i == 0) return {.verdict = "floor"};
+  const std::vector<double> teacher = SequenceKl(result.rows.front()),
+                            above = SequenceKl(result.rows[i - 1]),
+                            row = SequenceKl(result.rows[i]);
+  if (row.size() != above.size() || row.size() != teacher.size()) return {.verdict = "-"};
+  const PairedDifference step = ComparePairedSequences(above, row, 0, 0);
+  if (step.sequences < 2) return {.verdict = "-"};
+  const PairedDifference from_floor = ComparePairedSequences(teacher, row, 0, 0);
+  const char* verdict = !from_floor.distinguishable ? "at floor"
+                        : !step.distinguishable     ? "same"
+                        : step.difference > 0       ? "worse"
+                                                    : "better";
+  return {.known = true,
+          .difference = step.difference,
+          .standard_error = step.standard_error,
+          .verdict = verdict};
+}
+
+// "+9.42e-04 +- 1.8e-05", or "-".
+std::string VsAboveText(const VsAbove& v, const char* plus_minus) {
+  if (!v.known) return "-";
+  return fmt::format("{:+.2e} {} {:.1e}", v.difference, plus_minus, v.standard_error);
+}
+
 double TeacherPpl(const CompareResult& result) {
   return result.rows.empty() ? 0.0 : result.rows.front().perplexity.ppl;
 }
@@ -48,19 +92,23 @@ std::string CsvField(const std::string& s) {
 std::string FormatCompareTable(const CompareResult& result) {
   size_t width = 9;
   for (const auto& r : result.rows) width = std::max(width, r.candidate.size());
-  std::string out =
-      fmt::format("{:<{}}  {:>6}  {:>21}  {:>9}  {:>9}  {:>7}  {:>6}  {:>17}  {:>9}  {:>8}\n",
-                  "candidate", width, "bits/w", "KL mean +- SE", "median", "p95", "top-1", "mass",
-                  "perplexity +- SE", "delta-ppl", "seconds");
+  std::string out = fmt::format(
+      "{:<{}}  {:>6}  {:>21}  {:>20}  {:>8}  {:>9}  {:>9}  {:>7}  {:>6}  {:>17}  "
+      "{:>9}  {:>8}\n",
+      "candidate", width, "bits/w", "KL mean +- SE", "dKL vs above +- SE", "verdict", "median",
+      "p95", "top-1", "mass", "perplexity +- SE", "delta-ppl", "seconds");
   const double teacher_ppl = TeacherPpl(result);
-  for (const auto& r : result.rows) {
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
+    const VsAbove v = VsAboveOf(result, i);
     out += fmt::format(
-        "{:<{}}  {:>6.2f}  {:>21}  {:>9.3e}  {:>9.3e}  {:>7.4f}  {:>6.4f}  {:>17}  {:>+9.3f}  "
-        "{:>8}\n",
+        "{:<{}}  {:>6.2f}  {:>21}  {:>20}  {:>8}  {:>9.3e}  {:>9.3e}  {:>7.4f}  {:>6.4f}  {:>17}  "
+        "{:>+9.3f}  {:>8}\n",
         r.candidate, width, r.bits_per_weight, fmt::format("{:.3e} +- {:.1e}", n.kl_mean, n.kl_se),
-        n.kl_median, n.kl_p95, n.top1, n.mass, fmt::format("{:.3f} +- {:.3f}", n.ppl, n.ppl_se),
-        n.delta_ppl, fmt::format("{:.2f}{}", r.seconds, r.reused ? "*" : ""));
+        VsAboveText(v, "+-"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass,
+        fmt::format("{:.3f} +- {:.3f}", n.ppl, n.ppl_se), n.delta_ppl,
+        fmt::format("{:.2f}{}", r.seconds, r.reused ? "*" : ""));
   }
   return out;
 }
@@ -73,6 +121,11 @@ std::string CompareLegend(const CompareResult& result) {
       "  KL          KL(teacher || candidate) over the teacher's top-{} logits, nats per\n"
       "              position: mean of per-sequence means +- its standard error; median and\n"
       "              p95 over all positions\n"
+      "  dKL vs above the row's mean KL minus the row above's, paired over the same\n"
+      "              sequences, +- the paired standard error (kl-diff's numbers)\n"
+      "  verdict     at floor: the paired 95% interval against the teacher's own row\n"
+      "              includes 0; else worse / better when the interval against the row\n"
+      "              above excludes 0, same when it does not\n"
       "  top-1       how often the candidate's argmax is the teacher's\n"
       "  mass        teacher probability inside its top-{} (what the KL sees)\n"
       "  perplexity  exp(mean next-token NLL) over the corpus, +- its standard error\n"
@@ -88,51 +141,64 @@ std::string CompareLegend(const CompareResult& result) {
 
 std::string FormatCompareMarkdown(const CompareResult& result) {
   std::string out =
-      "| candidate | bits/w | KL mean ± SE | median | p95 | top-1 | mass | perplexity ± SE | "
-      "Δppl | seconds |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| candidate | bits/w | KL mean ± SE | ΔKL vs above ± SE | verdict | median | p95 | top-1 | "
+      "mass | perplexity ± SE | Δppl | seconds |\n"
+      "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
   const double teacher_ppl = TeacherPpl(result);
-  for (const auto& r : result.rows) {
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
+    const VsAbove v = VsAboveOf(result, i);
     out += fmt::format(
-        "| {} | {:.2f} | {:.3e} ± {:.1e} | {:.3e} | {:.3e} | {:.4f} | {:.4f} | {:.3f} ± {:.3f} | "
-        "{:+.3f} | {:.2f}{} |\n",
-        r.candidate, r.bits_per_weight, n.kl_mean, n.kl_se, n.kl_median, n.kl_p95, n.top1, n.mass,
-        n.ppl, n.ppl_se, n.delta_ppl, r.seconds, r.reused ? "*" : "");
+        "| {} | {:.2f} | {:.3e} ± {:.1e} | {} | {} | {:.3e} | {:.3e} | {:.4f} | {:.4f} | "
+        "{:.3f} ± {:.3f} | {:+.3f} | {:.2f}{} |\n",
+        r.candidate, r.bits_per_weight, n.kl_mean, n.kl_se, VsAboveText(v, "±"), v.verdict,
+        n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.seconds,
+        r.reused ? "*" : "");
   }
   return out + "\n```\n" + CompareLegend(result) + "```\n";
 }
 
 std::string FormatCompareCsv(const CompareResult& result) {
   std::string out =
-      "candidate,kind,model,bits_per_weight,kl_mean,kl_standard_error,kl_median,kl_p95,"
+      "candidate,kind,model,bits_per_weight,kl_mean,kl_standard_error,"
+      "kl_difference_vs_above,kl_difference_standard_error,verdict,kl_median,kl_p95,"
       "top1_agreement,mean_captured_mass,perplexity,perplexity_standard_error,delta_perplexity,"
       "prepare_seconds,seconds,reused\n";
   const double teacher_ppl = TeacherPpl(result);
-  for (const auto& r : result.rows) {
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(r.candidate),
-                       r.kind, CsvField(r.model), r.bits_per_weight, n.kl_mean, n.kl_se,
-                       n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl,
-                       r.prepare_seconds, r.seconds, r.reused ? "true" : "false");
+    const VsAbove v = VsAboveOf(result, i);
+    const std::string difference = v.known ? fmt::format("{}", v.difference) : "";
+    const std::string difference_se = v.known ? fmt::format("{}", v.standard_error) : "";
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       CsvField(r.candidate), r.kind, CsvField(r.model), r.bits_per_weight,
+                       n.kl_mean, n.kl_se, difference, difference_se, v.verdict, n.kl_median,
+                       n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.prepare_seconds,
+                       r.seconds, r.reused ? "true" : "false");
   }
   return out;
 }
 
 std::string FormatCompareHtml(const CompareResult& result) {
   std::string out =
-      "<table>\n<thead><tr><th>candidate</th><th>bits/w</th><th>KL mean ± SE</th><th>median</th>"
-      "<th>p95</th><th>top-1</th><th>mass</th><th>perplexity ± SE</th><th>Δppl</th>"
-      "<th>seconds</th></tr></thead>\n<tbody>\n";
+      "<table>\n<thead><tr><th>candidate</th><th>bits/w</th><th>KL mean ± SE</th>"
+      "<th>ΔKL vs above ± SE</th><th>verdict</th><th>median</th><th>p95</th><th>top-1</th>"
+      "<th>mass</th><th>perplexity ± SE</th><th>Δppl</th><th>seconds</th></tr></thead>\n"
+      "<tbody>\n";
   const double teacher_ppl = TeacherPpl(result);
-  for (const auto& r : result.rows) {
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
+    const VsAbove v = VsAboveOf(result, i);
     out += fmt::format(
-        "<tr class=\"{}\"><td>{}</td><td>{:.2f}</td><td>{:.3e} ± {:.1e}</td><td>{:.3e}</td>"
-        "<td>{:.3e}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.3f} ± {:.3f}</td><td>{:+.3f}</td>"
-        "<td>{:.2f}{}</td></tr>\n",
+        "<tr class=\"{}\"><td>{}</td><td>{:.2f}</td><td>{:.3e} ± {:.1e}</td><td>{}</td>"
+        "<td>{}</td><td>{:.3e}</td><td>{:.3e}</td><td>{:.4f}</td><td>{:.4f}</td>"
+        "<td>{:.3f} ± {:.3f}</td><td>{:+.3f}</td><td>{:.2f}{}</td></tr>\n",
         HtmlEscape(r.kind), HtmlEscape(r.candidate), r.bits_per_weight, n.kl_mean, n.kl_se,
-        n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.seconds,
-        r.reused ? "*" : "");
+        VsAboveText(v, "±"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se,
+        n.delta_ppl, r.seconds, r.reused ? "*" : "");
   }
   return out + "</tbody>\n</table>\n";
 }

@@ -1,8 +1,14 @@
 // The comparison of a `proctor compare` (or `demo`) run for people and for spreadsheets: one row
 // per model (the teacher first, then by bits per weight), the same columns in every form.
 //
-//   candidate, bits/w, KL mean +- SE, median, p95, top-1, mass, perplexity +- SE, delta-ppl,
-//   seconds
+//   candidate, bits/w, KL mean +- SE, dKL vs above +- SE, verdict, median, p95, top-1, mass,
+//   perplexity +- SE, delta-ppl, seconds
+//
+// dKL vs above: the row's mean KL minus the row above's, paired over the same sequences (the
+// numbers `proctor kl-diff` gives for the two rows); verdict: "at floor" when the paired 95%
+// interval against the teacher's own row includes 0, else "worse" / "better" when the interval
+// against the row above excludes 0, "same" when it does not ("floor" for the teacher, "-" with
+// fewer than 2 sequences).
 #pragma once
 
 #include <string>

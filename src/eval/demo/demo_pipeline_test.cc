@@ -168,8 +168,9 @@ TEST_F(DemoPipeline, PerplexityAgreesWithTheScorersOwnNll) {
 TEST_F(DemoPipeline, TableAndJsonHoldEveryColumn) {
   const CompareResult& r = result_->compare;
   const std::string table = FormatCompareTable(r);
-  for (const char* column : {"candidate", "bits/w", "KL mean +- SE", "median", "p95", "top-1",
-                             "mass", "perplexity", "delta-ppl", "seconds"}) {
+  for (const char* column :
+       {"candidate", "bits/w", "KL mean +- SE", "dKL vs above +- SE", "verdict", "median", "p95",
+        "top-1", "mass", "perplexity", "delta-ppl", "seconds"}) {
     EXPECT_NE(table.find(column), std::string::npos) << column << "\n" << table;
   }
   for (const auto& row : r.rows) {
