@@ -12,6 +12,7 @@
 #include "eval/demo/synthetic_lm.h"
 #include "eval/formats/ref_logits.h"
 #include "eval/runners/kl_eval.h"
+#include "eval/scoring/kl_where.h"
 #include "ops/logits_stats.h"
 #include "util/thread_pool.h"
 
@@ -108,6 +109,30 @@ void BM_TopKTerms(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_TopKTerms)->Unit(benchmark::kMicrosecond);
+
+// `kl --where`'s statistics (eval/scoring/kl_where.h) over a run's scores: 64 sequences x 512
+// positions with varied KL and confidence, the 20 worst kept. Its items_per_second, set against
+// BM_ScoreChunk's, is the share of the scoring time they add.
+void BM_KlWhere(benchmark::State& state) {
+  std::vector<std::vector<PositionScore>> scores(64, std::vector<PositionScore>(512));
+  uint32_t x = 12345;
+  for (auto& seq : scores) {
+    for (PositionScore& p : seq) {
+      x = x * 1664525u + 1013904223u;
+      p.kl = static_cast<double>(x >> 8) / (1 << 24);
+      p.teacher_top1_probability = static_cast<double>(x & 0xffff) / 65536.0;
+      p.next_token = static_cast<int32_t>(x % 7);
+      p.teacher_argmax = static_cast<int32_t>((x >> 3) % 7);
+      p.candidate_argmax = static_cast<int32_t>((x >> 5) % 7);
+    }
+  }
+  for (auto _ : state) {
+    KlWhere where = ComputeKlWhere(scores, 20);
+    benchmark::DoNotOptimize(where.worst.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 64 * 512);
+}
+BENCHMARK(BM_KlWhere)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace proctor

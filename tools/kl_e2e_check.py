@@ -113,7 +113,7 @@ def score_saved_teacher(dump, cand, n_seqs):
                              mass=mass, candidate_nll=-float(lq[nxt]),
                              teacher_nll=-float(logp[hit[0]]) if len(hit) else float("nan"),
                              next_token=nxt, candidate_argmax=int(first_argmax(cand[s, r])),
-                             teacher_argmax=int(idx[0])))
+                             teacher_argmax=int(idx[0]), teacher_top1=float(p[0])))
     return rows, k
 
 
@@ -132,7 +132,8 @@ def score_two_model(teacher, cand, tokens, n_seqs, decode_steps):
             rows.append(dict(seq=s, position=r - first, kl=kl, tail_kl=kl, mass=1.0,
                              candidate_nll=-float(lq[nxt]), teacher_nll=-float(lp[nxt]),
                              next_token=nxt, candidate_argmax=int(first_argmax(cand[s, r])),
-                             teacher_argmax=int(first_argmax(teacher[s, r]))))
+                             teacher_argmax=int(first_argmax(teacher[s, r])),
+                             teacher_top1=float(p.max())))
     return rows
 
 
@@ -155,8 +156,38 @@ def aggregate(rows, n_seqs):
         teacher_nll_positions=len(teach_nll),
         positions=n,
         sequences=sum(1 for seq in by_seq if seq),
-        sequence_mean_kl=[float(np.mean([r["kl"] for r in seq])) for seq in by_seq if seq])
+        sequence_mean_kl=[float(np.mean([r["kl"] for r in seq])) for seq in by_seq if seq],
+        where=where_the_kl_lives(by_seq))
     return out
+
+
+def where_the_kl_lives(by_seq, worst=20):
+    """kl --where (docs/statistics.md): KL by the teacher's top-1 probability bucket and by
+    eighth of the scored positions, the worst positions, top-1 flips against the corpus."""
+    edges = [0.0, 0.25, 0.5, 0.75, 0.9]
+    total = sum(r["kl"] for seq in by_seq for r in seq)
+    conf = [[] for _ in edges]
+    place = [[] for _ in range(8)]
+    lost = gained = known = 0
+    for seq in by_seq:
+        for r, row in enumerate(seq):
+            conf[max(i for i, e in enumerate(edges) if row["teacher_top1"] >= e)].append(row["kl"])
+            place[r * 8 // len(seq)].append(row["kl"])
+            if row["next_token"] >= 0:
+                known += 1
+                t, c = row["teacher_argmax"] == row["next_token"], \
+                    row["candidate_argmax"] == row["next_token"]
+                lost += t and not c
+                gained += c and not t
+
+    def buckets(groups):
+        return [dict(positions=len(g), kl_mean=float(np.mean(g)) if g else 0.0,
+                     kl_share=float(np.sum(g)) / total if total > 0 else 0.0) for g in groups]
+
+    rows = sorted((r for seq in by_seq for r in seq),
+                  key=lambda r: (-r["kl"], r["seq"], r["position"]))[:worst]
+    return dict(by_confidence=buckets(conf), by_position=buckets(place), worst=rows,
+                known_next_token_positions=known, top1_lost=lost, top1_gained=gained)
 
 
 class Comparer:
@@ -260,6 +291,45 @@ def main():
             cmp.near("sequence_mean_kl[%d]" % i, a, b, mean_atol, "means")
         cmp.exact("len(sequence_mean_kl)", len(res["sequence_mean_kl"]),
                   len(stats["sequence_mean_kl"]))
+        got, want = res["where"], stats["where"]
+        # A share is a bucket's KL over the run's: its error is the mean's over the mean KL
+        # (loose for a self-scored teacher, whose KL is rounding noise itself).
+        share_atol = mean_atol / max(stats["kl"]["mean"], 1e-300)
+        for part in ("by_confidence", "by_position"):
+            cmp.exact("where.%s buckets" % part, len(got[part]), len(want[part]))
+            for i, (g, w) in enumerate(zip(got[part], want[part])):
+                cmp.exact("where.%s[%d].positions" % (part, i), g["positions"], w["positions"])
+                cmp.near("where.%s[%d].kl_mean" % (part, i), g["kl_mean"], w["kl_mean"],
+                         mean_atol, "means")
+                cmp.near("where.%s[%d].kl_share" % (part, i), g["kl_share"], w["kl_share"],
+                         share_atol, "shares")
+        for key in ("known_next_token_positions", "top1_lost", "top1_gained"):
+            cmp.exact("where." + key, got[key], want[key])
+        # The worst positions: each one proctor lists is that position recomputed, and no
+        # position left out has a larger KL (beyond the per-position tolerance: near-ties may
+        # order either way).
+        cmp.exact("len(where.worst)", len(got["worst"]), len(want["worst"]))
+        by_key = {(r["seq"], r["position"]): r for r in rows}
+        listed = set()
+        for i, g in enumerate(got["worst"]):
+            w = by_key.get((g["sequence"], g["position"]))
+            if w is None:
+                cmp.exact("where.worst[%d] position" % i, (g["sequence"], g["position"]), None)
+                continue
+            listed.add((g["sequence"], g["position"]))
+            for key in ("next_token", "teacher_argmax", "candidate_argmax"):
+                cmp.exact("where.worst[%d].%s" % (i, key), g[key], w[key])
+            cmp.near("where.worst[%d].kl" % i, g["kl"], w["kl"], pos_atol, "order statistics")
+            cmp.near("where.worst[%d].teacher_top1_probability" % i,
+                     g["teacher_top1_probability"], w["teacher_top1"], pos_atol,
+                     "per-position teacher_top1")
+            if i > 0:
+                cmp.exact("where.worst[%d] sorted" % i, g["kl"] <= got["worst"][i - 1]["kl"], True)
+        if got["worst"]:
+            smallest = got["worst"][-1]["kl"]
+            left_out = max((r["kl"] for key, r in by_key.items() if key not in listed),
+                           default=float("-inf"))
+            cmp.exact("where.worst holds the largest KLs", left_out <= smallest + pos_atol, True)
     if args.per_position:
         header, records = read_per_position(args.per_position)
         cmp.exact("per-position record_count", header["record_count"], len(rows))

@@ -9,14 +9,20 @@
 #include <charconv>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
+#include "eval/formats/corpus.h"
+#include "eval/formats/ref_logits.h"
 #include "eval/runners/kl_eval.h"
+#include "eval/runners/kl_where_report.h"
 #include "eval/runners/llama_kld_eval.h"
 #include "eval/runners/results_json.h"
+#include "model/load.h"
+#include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -71,6 +77,31 @@ SelfAb ParseSelfAb(const std::string& text) {
   return splits.front();
 }
 
+// Where the KL lives, the worst positions' tokens as text when the candidate has a tokenizer.
+void PrintKlWhere(const KlEvalResult& result, const std::string& reference_logits,
+                  const std::string& corpus_dir, const std::string& candidate,
+                  int64_t decode_steps) {
+  KlWhereContext context;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  try {
+    tokenizer = text::LoadTokenizer(LocateModel(candidate).path);
+  } catch (const Error&) {  // no tokenizer: token ids are shown
+  }
+  context.tokenizer = tokenizer.get();
+  if (!reference_logits.empty()) {
+    auto dump = std::make_shared<ReferenceLogitsDump>(ReferenceLogitsDump::Open(reference_logits));
+    context.tokens = [dump](int64_t seq) { return dump->Tokens(seq); };
+  } else {
+    auto corpus = std::make_shared<Corpus>(ReadCorpus(corpus_dir));
+    context.tokens = [corpus](int64_t seq) {
+      const std::span<const int32_t> tokens = corpus->Sequence(seq);
+      return std::vector<int32_t>(tokens.begin(), tokens.end());
+    };
+    if (decode_steps > 0) context.first_predicted = corpus->ctx_len - decode_steps;
+  }
+  fmt::print("\n{}", FormatKlWhere(result.where, context));
+}
+
 }  // namespace
 
 void RegisterKlVerb(CLI::App& app) {
@@ -87,6 +118,8 @@ void RegisterKlVerb(CLI::App& app) {
     std::string kv_arm;             // KV-arm A/B: the candidate's scheme, the reference f32
     std::string self_ab;            // --self LEVER=A:B
     int64_t decode_steps = 0;
+    bool where = false;
+    int worst = 20;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -128,6 +161,13 @@ void RegisterKlVerb(CLI::App& app) {
                    "Also write the results JSON (docs/results-json.md) to this file");
   verb->add_option("--per-position", args->per_position,
                    "Write every position's scores to this file (docs/formats.md)");
+  verb->add_flag("--where", args->where,
+                 "Also print where the KL lives: by the teacher's confidence, by position in the "
+                 "context, top-1 flips against the corpus, and the --worst positions with their "
+                 "text (always in --json)");
+  verb->add_option("--worst", args->worst,
+                   "How many positions of largest KL --where and --json list (default 20)")
+      ->check(CLI::Range(0, 100000));
   verb->add_option("--reference-compute", args->reference_compute,
                    "Two-model mode: the reference's --compute (default: the candidate's); with "
                    "the same model on both sides this is a self A/B of the switch")
@@ -227,6 +267,7 @@ void RegisterKlVerb(CLI::App& app) {
                                   .reference_runtime = reference_engine.Options(),
                                   .quiet = quiet,
                                   .per_position = args->per_position,
+                                  .worst = args->worst,
                                   .describe_inputs = json};
         options.runtime.pool = candidate_pool.get();
         options.reference_runtime.pool = reference_pool.get();
@@ -240,6 +281,7 @@ void RegisterKlVerb(CLI::App& app) {
                                     .runtime = args->engine.Options(),
                                     .quiet = quiet,
                                     .per_position = args->per_position,
+                                    .worst = args->worst,
                                     .describe_inputs = json};
         result = EvaluateKlVsReferenceLogits(options);
         if (json) envelope = KlResultsEnvelope(result, options);
@@ -247,6 +289,10 @@ void RegisterKlVerb(CLI::App& app) {
       for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
       fmt::print("{}", FormatKlTable({result}));
       if (!quiet) fmt::print("\n{}", KlLegend({result}));
+      if (args->where) {
+        PrintKlWhere(result, args->reference_logits, args->corpus, args->candidate,
+                     args->decode_steps);
+      }
       if (!quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
       if (!args->per_position.empty() && !quiet) {
         fmt::print(stderr, "wrote {}\n", args->per_position);

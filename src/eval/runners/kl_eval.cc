@@ -108,7 +108,7 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
                .positions_per_seq = static_cast<uint64_t>(positions),
                .top_k = static_cast<uint64_t>(dump.top_k()),
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
-              scores, start, &result);
+              scores, start, options.worst, &result);
   DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
     result.inputs.push_back(DescribeReferenceLogitsInput("reference_logits", dump));
     result.inputs.push_back(EvalModel::Describe(model.get(), "candidate", options.candidate));
@@ -117,11 +117,15 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
 }
 
 void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
-                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 const std::vector<std::vector<PositionScore>>& scores, double start, int worst,
                  KlEvalResult* result) {
   if (!per_position.empty()) {
     ScopedSeconds io(&result->timings.io_seconds);
     WritePerPositionFile(per_position, header, scores);
+  }
+  {
+    ScopedSeconds scoring(&result->timings.scoring_seconds);
+    result->where = ComputeKlWhere(scores, worst);
   }
   result->timings.total_seconds = MonotonicSeconds() - start;
   result->stats = AggregateKlRun(scores, result->timings.total_seconds);
@@ -197,6 +201,7 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
           ? static_cast<double>(r.stats.positions) / r.timings.scoring_seconds
           : 0.0;
   if (r.mode == "two-model") j["reference_forward_seconds"] = r.reference_forward_seconds;
+  j["where"] = KlWhereToJson(r.where);
   return j;
 }
 

@@ -22,6 +22,7 @@
 #include "eval/runners/teacher_forced.h"
 #include "eval/scoring/kl_score.h"
 #include "eval/scoring/kl_stats.h"
+#include "eval/scoring/kl_where.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
 
@@ -42,6 +43,7 @@ struct KlEvalOptions {
   ThreadPool* pool = nullptr;            // rows of a chunk are scored across it; null = Global()
   bool quiet = false;                    // no progress on stderr
   std::filesystem::path per_position{};  // write the per-position scores here (empty: no)
+  int worst = 20;                        // KlEvalResult::where keeps this many worst positions
   // Compare the candidate's tokenizer with what the dump's manifest records (when the candidate
   // is a model on disk and the manifest records anything).
   bool check_tokenizer = true;
@@ -64,6 +66,7 @@ struct KlEvalResult {
   // Per scored sequence: the candidate's mean NLL over its positions with a known next token
   // (NaN when none).
   std::vector<double> sequence_mean_nll;
+  KlWhere where;  // where the KL lives (eval/scoring/kl_where.h)
   std::vector<std::string> warnings;
   ResultsTimings timings;                // forward / scoring / I/O split of the run
   double reference_forward_seconds = 0;  // two-model: the teacher's share of forward_seconds
@@ -79,9 +82,10 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options);
 
 // The common end of both evaluations: writes the per-position file (when `per_position` is not
 // empty) with `header` and `scores` [sequence][position], then sets result->timings.total_seconds
-// (since `start`, a MonotonicSeconds() value), result->stats and the per-sequence means.
+// (since `start`, a MonotonicSeconds() value), result->stats, the per-sequence means and
+// result->where (its `worst` worst positions).
 void FinishKlRun(const std::filesystem::path& per_position, const PerPositionHeader& header,
-                 const std::vector<std::vector<PositionScore>>& scores, double start,
+                 const std::vector<std::vector<PositionScore>>& scores, double start, int worst,
                  KlEvalResult* result);
 
 struct KlTwoModelOptions {
@@ -106,6 +110,7 @@ struct KlTwoModelOptions {
   ThreadPool* pool = nullptr;
   bool quiet = false;
   std::filesystem::path per_position{};
+  int worst = 20;                // KlEvalResult::where keeps this many worst positions
   bool check_tokenizer = true;   // compare tokenizers (both models, and the corpus' record)
   bool describe_inputs = false;  // fill KlEvalResult::inputs
 };

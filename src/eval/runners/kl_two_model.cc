@@ -139,7 +139,7 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
                .positions_per_seq = static_cast<uint64_t>(positions),
                .top_k = 0,
                .vocab = static_cast<uint64_t>(result.candidate_vocab)},
-              scores, start, &result);
+              scores, start, options.worst, &result);
   DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
     result.inputs.push_back(EvalModel::Describe(reference.get(), "reference", options.reference));
     result.inputs.push_back(DescribeCorpusInput("corpus", corpus));

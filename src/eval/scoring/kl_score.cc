@@ -86,6 +86,7 @@ PositionScore ScoreOne(const ReferenceRecords& records, int64_t r, const float* 
   score.top1 = stats.argmax == idx[0];
   score.candidate_argmax = static_cast<int32_t>(stats.argmax);
   score.teacher_argmax = idx[0];
+  score.teacher_top1_probability = std::exp(static_cast<double>(records.Logits(r)[0]) - T);
   if (next_tokens != nullptr) {
     const int32_t token = next_tokens[r];
     CheckNextToken(token, vocab, where, position);
@@ -155,6 +156,7 @@ void ScoreFullVocabularyChunk(const MatView& teacher, const MatView& candidate, 
       score.top1 = c_stats.argmax == t_stats.argmax;
       score.candidate_argmax = static_cast<int32_t>(c_stats.argmax);
       score.teacher_argmax = static_cast<int32_t>(t_stats.argmax);
+      score.teacher_top1_probability = std::exp(-t_stats.log_sum_exp_shifted);
       if (next_tokens != nullptr) {
         const int32_t token = next_tokens[r];
         CheckNextToken(token, vocab, where, position);

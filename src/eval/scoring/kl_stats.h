@@ -21,6 +21,8 @@ struct PositionScore {
   int32_t next_token = -1;        // the corpus token this position predicts (-1: unknown)
   int32_t candidate_argmax = -1;  // full vocabulary, lowest index on ties
   int32_t teacher_argmax = -1;    // the teacher's top index
+  // The teacher's probability of its top token (its confidence; NaN when not scored).
+  double teacher_top1_probability = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Mean of per-sequence means, its standard error, and pooled nearest-rank percentiles.
