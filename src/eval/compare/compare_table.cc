@@ -41,36 +41,12 @@ std::vector<double> SequenceKl(const CompareRow& r) {
   return out;
 }
 
-// Row i against the row above, paired over the same sequences (docs/statistics.md).
-struct VsAbove {
-  bool known = false;  // a candidate row with per-sequence values for 2+ sequences
-  double difference = 0, standard_error = 0;
-  std::string verdict;  // "floor" (the teacher), "at floor", "worse", "better", "same", "-"
-};
-
-VsAbove VsAboveOf(const CompareResult& result, size_t i) {
+// Row i against the row above and the teacher's own row (docs/statistics.md); the teacher's
+// row is the floor.
+RowAgainstAbove VsAboveOf(const CompareResult& result, size_t i) {
   if (i == 0) return {.verdict = "floor"};
-  const std::vector<double> teacher = SequenceKl(result.rows.front()),
-                            above = SequenceKl(result.rows[i - 1]),
-                            row = SequenceKl(result.rows[i]);
-  if (row.size() != above.size() || row.size() != teacher.size()) return {.verdict = "-"};
-  const PairedDifference step = ComparePairedSequences(above, row, 0, 0);
-  if (step.sequences < 2) return {.verdict = "-"};
-  const PairedDifference from_floor = ComparePairedSequences(teacher, row, 0, 0);
-  const char* verdict = !from_floor.distinguishable ? "at floor"
-                        : !step.distinguishable     ? "same"
-                        : step.difference > 0       ? "worse"
-                                                    : "better";
-  return {.known = true,
-          .difference = step.difference,
-          .standard_error = step.standard_error,
-          .verdict = verdict};
-}
-
-// "+9.42e-04 +- 1.8e-05", or "-".
-std::string VsAboveText(const VsAbove& v, const char* plus_minus) {
-  if (!v.known) return "-";
-  return fmt::format("{:+.2e} {} {:.1e}", v.difference, plus_minus, v.standard_error);
+  return CompareRowWithAbove(SequenceKl(result.rows.front()), SequenceKl(result.rows[i - 1]),
+                             SequenceKl(result.rows[i]));
 }
 
 double TeacherPpl(const CompareResult& result) {
@@ -101,12 +77,12 @@ std::string FormatCompareTable(const CompareResult& result) {
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
-    const VsAbove v = VsAboveOf(result, i);
+    const RowAgainstAbove v = VsAboveOf(result, i);
     out += fmt::format(
         "{:<{}}  {:>6.2f}  {:>21}  {:>20}  {:>8}  {:>9.3e}  {:>9.3e}  {:>7.4f}  {:>6.4f}  {:>17}  "
         "{:>+9.3f}  {:>8}\n",
         r.candidate, width, r.bits_per_weight, fmt::format("{:.3e} +- {:.1e}", n.kl_mean, n.kl_se),
-        VsAboveText(v, "+-"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass,
+        RowAgainstAboveText(v, "+-"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass,
         fmt::format("{:.3f} +- {:.3f}", n.ppl, n.ppl_se), n.delta_ppl,
         fmt::format("{:.2f}{}", r.seconds, r.reused ? "*" : ""));
   }
@@ -148,11 +124,11 @@ std::string FormatCompareMarkdown(const CompareResult& result) {
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
-    const VsAbove v = VsAboveOf(result, i);
+    const RowAgainstAbove v = VsAboveOf(result, i);
     out += fmt::format(
         "| {} | {:.2f} | {:.3e} ± {:.1e} | {} | {} | {:.3e} | {:.3e} | {:.4f} | {:.4f} | "
         "{:.3f} ± {:.3f} | {:+.3f} | {:.2f}{} |\n",
-        r.candidate, r.bits_per_weight, n.kl_mean, n.kl_se, VsAboveText(v, "±"), v.verdict,
+        r.candidate, r.bits_per_weight, n.kl_mean, n.kl_se, RowAgainstAboveText(v, "±"), v.verdict,
         n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.seconds,
         r.reused ? "*" : "");
   }
@@ -169,7 +145,7 @@ std::string FormatCompareCsv(const CompareResult& result) {
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
-    const VsAbove v = VsAboveOf(result, i);
+    const RowAgainstAbove v = VsAboveOf(result, i);
     const std::string difference = v.known ? fmt::format("{}", v.difference) : "";
     const std::string difference_se = v.known ? fmt::format("{}", v.standard_error) : "";
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
@@ -191,14 +167,14 @@ std::string FormatCompareHtml(const CompareResult& result) {
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const CompareRow& r = result.rows[i];
     const RowNumbers n = NumbersOf(r, teacher_ppl);
-    const VsAbove v = VsAboveOf(result, i);
+    const RowAgainstAbove v = VsAboveOf(result, i);
     out += fmt::format(
         "<tr class=\"{}\"><td>{}</td><td>{:.2f}</td><td>{:.3e} ± {:.1e}</td><td>{}</td>"
         "<td>{}</td><td>{:.3e}</td><td>{:.3e}</td><td>{:.4f}</td><td>{:.4f}</td>"
         "<td>{:.3f} ± {:.3f}</td><td>{:+.3f}</td><td>{:.2f}{}</td></tr>\n",
         HtmlEscape(r.kind), HtmlEscape(r.candidate), r.bits_per_weight, n.kl_mean, n.kl_se,
-        VsAboveText(v, "±"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se,
-        n.delta_ppl, r.seconds, r.reused ? "*" : "");
+        RowAgainstAboveText(v, "±"), v.verdict, n.kl_median, n.kl_p95, n.top1, n.mass, n.ppl,
+        n.ppl_se, n.delta_ppl, r.seconds, r.reused ? "*" : "");
   }
   return out + "</tbody>\n</table>\n";
 }

@@ -5,6 +5,7 @@
 
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
+#include "eval/scoring/paired_difference.h"
 #include "util/error.h"
 #include "util/timing.h"
 
@@ -80,6 +81,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
          .effective_bits = schemes[i].EffectiveBits(),
          .bytes_per_token = schemes[i].BytesPerToken(kv_dim) * config.num_layers,
          .stats = run.stats,
+         .sequence_mean_kl = run.sequence_mean_kl,
          .decode_tokens_per_second =
              run.candidate_decode_seconds > 0
                  ? static_cast<double>(run.decode_steps_run) / run.candidate_decode_seconds
@@ -100,20 +102,32 @@ std::string FormatKvCurveTable(const KvCurveResult& r) {
       "kv-curve: {}, {} sequences, each a {}-token prefill at full precision then {} decode "
       "steps, against the f32 cache\n",
       r.model, r.sequences, r.prefill, r.decode_steps);
-  out += fmt::format("{:<14}  {:>6}  {:>11}  {:>21}  {:>9}  {:>9}  {:>7}  {:>9}\n", "scheme",
-                     "bits", "bytes/token", "KL mean +- SE", "median", "p95", "top-1", "decode/s");
-  for (const KvCurveRow& row : r.rows) {
+  out += fmt::format("{:<14}  {:>6}  {:>11}  {:>21}  {:>20}  {:>8}  {:>9}  {:>9}  {:>7}  {:>9}\n",
+                     "scheme", "bits", "bytes/token", "KL mean +- SE", "dKL vs above +- SE",
+                     "verdict", "median", "p95", "top-1", "decode/s");
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const KvCurveRow& row = r.rows[i];
     const KlRunStats& s = row.stats;
-    out += fmt::format("{:<14}  {:>6.2f}  {:>11}  {:>21}  {:>9.2e}  {:>9.2e}  {:>7.4f}  {:>9.2f}\n",
-                       row.scheme.Name(), row.effective_bits, row.bytes_per_token,
-                       fmt::format("{:.3e} +- {:.1e}", s.kl.mean, s.kl.standard_error), s.kl.median,
-                       s.kl.p95, s.top1_agreement, row.decode_tokens_per_second);
+    // The f32 cache against itself scores exactly 0: the floor, and the row above the first.
+    const std::vector<double> f32(row.sequence_mean_kl.size(), 0.0);
+    const RowAgainstAbove v = CompareRowWithAbove(
+        f32, i == 0 ? f32 : r.rows[i - 1].sequence_mean_kl, row.sequence_mean_kl);
+    out += fmt::format(
+        "{:<14}  {:>6.2f}  {:>11}  {:>21}  {:>20}  {:>8}  {:>9.2e}  {:>9.2e}  {:>7.4f}  {:>9.2f}\n",
+        row.scheme.Name(), row.effective_bits, row.bytes_per_token,
+        fmt::format("{:.3e} +- {:.1e}", s.kl.mean, s.kl.standard_error),
+        RowAgainstAboveText(v, "+-"), v.verdict, s.kl.median, s.kl.p95, s.top1_agreement,
+        row.decode_tokens_per_second);
   }
   out +=
       "bits: stored bits per key or value element (affine: codes, f32 scale and bias per group)\n"
       "bytes/token: keys and values of one position in every layer\n"
       "KL: KL(f32 cache || scheme) over the full vocabulary at each decode step: mean over\n"
       "    sequences +- standard error; median and p95 over steps (f32 against itself: 0)\n"
+      "dKL vs above: the row's mean KL minus the row above's (the first row: minus the f32\n"
+      "    cache's 0), paired over the same sequences, +- the paired standard error\n"
+      "verdict: at floor when the paired 95% interval against the f32 cache includes 0, else\n"
+      "    worse / better when the interval against the row above excludes 0, same when not\n"
       "top-1: both arms' argmax agree; decode/s: the scheme arm's one-token steps per second\n";
   return out;
 }

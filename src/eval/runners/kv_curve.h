@@ -32,10 +32,11 @@ struct KvCurveOptions {
 
 struct KvCurveRow {
   KvScheme scheme;
-  double effective_bits = 0;            // per key or value element
-  int64_t bytes_per_token = 0;          // keys and values of every layer
-  KlRunStats stats;                     // the decode steps against the f32 cache
-  double decode_tokens_per_second = 0;  // the scheme's arm, one-token steps only
+  double effective_bits = 0;             // per key or value element
+  int64_t bytes_per_token = 0;           // keys and values of every layer
+  KlRunStats stats;                      // the decode steps against the f32 cache
+  std::vector<double> sequence_mean_kl;  // per sequence (what the table pairs)
+  double decode_tokens_per_second = 0;   // the scheme's arm, one-token steps only
 };
 
 struct KvCurveResult {
@@ -56,7 +57,9 @@ std::vector<std::string> DefaultKvCurveSchemes(int head_dim);
 // and every error of `kl --decode-steps`.
 KvCurveResult RunKvCurve(const KvCurveOptions& options);
 
-// The table, with a legend.
+// The table, with a legend. Each row is also paired with the row above (the first row with the
+// f32 cache itself, whose KL is exactly 0, which is also every row's floor):
+// eval/scoring/paired_difference.h CompareRowWithAbove.
 std::string FormatKvCurveTable(const KvCurveResult& result);
 ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& result, const KvCurveOptions& options);
 

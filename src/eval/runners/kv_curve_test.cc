@@ -5,8 +5,10 @@
 // head_dim, and the built verb refuses bad schemes before anything runs.
 #include "eval/runners/kv_curve.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -73,7 +75,29 @@ TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
     EXPECT_EQ(row.stats.kl.mean, kl.stats.kl.mean) << row.scheme.Name();
     EXPECT_EQ(row.stats.kl.p95, kl.stats.kl.p95) << row.scheme.Name();
     EXPECT_EQ(row.stats.top1_agreement, kl.stats.top1_agreement) << row.scheme.Name();
+    EXPECT_EQ(row.sequence_mean_kl, kl.sequence_mean_kl) << row.scheme.Name();
   }
+  // The paired column: the f32 cache is its own floor, 2-bit values are worse than 4-bit ones.
+  const std::string table = FormatKvCurveTable(curve);
+  const auto line = [&](const std::string& scheme) {
+    const size_t at = table.find("\n" + scheme + " ");
+    return at == std::string::npos ? std::string()
+                                   : table.substr(at, table.find('\n', at + 1) - at);
+  };
+  EXPECT_NE(line("f32").find("at floor"), std::string::npos) << table;
+  // affine:2 against affine:4 worked here: the mean and sample standard error (n - 1) of the
+  // per-sequence differences.
+  const std::vector<double>& a = curve.rows[2].sequence_mean_kl;
+  const std::vector<double>& b = curve.rows[3].sequence_mean_kl;
+  ASSERT_EQ(a.size(), static_cast<size_t>(kSeqs));
+  double mean = 0, squares = 0;
+  for (size_t s = 0; s < a.size(); ++s) mean += (b[s] - a[s]) / static_cast<double>(a.size());
+  for (size_t s = 0; s < a.size(); ++s) squares += (b[s] - a[s] - mean) * (b[s] - a[s] - mean);
+  const double se = std::sqrt(squares / static_cast<double>(a.size() - 1)) /
+                    std::sqrt(static_cast<double>(a.size()));
+  EXPECT_NE(line("affine:2:g32").find(fmt::format("{:+.2e} +- {:.1e}", mean, se)),
+            std::string::npos)
+      << table;
   EXPECT_EQ(curve.rows[0].stats.kl.mean, 0.0);
   EXPECT_EQ(curve.rows[0].stats.kl.max, 0.0);
   EXPECT_EQ(curve.rows[0].stats.top1_agreement, 1.0);

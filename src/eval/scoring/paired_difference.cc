@@ -1,5 +1,7 @@
 #include "eval/scoring/paired_difference.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -57,6 +59,28 @@ PairedDifference ComparePairedSequences(const std::vector<double>& a, const std:
     out.distinguishable = out.distinguishable && (out.bootstrap_low > 0 || out.bootstrap_high < 0);
   }
   return out;
+}
+
+RowAgainstAbove CompareRowWithAbove(const std::vector<double>& floor,
+                                    const std::vector<double>& above,
+                                    const std::vector<double>& row) {
+  if (row.size() != above.size() || row.size() != floor.size()) return {};
+  const PairedDifference step = ComparePairedSequences(above, row, 0, 0);
+  if (step.sequences < 2) return {};
+  const PairedDifference from_floor = ComparePairedSequences(floor, row, 0, 0);
+  const char* verdict = !from_floor.distinguishable ? "at floor"
+                        : !step.distinguishable     ? "same"
+                        : step.difference > 0       ? "worse"
+                                                    : "better";
+  return {.known = true,
+          .difference = step.difference,
+          .standard_error = step.standard_error,
+          .verdict = verdict};
+}
+
+std::string RowAgainstAboveText(const RowAgainstAbove& r, const char* plus_minus) {
+  if (!r.known) return "-";
+  return fmt::format("{:+.2e} {} {:.1e}", r.difference, plus_minus, r.standard_error);
 }
 
 }  // namespace proctor

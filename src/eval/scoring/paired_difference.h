@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace proctor {
@@ -25,5 +26,22 @@ struct PairedDifference {
 // mean difference; the percentiles are nearest-rank.
 PairedDifference ComparePairedSequences(const std::vector<double>& a, const std::vector<double>& b,
                                         int draws, uint32_t seed);
+
+// A table row's per-sequence mean KL against the row above it and against the table's floor
+// (compare's teacher scored against its own dump; kv-curve's f32 cache), as the tables show it
+// (docs/statistics.md): the paired difference row - above with its standard error, and a
+// verdict: "at floor" when the paired 95% interval against the floor includes 0, else "worse" /
+// "better" when the interval against the row above excludes 0, "same" when it does not; "-"
+// (and known false) with fewer than 2 paired sequences or sequences of other counts.
+struct RowAgainstAbove {
+  bool known = false;
+  double difference = 0, standard_error = 0;
+  std::string verdict = "-";
+};
+RowAgainstAbove CompareRowWithAbove(const std::vector<double>& floor,
+                                    const std::vector<double>& above,
+                                    const std::vector<double>& row);
+// "+9.42e-04 +- 1.8e-05" (with `plus_minus` between), or "-".
+std::string RowAgainstAboveText(const RowAgainstAbove& r, const char* plus_minus);
 
 }  // namespace proctor

@@ -78,5 +78,28 @@ TEST(ComparePairedSequences, EqualsNumpysRecomputation) {
   EXPECT_NEAR(p.standard_error, theirs[1], 1e-9 * theirs[1]);
 }
 
+// The tables' verdicts, on sequences worked by hand (floor 0; the differences' spread decides).
+TEST(RowAgainstAbove, VerdictsAsTheTablesShowThem) {
+  const std::vector<double> floor = {0, 0, 0, 0};
+  const std::vector<double> small = {1.0, 1.1, 0.9, 1.0};  // clearly above the floor
+  const std::vector<double> more = {2.0, 2.1, 1.9, 2.05};  // clearly above `small`
+  const std::vector<double> noisy = {1.5, 0.6, 1.4, 0.6};  // mean 1.025, spread too wide
+  const std::vector<double> tiny = {1e-9, -1e-9, 2e-9, -2e-9};
+
+  RowAgainstAbove r = CompareRowWithAbove(floor, small, more);
+  EXPECT_TRUE(r.known);
+  EXPECT_EQ(r.verdict, "worse");
+  EXPECT_DOUBLE_EQ(r.difference, (1.0 + 1.0 + 1.0 + 1.05) / 4);
+  EXPECT_EQ(CompareRowWithAbove(floor, more, small).verdict, "better");
+  EXPECT_EQ(CompareRowWithAbove(floor, small, noisy).verdict, "same");
+  EXPECT_EQ(CompareRowWithAbove(floor, floor, tiny).verdict, "at floor");
+  // Too few sequences, or rows of other lengths: no verdict.
+  EXPECT_EQ(CompareRowWithAbove({0}, {1}, {2}).verdict, "-");
+  EXPECT_FALSE(CompareRowWithAbove(floor, small, {1, 2}).known);
+  EXPECT_EQ(RowAgainstAboveText(CompareRowWithAbove({0}, {1}, {2}), "+-"), "-");
+  EXPECT_EQ(RowAgainstAboveText(r, "+-"),
+            fmt::format("{:+.2e} +- {:.1e}", r.difference, r.standard_error));
+}
+
 }  // namespace
 }  // namespace proctor
