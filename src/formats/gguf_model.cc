@@ -237,6 +237,17 @@ std::optional<std::string> HfToGgufTensorName(std::string_view name, BlockStyle 
   return std::nullopt;
 }
 
+int64_t GgufRowOfHfRow(int64_t hf_row, int64_t head_dim) {
+  const int64_t half = head_dim / 2;
+  const int64_t head = hf_row / head_dim, within = hf_row % head_dim;
+  return head * head_dim + 2 * (within % half) + within / half;
+}
+
+int64_t HfRowOfGgufRow(int64_t gguf_row, int64_t head_dim) {
+  const int64_t head = gguf_row / head_dim, within = gguf_row % head_dim;
+  return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
+}
+
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store) {
   const std::optional<std::string_view> arch = gguf->FindString("general.architecture");
   const FamilyTraits* family = arch ? FindFamilyByGgufArchitecture(*arch) : nullptr;

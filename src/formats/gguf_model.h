@@ -30,6 +30,13 @@ std::string GgufToHfTensorName(std::string_view gguf_name, BlockStyle block = Bl
 std::optional<std::string> HfToGgufTensorName(std::string_view hf_name,
                                               BlockStyle block = BlockStyle::kLlama);
 
+// llama.cpp's row order of a Llama Q/K projection (convert_hf_to_gguf.py reshapes each head's
+// rows [2, head_dim/2] and swaps the axes, so RoPE rotates adjacent pairs): within each head,
+// HF row j < head_dim/2 becomes GGUF row 2j, and HF row head_dim/2 + j becomes row 2j + 1.
+// GgufRowOfHfRow and HfRowOfGgufRow are that permutation and its inverse.
+int64_t GgufRowOfHfRow(int64_t hf_row, int64_t head_dim);
+int64_t HfRowOfGgufRow(int64_t gguf_row, int64_t head_dim);
+
 // Adds every tensor of `gguf` to `store` under its HF name; the store keeps `gguf` alive.
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store);
 

@@ -1,5 +1,5 @@
-// GGUF and Hugging Face tensor names: llama.cpp's names (convert_hf_to_gguf.py's tensor map for
-// the Llama and Gemma blocks) and the two directions agreeing.
+// GGUF and Hugging Face tensor names and Q/K row orders: llama.cpp's names (convert_hf_to_gguf.py's
+// tensor map for the Llama and Gemma blocks) and the two directions agreeing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,6 +51,17 @@ TEST(GgufTensorNames, NamesWithoutAGgufNameAreNone) {
         "vision_tower.weight", ".weight", "weight", ""}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(HfToGgufTensorName(name), std::nullopt);
+  }
+}
+
+// convert_hf_to_gguf.py's Q/K row order, worked by hand for two heads of 8 rows: GGUF row
+// 2j + k of a head holds HF row k * 4 + j.
+TEST(GgufTensorNames, QkRowsInLlamaCppsOrderAndBack) {
+  const int64_t hf_row_at_gguf_row[] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+  for (int64_t g = 0; g < 16; ++g) {
+    SCOPED_TRACE(g);
+    EXPECT_EQ(HfRowOfGgufRow(g, 8), hf_row_at_gguf_row[g]);
+    EXPECT_EQ(GgufRowOfHfRow(hf_row_at_gguf_row[g], 8), g);
   }
 }
 

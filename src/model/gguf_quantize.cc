@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "formats/gguf_model.h"
 #include "formats/gguf_writer.h"
 #include "model/gguf_recipe.h"
 #include "quant/ggml_blocks.h"

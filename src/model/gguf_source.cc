@@ -210,11 +210,6 @@ GgufSource FromCheckpoint(const fs::path& dir, const AddGgufVocabulary& add_voca
 
 }  // namespace
 
-int64_t HfRowOfGgufRow(int64_t gguf_row, int64_t head_dim) {
-  const int64_t head = gguf_row / head_dim, within = gguf_row % head_dim;
-  return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
-}
-
 GgufSource OpenGgufSource(const std::string& model_spec, const AddGgufVocabulary& add_vocabulary) {
   const LocatedModel located = LocateModel(model_spec);
   return located.format == ModelFormat::kGguf ? FromGgufFile(located.path)

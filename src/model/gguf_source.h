@@ -45,7 +45,7 @@ struct GgufSourceTensor {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   // > 0: a Llama Q/K projection of this many heads; GGUF row r is the checkpoint's row
-  // HfRowOfGgufRow(r, rows / heads).
+  // HfRowOfGgufRow(r, rows / heads) (formats/gguf_model.h).
   int permute_heads = 0;
   std::shared_ptr<const std::vector<uint8_t>> owned{};  // generated tensors keep their bytes here
 };
@@ -58,9 +58,6 @@ struct GgufSource {
   std::vector<GgufSourceTensor> tensors;
   std::shared_ptr<const void> keep_alive;  // the mapped files
 };
-
-// The checkpoint row a GGUF Q/K row holds: head h's row 2j + k is the head's row k * d/2 + j.
-int64_t HfRowOfGgufRow(int64_t gguf_row, int64_t head_dim);
 
 // Appends a checkpoint directory's tokenizer.* keys (text::AddHfTokenizerAsGgufVocab: the
 // engine does not tokenize, so the caller supplies it).

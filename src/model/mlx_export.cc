@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "formats/gguf_model.h"
 #include "formats/safetensors_writer.h"
 #include "model/load.h"
 #include "model/model_summary.h"
@@ -49,14 +50,6 @@ struct PlannedTensor {
 std::string ModulePath(const std::string& name) {
   const size_t dot = name.rfind('.');
   return dot == std::string::npos ? name : name.substr(0, dot);
-}
-
-// HF row r of a llama Q/K projection lives at this row of llama.cpp's permuted GGUF tensor
-// (convert_hf_to_gguf.py reshapes [heads, 2, head_dim/2, ...] and swaps the middle axes).
-int64_t GgufRowOf(int64_t r, int head_dim) {
-  const int64_t half = head_dim / 2;
-  const int64_t head = r / head_dim, within = r % head_dim;
-  return head * head_dim + 2 * (within % half) + within / half;
 }
 
 void RefuseQuantizedSource(const LoadedModel& model) {
@@ -204,7 +197,8 @@ quant::MlxQuantizedTensor QuantizeTensor(const WeightStore& weights, const Plann
           const int64_t n = std::min<int64_t>(kChunkRows, static_cast<int64_t>(end) - r0);
           chunk.resize(static_cast<size_t>(n * cols));
           for (int64_t i = 0; i < n; ++i) {
-            const int64_t src_row = p.permute_heads > 0 ? GgufRowOf(r0 + i, p.head_dim) : r0 + i;
+            const int64_t src_row =
+                p.permute_heads > 0 ? GgufRowOfHfRow(r0 + i, p.head_dim) : r0 + i;
             ops::DecodeRowSegment(w, src_row, 0, cols, chunk.data() + i * cols);
           }
           const quant::MlxQuantizedTensor q =
@@ -271,7 +265,7 @@ class TensorProducer {
     const int64_t rows = t.shape[0];
     const size_t row_bytes = t.bytes / static_cast<size_t>(rows);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t src = GgufRowOf(r, p.head_dim);
+      const int64_t src = GgufRowOfHfRow(r, p.head_dim);
       sink(std::span<const uint8_t>(t.data + static_cast<size_t>(src) * row_bytes, row_bytes));
     }
   }
