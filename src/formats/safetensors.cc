@@ -8,6 +8,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace proctor {
 namespace {
@@ -178,12 +179,7 @@ void LoadSafetensorsDirectory(const std::filesystem::path& dir, WeightStore& sto
   const std::filesystem::path index_path = dir / "model.safetensors.index.json";
   const std::filesystem::path single_path = dir / "model.safetensors";
   if (std::filesystem::exists(index_path)) {
-    json index;
-    try {
-      index = json::parse(ReadFileToString(index_path));
-    } catch (const json::exception& e) {
-      Fail("safetensors", "{}: not valid JSON: {}", index_path.string(), e.what());
-    }
+    const json index = ReadJsonFile(index_path, "safetensors");
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       Fail("safetensors", "{}: should hold an object with a \"weight_map\" object",
            index_path.string());

@@ -11,6 +11,7 @@
 #include "model/load.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/json_file.h"
 
 namespace proctor {
 namespace fs = std::filesystem;
@@ -86,15 +87,6 @@ std::vector<float> Llama3RopeDivisors(const RopeParameters& rope, int head_dim) 
   return divisors;
 }
 
-nlohmann::json ReadConfigJson(const fs::path& dir) {
-  const fs::path path = dir / "config.json";
-  try {
-    return nlohmann::json::parse(ReadFileToString(path));
-  } catch (const nlohmann::json::exception& e) {
-    Fail("quantize", "{}: not valid JSON ({})", path.string(), e.what());
-  }
-}
-
 GgufSource FromCheckpoint(const fs::path& dir, const AddGgufVocabulary& add_vocabulary) {
   auto model = std::make_shared<LoadedModel>(LoadModel(dir.string()));
   const ModelConfig& c = model->config;
@@ -117,7 +109,7 @@ GgufSource FromCheckpoint(const fs::path& dir, const AddGgufVocabulary& add_voca
          dir.string());
   }
   if (!add_vocabulary) Fail("quantize", "{}: no vocabulary writer was given", dir.string());
-  const nlohmann::json config_json = ReadConfigJson(dir);
+  const nlohmann::json config_json = ReadJsonFile(dir / "config.json", "quantize");
 
   GgufSource source;
   source.path = dir;

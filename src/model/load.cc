@@ -15,6 +15,7 @@
 #include "model/runtime_model.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/json_file.h"
 
 namespace proctor {
 namespace {
@@ -240,12 +241,7 @@ LoadedModel LoadModel(std::string_view model_spec) {
     model.gguf = std::move(gguf);
   } else {
     const fs::path config_path = located.path / "config.json";
-    nlohmann::json config_json;
-    try {
-      config_json = nlohmann::json::parse(ReadFileToString(config_path));
-    } catch (const nlohmann::json::exception& e) {
-      Fail("model", "{}: not valid JSON: {}", config_path.string(), e.what());
-    }
+    const nlohmann::json config_json = ReadJsonFile(config_path, "model");
     model.config = ParseHfConfig(config_json, config_path.string());
     LoadSafetensorsDirectory(located.path, model.weights);
   }

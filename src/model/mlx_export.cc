@@ -18,6 +18,7 @@
 #include "ops/convert.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/json_file.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
@@ -388,11 +389,7 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
   nlohmann::json config_json;
   if (located.format == ModelFormat::kSafetensors) {
     const fs::path config_path = located.path / "config.json";
-    try {
-      config_json = nlohmann::json::parse(ReadFileToString(config_path));
-    } catch (const nlohmann::json::exception& e) {
-      Fail("quantize", "{}: not valid JSON: {}", config_path.string(), e.what());
-    }
+    config_json = ReadJsonFile(config_path, "quantize");
     for (const char* key : {"quantization", "quantization_config"}) {
       if (config_json.is_object() && config_json.contains(key)) {
         Fail("quantize",

@@ -13,6 +13,7 @@
 #include "text/tokenizer/gguf_presets.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/json_file.h"
 
 namespace proctor::text {
 namespace {
@@ -21,14 +22,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
-
-json ReadJson(const fs::path& path) {
-  try {
-    return json::parse(ReadFileToString(path));
-  } catch (const json::exception& e) {
-    Fail("tokenizer", "{}: not valid JSON ({})", path.string(), e.what());
-  }
-}
 
 std::string ReplaceAll(const std::string& text, std::string_view from, std::string_view to) {
   std::string out;
@@ -73,7 +66,7 @@ class SpecialVocab {
       ParseNormalizer(normalizer);
     }
     const fs::path config_path = dir / "tokenizer_config.json";
-    json tc = fs::exists(config_path) ? ReadJson(config_path) : json();
+    json tc = fs::exists(config_path) ? ReadJsonFile(config_path, "tokenizer") : json();
     ReadPostProcessor(tokenizer, tc);
     if (Truthy(tc)) ReadTokenizerConfig(dir, tokenizer, tc);
     for (const std::string& type : types_) {
@@ -425,7 +418,7 @@ std::unordered_set<int64_t> SpecialIds(const fs::path& dir, const json& tokenize
     ids[t.at("content").get<std::string>()] = t.at("id").get<int64_t>();
   }
   const fs::path config_path = dir / "tokenizer_config.json";
-  const json tc = fs::exists(config_path) ? ReadJson(config_path) : json();
+  const json tc = fs::exists(config_path) ? ReadJsonFile(config_path, "tokenizer") : json();
   std::unordered_set<int64_t> special;
   auto add = [&](const json& entry) {
     const json content = entry.is_object() ? Get(entry, "content") : entry;
@@ -513,7 +506,7 @@ GgufVocabSummary AddVocabulary(const fs::path& model_dir, const json& config, in
          "without one); put the model's tokenizer.json and tokenizer_config.json there",
          model_dir.string());
   }
-  const json tokenizer = ReadJson(file);
+  const json tokenizer = ReadJsonFile(file, "tokenizer");
   const json model = Get(tokenizer, "model");
   if (Get(model, "type") != "BPE" || !Get(model, "vocab").is_object()) {
     Fail("tokenizer",
@@ -523,7 +516,7 @@ GgufVocabSummary AddVocabulary(const fs::path& model_dir, const json& config, in
   }
   const fs::path tc_path = model_dir / "tokenizer_config.json";
   if (fs::exists(tc_path)) {
-    const json add_prefix_space = Get(ReadJson(tc_path), "add_prefix_space");
+    const json add_prefix_space = Get(ReadJsonFile(tc_path, "tokenizer"), "add_prefix_space");
     if (add_prefix_space.is_boolean()) {
       metadata.SetBool("tokenizer.ggml.add_space_prefix", add_prefix_space.get<bool>());
     }
