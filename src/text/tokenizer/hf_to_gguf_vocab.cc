@@ -58,15 +58,15 @@ const json& SpecialTokenId(const json& item) { return Get(Get(item, "SpecialToke
 // gguf-py's SpecialVocab: special token ids, add_* flags, the chat template and normalizer flags.
 class SpecialVocab {
  public:
-  SpecialVocab(const fs::path& dir, const json& tokenizer, const json& config_json,
+  // tc: tokenizer_config.json (null when absent), a copy that the post-processor's reading
+  // completes as gguf-py's does.
+  SpecialVocab(const fs::path& dir, const json& tokenizer, json tc, const json& config_json,
                std::optional<size_t> n_vocab, bool load_merges)
       : n_vocab_(n_vocab) {
     if (load_merges) ReadMerges(tokenizer);
     if (const json normalizer = Get(tokenizer, "normalizer"); Truthy(normalizer)) {
       ParseNormalizer(normalizer);
     }
-    const fs::path config_path = dir / "tokenizer_config.json";
-    json tc = fs::exists(config_path) ? ReadJsonFile(config_path, "tokenizer") : json();
     ReadPostProcessor(tokenizer, tc);
     if (Truthy(tc)) ReadTokenizerConfig(dir, tokenizer, tc);
     for (const std::string& type : types_) {
@@ -304,8 +304,8 @@ bool LooksSpecial(const std::string& t) {
 // The pre-tokenizer's regexes in llama.cpp's order: each Split (isolated), and GPT-2's when a
 // ByteLevel step splits with its own regex.
 std::vector<std::string> PreTokenizerRegexes(const json& pre, const fs::path& file) {
-  static const std::string kGpt2 =
-      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+  // ByteLevel's own split is llama.cpp's "gpt-2" preset regex.
+  static const std::string kGpt2 = FindGgufBpePreset("gpt-2")->regexes.front();
   std::vector<std::string> regexes;
   const json steps =
       Get(pre, "type") == "Sequence" ? Get(pre, "pretokenizers") : json::array({pre});
@@ -349,8 +349,8 @@ std::string PresetFor(const json& tokenizer, const fs::path& file) {
        file.string(), ignore_merges, listed, GgufBpePresetNames());
 }
 
-GgufVocabSummary ByteLevelBpe(const fs::path& dir, const json& tokenizer, const json& config,
-                              int64_t vocab_size, GgufMetadata& metadata) {
+GgufVocabSummary ByteLevelBpe(const fs::path& dir, const json& tokenizer, const json& tc,
+                              const json& config, int64_t vocab_size, GgufMetadata& metadata) {
   const fs::path file = dir / "tokenizer.json";
   const std::string pre = PresetFor(tokenizer, file);
   const std::unordered_map<int64_t, std::string> by_id = TokensById(tokenizer);
@@ -397,7 +397,7 @@ GgufVocabSummary ByteLevelBpe(const fs::path& dir, const json& tokenizer, const 
   metadata.SetString("tokenizer.ggml.pre", pre);
   metadata.SetStringArray("tokenizer.ggml.tokens", tokens);
   metadata.SetInt32Array("tokenizer.ggml.token_type", types);
-  const SpecialVocab special(dir, tokenizer, config, std::nullopt, true);
+  const SpecialVocab special(dir, tokenizer, tc, config, std::nullopt, true);
   special.AddTo(metadata);
   return {"gpt2", pre, tokens.size(), special.merges()};
 }
@@ -408,8 +408,8 @@ bool IsByteToken(const std::string& t) {
          std::isxdigit(static_cast<unsigned char>(t[4]));
 }
 
-// The ids tokenizer_config.json names as special (bos ... mask and the additional ones).
-std::unordered_set<int64_t> SpecialIds(const fs::path& dir, const json& tokenizer) {
+// The ids tokenizer_config.json (`tc`) names as special (bos ... mask and the additional ones).
+std::unordered_set<int64_t> SpecialIds(const json& tokenizer, const json& tc) {
   std::unordered_map<std::string, int64_t> ids;
   for (const auto& [text, id] : Get(Get(tokenizer, "model"), "vocab").items()) {
     ids[text] = id.get<int64_t>();
@@ -417,8 +417,6 @@ std::unordered_set<int64_t> SpecialIds(const fs::path& dir, const json& tokenize
   for (const json& t : Get(tokenizer, "added_tokens")) {
     ids[t.at("content").get<std::string>()] = t.at("id").get<int64_t>();
   }
-  const fs::path config_path = dir / "tokenizer_config.json";
-  const json tc = fs::exists(config_path) ? ReadJsonFile(config_path, "tokenizer") : json();
   std::unordered_set<int64_t> special;
   auto add = [&](const json& entry) {
     const json content = entry.is_object() ? Get(entry, "content") : entry;
@@ -435,8 +433,8 @@ std::unordered_set<int64_t> SpecialIds(const fs::path& dir, const json& tokenize
   return special;
 }
 
-GgufVocabSummary SentencePieceBpe(const fs::path& dir, const json& tokenizer, const json& config,
-                                  GgufMetadata& metadata) {
+GgufVocabSummary SentencePieceBpe(const fs::path& dir, const json& tokenizer, const json& tc,
+                                  const json& config, GgufMetadata& metadata) {
   const json& vocab = tokenizer["model"]["vocab"];
   const size_t base = vocab.size();
   std::vector<std::string> tokens(base);
@@ -470,7 +468,7 @@ GgufVocabSummary SentencePieceBpe(const fs::path& dir, const json& tokenizer, co
     }
     first_rank.emplace(std::move(made), rank);
   }
-  const std::unordered_set<int64_t> special = SpecialIds(dir, tokenizer);
+  const std::unordered_set<int64_t> special = SpecialIds(tokenizer, tc);
   std::vector<float> scores;
   std::vector<int32_t> types;
   auto score_of = [&](const std::string& t) {
@@ -493,7 +491,7 @@ GgufVocabSummary SentencePieceBpe(const fs::path& dir, const json& tokenizer, co
   metadata.SetStringArray("tokenizer.ggml.tokens", tokens);
   metadata.SetFloat32Array("tokenizer.ggml.scores", scores);
   metadata.SetInt32Array("tokenizer.ggml.token_type", types);
-  SpecialVocab(dir, tokenizer, config, tokens.size(), false).AddTo(metadata);
+  SpecialVocab(dir, tokenizer, tc, config, tokens.size(), false).AddTo(metadata);
   return {"llama", "default", tokens.size(), 0};
 }
 
@@ -515,16 +513,14 @@ GgufVocabSummary AddVocabulary(const fs::path& model_dir, const json& config, in
          file.string(), Get(model, "type").dump());
   }
   const fs::path tc_path = model_dir / "tokenizer_config.json";
-  if (fs::exists(tc_path)) {
-    const json add_prefix_space = Get(ReadJsonFile(tc_path, "tokenizer"), "add_prefix_space");
-    if (add_prefix_space.is_boolean()) {
-      metadata.SetBool("tokenizer.ggml.add_space_prefix", add_prefix_space.get<bool>());
-    }
+  const json tc = fs::exists(tc_path) ? ReadJsonFile(tc_path, "tokenizer") : json();
+  if (const json add_prefix_space = Get(tc, "add_prefix_space"); add_prefix_space.is_boolean()) {
+    metadata.SetBool("tokenizer.ggml.add_space_prefix", add_prefix_space.get<bool>());
   }
   if (Get(model, "byte_fallback") == true && Get(Get(tokenizer, "decoder"), "type") == "Sequence") {
-    return SentencePieceBpe(model_dir, tokenizer, config, metadata);
+    return SentencePieceBpe(model_dir, tokenizer, tc, config, metadata);
   }
-  return ByteLevelBpe(model_dir, tokenizer, config, vocab_size, metadata);
+  return ByteLevelBpe(model_dir, tokenizer, tc, config, vocab_size, metadata);
 }
 
 }  // namespace
