@@ -168,14 +168,15 @@ std::vector<Candidate> PlanCandidates(const CompareOptions& options) {
     if (!names.insert(name).second) Fail(kComponent, "--candidate {} is given twice", spec);
     plan.push_back({.name = name, .kind = "model", .spec = spec});
   }
-  bool gguf_source_checked = false;
+  // A GGUF teacher is its own GGUF source; a safetensors one is converted, which is checked
+  // (once) before anything is made.
+  bool gguf_source_checked = LocateModel(options.teacher).format == ModelFormat::kGguf;
   for (const auto& spelling : options.quantize) {
     const QuantizeSpec q = ParseQuantizeSpec(spelling);
     if (!names.insert(q.name).second) {
       Fail(kComponent, "--quantize {} is given twice (or names a --candidate)", spelling);
     }
     if (!q.gguf_type.empty() && !gguf_source_checked) {
-      // A safetensors teacher becomes a GGUF only where proctor can convert it.
       try {
         OpenGgufSource(options.teacher, text::AddHfTokenizerAsGgufVocab);
       } catch (const Error& e) {
