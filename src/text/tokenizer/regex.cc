@@ -27,12 +27,17 @@ pcre2_match_data* GetMatchData() {
 
 }  // namespace
 
-Regex::Regex(std::string pattern) : pattern_(std::move(pattern)) {
+Regex::Regex(std::string pattern, RegexOptions options) : pattern_(std::move(pattern)) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
+  uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK;
+  if (options.ignore_case) flags |= PCRE2_CASELESS;
+  if (options.multiline) flags |= PCRE2_MULTILINE;
+  pcre2_compile_context* context = pcre2_compile_context_create(nullptr);
+  pcre2_set_newline(context, PCRE2_NEWLINE_LF);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error_code,
-                                   &error_offset, nullptr);
+                                   flags, &error_code, &error_offset, context);
+  pcre2_compile_context_free(context);
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
@@ -71,6 +76,92 @@ void Regex::FindAll(std::string_view subject, std::vector<std::pair<size_t, size
       offset = begin + Utf8SequenceLength(static_cast<uint8_t>(subject[begin]));
     }
   }
+}
+
+bool Regex::Search(std::string_view subject) const {
+  pcre2_match_data* md = GetMatchData();
+  const int rc =
+      pcre2_match(static_cast<pcre2_code*>(code_), reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                  subject.size(), 0, PCRE2_NO_UTF_CHECK, md, nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  if (rc < 0) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(rc, message, sizeof(message));
+    Fail("tokenizer", "regex '{}' failed: {}", pattern_, reinterpret_cast<const char*>(message));
+  }
+  return true;
+}
+
+size_t Regex::Count(std::string_view subject) const {
+  std::vector<std::pair<size_t, size_t>> matches;
+  FindAll(subject, matches);
+  return matches.size();
+}
+
+std::vector<std::string_view> Regex::Split(std::string_view subject) const {
+  std::vector<std::pair<size_t, size_t>> matches;
+  FindAll(subject, matches);
+  std::vector<std::string_view> pieces;
+  size_t begin = 0;
+  for (const auto& [match_begin, match_end] : matches) {
+    pieces.push_back(subject.substr(begin, match_begin - begin));
+    begin = match_end;
+  }
+  pieces.push_back(subject.substr(begin));
+  return pieces;
+}
+
+std::optional<Regex::Groups> Regex::Find(std::string_view subject, size_t start,
+                                         bool anchored) const {
+  pcre2_match_data* md = GetMatchData();
+  const int rc = pcre2_match(static_cast<pcre2_code*>(code_),
+                             reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start,
+                             PCRE2_NO_UTF_CHECK | (anchored ? PCRE2_ANCHORED : 0), md, nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return std::nullopt;
+  if (rc < 0) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(rc, message, sizeof(message));
+    Fail("tokenizer", "regex '{}' failed: {}", pattern_, reinterpret_cast<const char*>(message));
+  }
+  uint32_t captures = 0;
+  pcre2_pattern_info(static_cast<pcre2_code*>(code_), PCRE2_INFO_CAPTURECOUNT, &captures);
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+  Groups groups;
+  for (uint32_t i = 0; i <= captures; ++i) {
+    if (static_cast<int>(i) < rc && ov[2 * i] != PCRE2_UNSET) {
+      groups.emplace_back(ov[2 * i], ov[2 * i + 1]);
+    } else {
+      groups.emplace_back(std::string_view::npos, std::string_view::npos);
+    }
+  }
+  return groups;
+}
+
+std::string Regex::Replace(std::string_view subject, std::string_view replacement) const {
+  std::string out(subject.size() + replacement.size() + 16, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    PCRE2_SIZE length = out.size();
+    const int rc =
+        pcre2_substitute(static_cast<pcre2_code*>(code_),
+                         reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0,
+                         PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_UNSET_EMPTY |
+                             PCRE2_SUBSTITUTE_OVERFLOW_LENGTH | PCRE2_NO_UTF_CHECK,
+                         nullptr, nullptr, reinterpret_cast<PCRE2_SPTR>(replacement.data()),
+                         replacement.size(), reinterpret_cast<PCRE2_UCHAR*>(out.data()), &length);
+    if (rc == PCRE2_ERROR_NOMEMORY && attempt == 0) {
+      out.resize(length);
+      continue;
+    }
+    if (rc < 0) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(rc, message, sizeof(message));
+      Fail("tokenizer", "regex '{}' cannot replace with '{}': {}", pattern_, replacement,
+           reinterpret_cast<const char*>(message));
+    }
+    out.resize(length);
+    return out;
+  }
+  Fail("tokenizer", "regex '{}': the replacement did not fit", pattern_);
 }
 
 std::string RegexEscape(std::string_view literal) {
