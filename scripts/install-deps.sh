@@ -20,6 +20,8 @@ if [[ "${1:-}" != --demo ]]; then
     clang libclang-rt-14-dev clang-format clang-tidy
     python3 python3-numpy python3-jinja2 python3-venv xz-utils
     gnuplot-nox chromium
+    # The language profiles `proctor eval ifeval` detects languages with (langdetect's own data).
+    python3-langdetect
   )
 fi
 
