@@ -42,6 +42,8 @@ struct EvalFlags {
   bool no_db = false;
   bool no_context_reuse = false;
   bool unsafe_exec = false;
+  std::string punkt_dir;
+  std::string langdetect_dir;
   std::string reference_logits;
   int64_t kl_seqs = 0;
   EngineFlags engine;
@@ -53,8 +55,8 @@ std::filesystem::path DataDir(const EvalFlags& flags) {
     return fixtures;
   }
   Fail("cli",
-       "give --data-dir DIR: the folder holding the task data (mmlu/, gsm8k/, bfcl/, hellaswag/, "
-       "arc/, piqa/, winogrande/), or set PROCTOR_FIXTURES");
+       "give --data-dir DIR: the folder holding the task data (mmlu/, gsm8k/, ifeval/, bfcl/, "
+       "hellaswag/, arc/, piqa/, winogrande/), or set PROCTOR_FIXTURES");
 }
 
 void RunEval(const EvalFlags& flags) {
@@ -74,6 +76,8 @@ void RunEval(const EvalFlags& flags) {
   const RuntimeOptions runtime_options = flags.engine.Options();
   nlohmann::ordered_json settings = {
       {"tasks", names}, {"n", flags.n}, {"seed", flags.seed}, {"chat", !flags.no_chat}};
+  if (!flags.punkt_dir.empty()) settings["punkt_dir"] = flags.punkt_dir;
+  if (!flags.langdetect_dir.empty()) settings["langdetect_dir"] = flags.langdetect_dir;
   if (!flags.reference_logits.empty()) {
     settings["reference_logits"] = flags.reference_logits;
     settings["kl_seqs"] = flags.kl_seqs;
@@ -129,7 +133,9 @@ void RunEval(const EvalFlags& flags) {
                         .chat = !flags.no_chat && client->CanChat(),
                         .smoketest = smoketest,
                         .tools = client->CanUseTools(),
-                        .unsafe_exec = flags.unsafe_exec});
+                        .unsafe_exec = flags.unsafe_exec,
+                        .punkt_dir = flags.punkt_dir,
+                        .langdetect_dir = flags.langdetect_dir});
   nlohmann::ordered_json kl;
   if (!flags.reference_logits.empty()) {
     KlEvalOptions kl_options;
@@ -191,11 +197,12 @@ void RegisterEvalVerb(CLI::App& app) {
       "         proctor eval gsm8k --endpoint http://127.0.0.1:8080 --n 50 --data-dir data/");
   verb->add_option("tasks", flags->tasks,
                    "Comma-separated tasks: mmlu (5-shot, next-token letter choice), gsm8k "
-                   "(3-shot, chat, greedy 256 tokens), hashhop (hash chains, 1-4 hops), bfcl "
+                   "(3-shot, chat, greedy 256 tokens), ifeval (541 prompts, chat, 512 tokens, "
+                   "strict and loose instruction checks), hashhop (hash chains, 1-4 hops), bfcl "
                    "(v3 simple function calls, AST-matched), humaneval (pass@1, run in a "
                    "sandbox), hellaswag, arc-easy, arc-challenge, piqa, winogrande (0-shot "
-                   "log-likelihood: acc, acc_norm); or a suite: capability (gsm8k, mmlu, bfcl, "
-                   "humaneval, hashhop and their mean), smoketest "
+                   "log-likelihood: acc, acc_norm); or a suite: capability (gsm8k, mmlu, ifeval, "
+                   "bfcl, humaneval, hashhop and their mean), smoketest "
                    "(gsm8k on 50 items, with the KL of --reference-logits)")
       ->required();
   verb->add_option("--model", flags->model,
@@ -214,7 +221,8 @@ void RegisterEvalVerb(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--seed", flags->seed, "Sampling seed (default 42)");
   verb->add_option("--data-dir", flags->data_dir,
-                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl, bfcl/, "
+                   "Folder with the task data: mmlu/{dev,test}/*.csv, gsm8k/test.jsonl, "
+                   "ifeval/input_data.jsonl, bfcl/, "
                    "hellaswag/, arc/, piqa/, winogrande/ in their original layouts (default: "
                    "$PROCTOR_FIXTURES)");
   verb->add_option("--outputs", flags->outputs,
@@ -244,6 +252,15 @@ void RegisterEvalVerb(CLI::App& app) {
   verb->add_flag("--unsafe-exec", flags->unsafe_exec,
                  "humaneval: run model-written programs WITHOUT the bubblewrap sandbox (only where "
                  "the sandbox cannot work, and at your own risk)");
+  verb->add_option("--punkt-dir", flags->punkt_dir,
+                   "ifeval: nltk's punkt_tab/english folder, which lm-eval counts sentences with "
+                   "(default: where nltk keeps it, $NLTK_DATA or ~/nltk_data; without it Punkt "
+                   "runs untrained and the run says so)")
+      ->check(CLI::ExistingDirectory);
+  verb->add_option("--langdetect-dir", flags->langdetect_dir,
+                   "ifeval: the langdetect package folder with profiles/ (default: Debian's "
+                   "python3-langdetect)")
+      ->check(CLI::ExistingDirectory);
   verb->add_flag("--no-context-reuse", flags->no_context_reuse,
                  "With --model: evaluate every prompt from its first token (MMLU's shared 5-shot "
                  "prefix and a multiple-choice item's shared context are otherwise evaluated "

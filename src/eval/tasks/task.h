@@ -2,10 +2,12 @@
 // CompletionClient and scored to one outcome (docs/task-evals.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eval/clients/completion_client.h"
@@ -32,6 +34,9 @@ struct ItemRecord {
   std::optional<bool> correct_norm;
   // The slice the item belongs to, for per-slice accuracy ("hops=2", an MMLU subject).
   std::string group;
+  // Further scores summed over the task's items, each {hits, of}: IFEval's {"loose", {1, 1}}
+  // and {"instructions strict", {2, 3}}. In the order the task reports them.
+  std::vector<std::pair<std::string, std::array<int64_t, 2>>> tallies;
 };
 
 // SampleIndices(total, n, seed) (FORMATS.md section 5); every item when n <= 0.

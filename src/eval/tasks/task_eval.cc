@@ -9,6 +9,7 @@
 #include "eval/tasks/gsm8k.h"
 #include "eval/tasks/hashhop.h"
 #include "eval/tasks/humaneval.h"
+#include "eval/tasks/ifeval.h"
 #include "eval/tasks/mmlu.h"
 #include "eval/tasks/multiple_choice.h"
 #include "eval/tasks/task_data.h"
@@ -20,16 +21,16 @@ namespace proctor {
 
 const std::vector<std::string>& KnownTaskNames() {
   static const std::vector<std::string> names = {
-      "gsm8k",     "mmlu",     "hashhop",       "bfcl", "humaneval",
-      "hellaswag", "arc-easy", "arc-challenge", "piqa", "winogrande"};
+      "gsm8k",     "mmlu",     "ifeval",        "hashhop", "bfcl",      "humaneval",
+      "hellaswag", "arc-easy", "arc-challenge", "piqa",    "winogrande"};
   return names;
 }
 
 const std::vector<TaskSuite>& KnownSuites() {
   static const std::vector<TaskSuite> suites = {
       {.name = "capability",
-       .tasks = {"gsm8k", "mmlu", "bfcl", "humaneval", "hashhop"},
-       .not_run = {"ifeval"}},
+       .tasks = {"gsm8k", "mmlu", "ifeval", "bfcl", "humaneval", "hashhop"},
+       .not_run = {}},
       {.name = "smoketest", .tasks = {"gsm8k"}, .not_run = {}},
   };
   return suites;
@@ -120,6 +121,7 @@ std::vector<std::filesystem::path> TaskFiles(const std::string& name,
                                              const std::filesystem::path& data_dir) {
   if (name == "mmlu") return {data_dir / "mmlu"};
   if (name == "gsm8k") return {data_dir / "gsm8k" / "test.jsonl"};
+  if (name == "ifeval") return {data_dir / "ifeval" / "input_data.jsonl"};
   if (name == "hellaswag") return {data_dir / "hellaswag" / "hellaswag_val_1000.jsonl"};
   if (name == "arc-easy") return {data_dir / "arc" / "ARC-Easy-Test.jsonl"};
   if (name == "arc-challenge") return {data_dir / "arc" / "ARC-Challenge-Test.jsonl"};
@@ -146,6 +148,10 @@ std::vector<std::unique_ptr<Task>> MakeTasks(const std::vector<std::string>& nam
       tasks.push_back(MakeMmluTask(ReadMmlu(files[0]), options.n, options.seed));
     } else if (name == "gsm8k") {
       tasks.push_back(MakeGsm8kTask(ReadGsm8k(files[0]), options.n, options.seed, options.chat));
+    } else if (name == "ifeval") {
+      tasks.push_back(
+          MakeIfevalTask(ReadIfeval(files[0]), options.n, options.seed, options.chat,
+                         LoadIfevalResources(options.punkt_dir, options.langdetect_dir)));
     } else if (name == "bfcl") {
       const std::string mode = !options.chat ? "raw" : options.tools ? "tools" : "text";
       tasks.push_back(

@@ -52,6 +52,10 @@ struct TaskSetOptions {
   bool smoketest = false;    // gsm8k runs kSmoketestItems items when n is 0
   bool tools = true;         // chat requests may carry tools (CompletionClient::CanUseTools)
   bool unsafe_exec = false;  // humaneval runs programs without the sandbox
+  // ifeval: nltk's punkt_tab/english directory and the langdetect package directory (empty:
+  // where nltk and Debian keep them; see LoadIfevalResources).
+  std::filesystem::path punkt_dir{};
+  std::filesystem::path langdetect_dir{};
 };
 
 // The data files (or folder) a task reads under `data_dir`.

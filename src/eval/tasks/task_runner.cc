@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -36,14 +37,49 @@ Json RecordToJson(const std::string& task, const ItemRecord& record) {
   if (record.correct_norm) line["correct_norm"] = *record.correct_norm;
   if (!record.group.empty()) line["group"] = record.group;
   if (!record.error.empty()) line["error"] = record.error;
+  if (!record.tallies.empty()) {
+    Json tallies = Json::array();
+    for (const auto& [name, counts] : record.tallies) {
+      tallies.push_back({name, counts[0], counts[1]});
+    }
+    line["tallies"] = std::move(tallies);
+  }
   return line;
 }
+
+using Tallies = std::vector<std::pair<std::string, std::array<int64_t, 2>>>;
 
 struct ResumedItem {
   ItemOutcome outcome = ItemOutcome::kWrong;
   std::optional<bool> correct_norm;
   std::string group;
+  Tallies tallies;
 };
+
+// An outputs line's "tallies": [[name, hits, of], ...].
+Tallies ParseTallies(const Json& value, const std::string& source) {
+  Tallies tallies;
+  if (!value.is_array()) Fail("tasks", "{}: 'tallies' is not a list", source);
+  for (const Json& entry : value) {
+    if (!entry.is_array() || entry.size() != 3 || !entry[0].is_string() ||
+        !entry[1].is_number_integer() || !entry[2].is_number_integer()) {
+      Fail("tasks", "{}: a tally is not [name, hits, of]: {}", source, entry.dump());
+    }
+    tallies.push_back(
+        {entry[0].get<std::string>(), {entry[1].get<int64_t>(), entry[2].get<int64_t>()}});
+  }
+  return tallies;
+}
+
+void AddTallies(const Tallies& item, Tallies* total) {
+  for (const auto& [name, counts] : item) {
+    auto it = std::find_if(total->begin(), total->end(),
+                           [&](const auto& entry) { return entry.first == name; });
+    if (it == total->end()) it = total->insert(total->end(), {name, {0, 0}});
+    it->second[0] += counts[0];
+    it->second[1] += counts[1];
+  }
+}
 
 struct ResumedFile {
   std::map<std::pair<std::string, std::string>, ResumedItem> outcomes;  // (task, id) -> item
@@ -103,12 +139,17 @@ ResumedFile ReadOutputsFile(const fs::path& path, const Json& run_settings) {
     if (outcome == ItemOutcome::kRequestError) {
       file.outcomes.erase(key);
     } else {
-      ResumedItem item{.outcome = outcome, .correct_norm = std::nullopt, .group = ""};
+      ResumedItem item{
+          .outcome = outcome, .correct_norm = std::nullopt, .group = "", .tallies = {}};
       if (row.contains("correct_norm") && row["correct_norm"].is_boolean()) {
         item.correct_norm = row["correct_norm"].get<bool>();
       }
       if (row.contains("group") && row["group"].is_string()) {
         item.group = row["group"].get<std::string>();
+      }
+      if (row.contains("tallies")) {
+        item.tallies =
+            ParseTallies(row["tallies"], fmt::format("{}:{}", path.string(), line_number));
       }
       file.outcomes[key] = item;
     }
@@ -216,12 +257,14 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
         outcome = done->second.outcome;
         correct_norm = done->second.correct_norm;
         group = done->second.group;
+        AddTallies(done->second.tallies, &score.tallies);
         ++score.resumed;
       } else {
         const ItemRecord record = task->Run(i, client);
         outcome = record.outcome;
         correct_norm = record.correct_norm;
         group = record.group;
+        AddTallies(record.tallies, &score.tallies);
         if (appender) appender->Write(RecordToJson(task->name(), record));
       }
       if (!group.empty()) {
@@ -252,6 +295,14 @@ Json GroupsToJson(const TaskScore& score) {
   return out;
 }
 
+Json TalliesToJson(const TaskScore& score) {
+  Json out = Json::object();
+  for (const auto& [name, counts] : score.tallies) {
+    out[name] = {{"hits", counts[0]}, {"of", counts[1]}, {"share", Share(counts[0], counts[1])}};
+  }
+  return out;
+}
+
 std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
   bool any_norm = false;
   for (const TaskScore& s : scores) any_norm = any_norm || s.has_norm;
@@ -271,6 +322,10 @@ std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
                     100.0 * s.accuracy(), 100.0 * s.standard_error(),
                     s.count(ItemOutcome::kCorrect), s.count(ItemOutcome::kWrong),
                     s.count(ItemOutcome::kUnscorable), s.count(ItemOutcome::kRequestError), norm);
+    for (const auto& [name, counts] : s.tallies) {
+      out += fmt::format("  {:<19} {:>6.2f}% {:>8} of {}\n", name,
+                         100 * Share(counts[0], counts[1]), counts[0], counts[1]);
+    }
     if (s.show_groups) {
       for (const auto& [name, slice] : s.groups) {
         const double p = Share(slice[1], slice[0]);
@@ -285,6 +340,13 @@ std::string FormatTaskTable(const std::vector<TaskScore>& scores) {
       "with nothing to read out of it; req.error: no answer came (counted as not correct).\n";
   if (any_norm) {
     out += "acc_norm: the choice with the largest log-likelihood per character (lm-eval's).\n";
+  }
+  bool any_tallies = false;
+  for (const TaskScore& s : scores) any_tallies = any_tallies || !s.tallies.empty();
+  if (any_tallies) {
+    out +=
+        "indented: further scores of the task (ifeval: loose = the prompt passes after lm-eval's "
+        "clean-ups; instructions = per instruction, strict and loose).\n";
   }
   return out;
 }
@@ -302,6 +364,7 @@ Json TaskScoreToJson(const TaskScore& score) {
           {"standard_error_norm", score.has_norm ? Json(score.standard_error_norm()) : Json()},
           {"resumed", score.resumed},
           {"groups", GroupsToJson(score)},
+          {"tallies", TalliesToJson(score)},
           {"seconds", score.seconds},
           {"note", score.note},
           {"settings", score.settings}};

@@ -29,6 +29,8 @@ struct TaskScore {
   // Per slice (ItemRecord::group): {n, correct}, for tasks that report slices.
   std::map<std::string, std::array<int64_t, 2>> groups;
   bool show_groups = false;  // Task::ShowsGroups()
+  // ItemRecord::tallies summed over the items, in the order the first item gave them.
+  std::vector<std::pair<std::string, std::array<int64_t, 2>>> tallies;
   // Every item's outcome in task order (resumed ones included), for the run database.
   std::vector<std::pair<std::string, ItemOutcome>> items;
 
