@@ -173,7 +173,7 @@ TEST_F(NltkOracle, LangdetectMatchesLangdetect) {
   std::map<std::string, int> seen;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::optional<std::string> mine = detector.Detect(texts[i]);
-    const nlohmann::json expected = theirs[i];
+    const nlohmann::json& expected = theirs[i];
     EXPECT_EQ(mine ? nlohmann::json(*mine) : nlohmann::json(), expected)
         << "text " << i << ": " << Show(texts[i]);
     ++seen[expected.is_null() ? "(none)" : expected.get<std::string>()];

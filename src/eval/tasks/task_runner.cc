@@ -72,12 +72,12 @@ Tallies ParseTallies(const Json& value, const std::string& source) {
 }
 
 void AddTallies(const Tallies& item, Tallies* total) {
-  for (const auto& [name, counts] : item) {
+  for (const auto& tally : item) {
     auto it = std::find_if(total->begin(), total->end(),
-                           [&](const auto& entry) { return entry.first == name; });
-    if (it == total->end()) it = total->insert(total->end(), {name, {0, 0}});
-    it->second[0] += counts[0];
-    it->second[1] += counts[1];
+                           [&](const auto& entry) { return entry.first == tally.first; });
+    if (it == total->end()) it = total->insert(total->end(), {tally.first, {0, 0}});
+    it->second[0] += tally.second[0];
+    it->second[1] += tally.second[1];
   }
 }
 
