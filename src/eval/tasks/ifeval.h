@@ -13,10 +13,6 @@
 #include "eval/tasks/task.h"
 
 namespace proctor {
-namespace text {
-class PunktSentenceTokenizer;
-class LanguageDetector;
-}  // namespace text
 
 inline constexpr int kIfevalMaxTokens = 512;
 
