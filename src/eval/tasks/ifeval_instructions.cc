@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 #include <memory>
 
 #include "text/langdetect.h"
