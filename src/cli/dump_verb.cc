@@ -19,6 +19,7 @@ void RegisterDumpVerb(CLI::App& app) {
     int64_t seq_start = 0;
     int64_t seq_end = -1;
     bool resume = false;
+    bool no_floor = false;
     std::string format = "proctor";
     std::string json;
     EngineFlags engine;
@@ -41,12 +42,17 @@ void RegisterDumpVerb(CLI::App& app) {
                    "One past the last corpus sequence to dump (default: all)")
       ->check(CLI::NonNegativeNumber);
   auto* resume = verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  auto* no_floor = verb->add_flag(
+      "--no-floor", args->no_floor,
+      "Do not score the teacher against its own records (the dump's floor, kept in floor.json "
+      "and shown first by `proctor kl`); saves the scoring time");
   verb->add_option("--format", args->format,
                    "proctor (reference-logits dump directory, default) or llama.cpp (--out is a "
                    "llama-perplexity KL-divergence base file, .kld)")
       ->check(CLI::IsMember({"proctor", "llama.cpp"}))
       ->excludes(top_k)
-      ->excludes(resume);
+      ->excludes(resume)
+      ->excludes(no_floor);
   verb->add_option("--json", args->json,
                    "Also write the results JSON (docs/results-json.md) to this file");
   args->engine.Add(*verb);
@@ -79,7 +85,8 @@ void RegisterDumpVerb(CLI::App& app) {
                                        .resume = args->resume,
                                        .runtime = args->engine.Options(),
                                        .quiet = quiet,
-                                       .describe_inputs = json};
+                                       .describe_inputs = json,
+                                       .floor = !args->no_floor};
       const TeacherDumpResult result = DumpTeacher(options);
       for (const auto& note : result.notes) fmt::print(stderr, "note: {}\n", note);
       if (!quiet) {
@@ -87,6 +94,15 @@ void RegisterDumpVerb(CLI::App& app) {
                    args->out, result.n_seqs, result.sequences_resumed, result.positions_written,
                    result.elapsed_seconds);
         fmt::print(stderr, "{}", FormatTimings(result.timings, "top-k/logsumexp"));
+      }
+      if (result.floor) {
+        // The KL the dump's storage costs: no candidate can be told apart from the teacher below
+        // it.
+        fmt::print(
+            "floor (the teacher against its own dump): KL mean {:.3e} +- {:.1e}, top-1 "
+            "{:.4f}, mass {:.4f} (kept in {}/floor.json)\n",
+            result.floor->stats.kl.mean, result.floor->stats.kl.standard_error,
+            result.floor->stats.top1_agreement, result.floor->stats.mean_mass, args->out);
       }
       if (json) envelope = DumpResultsEnvelope(result, options);
     }

@@ -31,6 +31,7 @@ TEST(KlDiffVerb, PairsTwoCandidatesOfOneDump) {
   Result r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64",
                                  model.string(), path("c"), path("d")));
   ASSERT_EQ(r.status, 0) << r.out;
+  const std::string dump_output = r.out;
   r = Proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64", model.string(),
                           path("c2"), path("d2")));
   ASSERT_EQ(r.status, 0) << r.out;
@@ -74,6 +75,36 @@ TEST(KlDiffVerb, PairsTwoCandidatesOfOneDump) {
                   ReadJsonFile(path("a.json"))["results"]["kl"]["mean"].get<double>(),
               1e-15);
   EXPECT_TRUE(diff["kl"]["distinguishable"].get<bool>());  // bf16 compute is above the floor
+
+  // The dump's floor (floor.json, written with the dump): the teacher's own row is "at floor" at
+  // exactly 0; bf16 compute is "worse", by the paired difference numpy gives from the files.
+  EXPECT_TRUE(Contains(dump_output, "floor (the teacher against its own dump): KL mean"))
+      << dump_output;
+  const nlohmann::json floor_a = ReadJsonFile(path("a.json"))["results"]["floor"];
+  EXPECT_EQ(floor_a["verdict"], "at floor");
+  EXPECT_EQ(floor_a["candidate_minus_floor"]["kl"], 0.0);
+  EXPECT_EQ(floor_a["kl"]["mean"], ReadJsonFile(path("a.json"))["results"]["kl"]["mean"]);
+  const nlohmann::json floor_b = ReadJsonFile(path("b.json"))["results"]["floor"];
+  EXPECT_EQ(floor_b["verdict"], "worse");
+  const Result floor_numpy = RunShell(
+      fmt::format("/usr/bin/python3 -c 'import json, numpy as np\n"
+                  "f = json.load(open(\"{}/floor.json\"))[\"floor\"][\"sequence_mean_kl\"]\n"
+                  "b = json.load(open(\"{}\"))[\"results\"][\"sequence_mean_kl\"]\n"
+                  "d = np.array(b) - np.array(f)\n"
+                  "print(json.dumps([d.mean(), d.std(ddof=1) / np.sqrt(len(d))]))' 2>&1",
+                  path("d"), path("b.json")));
+  ASSERT_EQ(floor_numpy.status, 0) << floor_numpy.out;
+  const nlohmann::json floor_theirs = nlohmann::json::parse(floor_numpy.out);
+  const double floor_d = floor_theirs[0], floor_se = floor_theirs[1];
+  EXPECT_NEAR(floor_b["candidate_minus_floor"]["kl"].get<double>(), floor_d,
+              1e-9 * std::fabs(floor_d));
+  EXPECT_NEAR(floor_b["candidate_minus_floor"]["standard_error"].get<double>(), floor_se,
+              1e-9 * floor_se);
+  r = Proctor(fmt::format("kl --reference-logits {} --model {} --compute bf16 --kv bf16", path("d"),
+                          model.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "floor (teacher vs its dump)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "dKL vs floor +- SE")) << r.out;
 
   r = Proctor(
       fmt::format("kl-diff {} {} --json {}", path("a.json"), path("a.json"), path("same.json")));

@@ -17,6 +17,7 @@
 #include "cli/verbs.h"
 #include "eval/formats/corpus.h"
 #include "eval/formats/ref_logits.h"
+#include "eval/runners/dump_floor.h"
 #include "eval/runners/kl_eval.h"
 #include "eval/runners/kl_where_report.h"
 #include "eval/runners/llama_kld_eval.h"
@@ -287,8 +288,30 @@ void RegisterKlVerb(CLI::App& app) {
         if (json) envelope = KlResultsEnvelope(result, options);
       }
       for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
-      fmt::print("{}", FormatKlTable({result}));
-      if (!quiet) fmt::print("\n{}", KlLegend({result}));
+      // A saved teacher's dump carries its floor: shown first, the candidate paired against it.
+      std::optional<KlEvalResult> floor;
+      if (!args->reference_logits.empty() && !IsLlamaKldReference(args->reference_logits)) {
+        std::string why;
+        floor = ReadDumpFloor(args->reference_logits, &why);
+        if (!floor && !quiet) fmt::print(stderr, "note: no floor row: {}\n", why);
+        if (floor && json) {
+          const RowAgainstAbove vs = CompareWithFloor(*floor, result);
+          envelope.results["floor"] = {
+              {"kl",
+               {{"mean", floor->stats.kl.mean},
+                {"standard_error", floor->stats.kl.standard_error}}},
+              {"top1_agreement", floor->stats.top1_agreement},
+              {"mean_captured_mass", floor->stats.mean_mass},
+              {"file", (std::filesystem::path(args->reference_logits) / kDumpFloorFile).string()},
+              {"candidate_minus_floor",
+               vs.known ? nlohmann::ordered_json(
+                              {{"kl", vs.difference}, {"standard_error", vs.standard_error}})
+                        : nlohmann::ordered_json(nullptr)},
+              {"verdict", vs.verdict}};
+        }
+      }
+      fmt::print("{}", FormatKlTable({result}, floor ? &*floor : nullptr));
+      if (!quiet) fmt::print("\n{}", KlLegend({result}, floor.has_value()));
       if (args->where) {
         PrintKlWhere(result, args->reference_logits, args->corpus, args->candidate,
                      args->decode_steps);

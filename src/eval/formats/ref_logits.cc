@@ -243,12 +243,21 @@ void ReferenceLogitsDump::ReadRecords(int64_t seq, int64_t lo, int64_t hi,
   out->count = hi - lo;
   out->top_k = k;
   out->raw.resize(static_cast<size_t>(out->count) * record);
+  if (out->count == 0) {
+    DecodeReferenceRecords(out);
+    return;
+  }
+  ReadOnlyFile file(SequencePath(seq));
+  file.ReadAt(static_cast<uint64_t>(lo) * record, std::span<uint8_t>(out->raw));
+  DecodeReferenceRecords(out);
+}
+
+void DecodeReferenceRecords(ReferenceRecords* out) {
+  const int64_t k = out->top_k;
+  const uint64_t record = ReferenceRecordBytes(k);
   out->indices.resize(static_cast<size_t>(out->count * k));
   out->logits.resize(static_cast<size_t>(out->count * k));
   out->logsumexp.resize(static_cast<size_t>(out->count));
-  if (out->count == 0) return;
-  ReadOnlyFile file(SequencePath(seq));
-  file.ReadAt(static_cast<uint64_t>(lo) * record, std::span<uint8_t>(out->raw));
   const float* f16 = F16ToF32Table();
   for (int64_t r = 0; r < out->count; ++r) {
     const uint8_t* rec = out->raw.data() + r * record;

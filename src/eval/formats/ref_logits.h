@@ -62,6 +62,10 @@ struct ReferenceRecords {
   const float* Logits(int64_t row) const { return logits.data() + row * top_k; }
 };
 
+// Fills indices, logits and logsumexp of `out` from its raw bytes (count records of top_k, as
+// stored in a sequence file).
+void DecodeReferenceRecords(ReferenceRecords* out);
+
 class ReferenceLogitsDump {
  public:
   // Opens and validates a dump directory (every check of FORMATS.md section 1 that does not

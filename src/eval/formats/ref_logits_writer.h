@@ -70,6 +70,8 @@ class ReferenceLogitsWriter {
   // with a NaN or a non-finite maximum is an Error naming the first such position (nothing of
   // this call is written then).
   void AppendLogitsRows(const MatView& logits, int64_t n_rows, ThreadPool& pool);
+  // The records the last AppendLogitsRows wrote, as stored ([n_rows, record bytes]).
+  std::span<const uint8_t> LastRowsRecords() const { return chunk_records_; }
   // One position from a precomputed top-k (indices distinct and >= 0, logits non-increasing,
   // not shifted) and the full-vocabulary logsumexp.
   void AppendTopK(std::span<const int32_t> indices, std::span<const float> logits, float logsumexp);

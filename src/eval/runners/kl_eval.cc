@@ -8,6 +8,7 @@
 
 #include "eval/formats/per_position.h"
 #include "eval/formats/ref_logits_integrity.h"
+#include "eval/runners/dump_floor.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "eval/runners/vocab_check.h"
@@ -205,6 +206,74 @@ nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& r) {
   return j;
 }
 
+KlEvalResult KlEvalResultFromJson(const nlohmann::json& j, const std::string& source) {
+  auto field = [&](const nlohmann::json& object, const char* name) -> const nlohmann::json& {
+    if (!object.is_object() || !object.contains(name)) {
+      Fail("results", "'{}' has no '{}' (a `proctor kl` result was expected)", source, name);
+    }
+    return object.at(name);
+  };
+  auto number = [&](const nlohmann::json& object, const char* name) {
+    const nlohmann::json& v = field(object, name);
+    if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+    if (!v.is_number()) Fail("results", "'{}': '{}' is not a number", source, name);
+    return v.get<double>();
+  };
+  auto numbers = [&](const nlohmann::json& object, const char* name) {
+    const nlohmann::json& v = field(object, name);
+    if (!v.is_array()) Fail("results", "'{}': '{}' is not a list", source, name);
+    std::vector<double> out;
+    for (const nlohmann::json& x : v) {
+      out.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+    }
+    return out;
+  };
+  auto summary = [&](const char* name) {
+    const nlohmann::json& d = field(j, name);
+    return DistributionSummary{.mean = number(d, "mean"),
+                               .standard_error = number(d, "standard_error"),
+                               .median = number(d, "median"),
+                               .p95 = number(d, "p95"),
+                               .p99 = number(d, "p99"),
+                               .max = number(d, "max")};
+  };
+  try {
+    KlEvalResult r;
+    r.mode = field(j, "mode").get<std::string>();
+    r.label = field(j, "label").get<std::string>();
+    r.candidate = field(j, "candidate").get<std::string>();
+    const nlohmann::json& reference = field(j, "reference");
+    r.reference = field(reference, "path").get<std::string>();
+    r.manifest.model = field(reference, "model").get<std::string>();
+    r.manifest.corpus_sha256 = field(reference, "corpus_sha256").get<std::string>();
+    r.manifest.top_k = field(reference, "top_k").get<int64_t>();
+    r.manifest.ctx_len = field(reference, "ctx_len").get<int64_t>();
+    r.manifest.n_seqs = field(reference, "n_seqs").get<int64_t>();
+    r.positions_per_seq = field(reference, "positions_per_seq").get<int64_t>();
+    r.stats.kl = summary("kl");
+    r.stats.tail_kl = summary("tail_kl");
+    r.stats.top1_agreement = number(j, "top1_agreement");
+    r.stats.mean_mass = number(j, "mean_captured_mass");
+    r.stats.min_mass = number(j, "min_captured_mass");
+    r.stats.candidate_mean_nll = number(j, "candidate_mean_nll");
+    r.stats.teacher_mean_nll = number(j, "teacher_mean_nll");
+    r.stats.teacher_nll_positions = field(j, "teacher_nll_positions").get<int64_t>();
+    r.stats.positions = field(j, "positions").get<int64_t>();
+    r.stats.sequences = field(j, "sequences").get<int64_t>();
+    r.stats.elapsed_seconds = number(j, "elapsed_seconds");
+    r.stats.positions_per_second = number(j, "positions_per_second");
+    r.sequence_mean_kl = numbers(j, "sequence_mean_kl");
+    r.sequence_top1 = numbers(j, "sequence_top1");
+    r.sequence_mean_nll = numbers(j, "sequence_mean_nll");
+    r.candidate_vocab = field(j, "candidate_vocab").get<int64_t>();
+    r.chunk_size = field(j, "chunk_size").get<int64_t>();
+    r.threads = field(j, "threads").get<int>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    Fail("results", "'{}' is not a `proctor kl` result: {}", source, e.what());
+  }
+}
+
 namespace {
 
 // What both KL envelopes share: results, timings, warnings, the per-position output.
@@ -262,7 +331,7 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOp
   return env;
 }
 
-std::string KlLegend(const std::vector<KlEvalResult>& results) {
+std::string KlLegend(const std::vector<KlEvalResult>& results, bool with_floor) {
   if (results.empty()) return "";
   const bool two_model = results.front().mode == "two-model";
   const std::string over =
@@ -278,30 +347,51 @@ std::string KlLegend(const std::vector<KlEvalResult>& results) {
       "  top-1       how often the candidate's argmax is the reference's\n"
       "  mass        mean reference probability inside the kept logits (1 over the full\n"
       "              vocabulary); min m.: its smallest value at any position\n"
-      "  pos/s       positions scored per second, forward included\n",
-      over);
+      "  pos/s       positions scored per second, forward included\n{}",
+      over,
+      with_floor
+          ? "  floor       the teacher scored against its own dump when it was written: what "
+            "storing\n"
+            "              the top-k logits in fp16 costs (the dump's floor.json)\n"
+            "  dKL vs floor the row's KL minus the floor's, paired over the same sequences +- SE;\n"
+            "              verdict: at floor when its 95% interval includes 0, else worse/better\n"
+          : "");
 }
 
-std::string FormatKlTable(const std::vector<KlEvalResult>& results) {
+std::string FormatKlTable(const std::vector<KlEvalResult>& results, const KlEvalResult* floor) {
   std::string out;
   if (results.empty()) return out;
   out += fmt::format("reference: {}\n", results.front().label);
+  // The floor's row is named for what it is; its own row has no verdict columns' values.
+  std::vector<std::pair<std::string, const KlEvalResult*>> rows;
+  if (floor) rows.emplace_back("floor (teacher vs its dump)", floor);
+  for (const auto& r : results) rows.emplace_back(r.candidate, &r);
   size_t width = 9;
-  for (const auto& r : results) width = std::max(width, r.candidate.size());
+  for (const auto& [name, r] : rows) width = std::max(width, name.size());
+  const std::string floor_header =
+      floor ? fmt::format("  {:>21}  {:>8}", "dKL vs floor +- SE", "verdict") : "";
   out += fmt::format(
-      "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
-      "candidate", width, "KL mean +- SE", "median", "p95", "p99", "max", "tail KL", "top-1",
-      "mass", "min m.", "positions", "pos/s");
-  for (const auto& r : results) {
-    const KlRunStats& s = r.stats;
+      "{:<{}}  {:>21}{}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {:>6}  {:>6}  {:>9}  {:>8}\n",
+      "candidate", width, "KL mean +- SE", floor_header, "median", "p95", "p99", "max", "tail KL",
+      "top-1", "mass", "min m.", "positions", "pos/s");
+  for (const auto& [name, r] : rows) {
+    const KlRunStats& s = r->stats;
+    std::string against;
+    if (floor && r == floor) {
+      against = fmt::format("  {:>21}  {:>8}", "-", "floor");
+    } else if (floor) {
+      const RowAgainstAbove vs = CompareWithFloor(*floor, *r);
+      against = fmt::format("  {:>21}  {:>8}", RowAgainstAboveText(vs, "+-"), vs.verdict);
+    }
+    // The floor was scored inside the dump: it has no speed of its own.
+    const std::string speed = r == floor ? "-" : fmt::format("{:.0f}", s.positions_per_second);
     out += fmt::format(
-        "{:<{}}  {:>21}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7.4f}  {:>6.4f}  {:>6.4f}  {:>9}  "
-        "{:>8.0f}\n",
-        r.candidate, width,
-        FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
-        FormatSci(s.kl.median), FormatSci(s.kl.p95), FormatSci(s.kl.p99), FormatSci(s.kl.max),
-        FormatSci(s.tail_kl.mean), s.top1_agreement, s.mean_mass, s.min_mass, s.positions,
-        s.positions_per_second);
+        "{:<{}}  {:>21}{}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7.4f}  {:>6.4f}  {:>6.4f}  {:>9}  "
+        "{:>8}\n",
+        name, width, FormatSci(s.kl.mean) + " +- " + fmt::format("{:.1e}", s.kl.standard_error),
+        against, FormatSci(s.kl.median), FormatSci(s.kl.p95), FormatSci(s.kl.p99),
+        FormatSci(s.kl.max), FormatSci(s.tail_kl.mean), s.top1_agreement, s.mean_mass, s.min_mass,
+        s.positions, speed);
   }
   return out;
 }

@@ -23,6 +23,7 @@
 #include "eval/scoring/kl_score.h"
 #include "eval/scoring/kl_stats.h"
 #include "eval/scoring/kl_where.h"
+#include "eval/scoring/paired_difference.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
 
@@ -122,13 +123,20 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
 
 // Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);
+// The inverse for what a table and a pairing need (everything but `where`, the warnings, the
+// timings and the inputs); Error naming `source` when a field is missing or of the wrong type.
+KlEvalResult KlEvalResultFromJson(const nlohmann::json& json, const std::string& source);
 // The whole results file of a saved-teacher or two-model run (`proctor kl --json`): the inputs
 // the run described, its settings, every statistic, the timing split and the per-position file.
 ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOptions& options);
 ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOptions& options);
-// A readable table, one row per result (same reference).
-std::string FormatKlTable(const std::vector<KlEvalResult>& results);
-// What FormatKlTable's columns mean (docs/statistics.md), for the mode of `results`.
-std::string KlLegend(const std::vector<KlEvalResult>& results);
+// A readable table, one row per result (same reference). With a `floor` (the dump's, see
+// eval/runners/dump_floor.h), it comes first and every row gets its paired difference against it
+// and a verdict ("at floor", "worse", "better").
+std::string FormatKlTable(const std::vector<KlEvalResult>& results,
+                          const KlEvalResult* floor = nullptr);
+// What FormatKlTable's columns mean (docs/statistics.md), for the mode of `results` (and the
+// floor's columns when the table has them).
+std::string KlLegend(const std::vector<KlEvalResult>& results, bool with_floor = false);
 
 }  // namespace proctor

@@ -8,10 +8,12 @@
 
 #include "eval/formats/corpus.h"
 #include "eval/formats/ref_logits_writer.h"
+#include "eval/runners/dump_floor.h"
 #include "eval/runners/eval_model.h"
 #include "eval/runners/logits_chunks.h"
 #include "eval/runners/vocab_check.h"
 #include "eval/runs/run_database.h"
+#include "eval/scoring/kl_score.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -96,13 +98,20 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();
   const int64_t positions = writer.positions();
-  if (result.sequences_resumed < n_seqs) {
+  // The floor: the teacher's own logits scored against the records just made from them.
+  std::vector<std::vector<PositionScore>> floor_scores(options.floor ? static_cast<size_t>(n_seqs)
+                                                                     : 0);
+  ReferenceRecords records;
+  double kept_io = 0;  // reading back the records of kept sequences
+  int threads = ThreadPool::Global().num_threads();
+  const int64_t sequences_to_run = options.floor ? n_seqs : n_seqs - result.sequences_resumed;
+  if (sequences_to_run > 0) {
     LogitsChunkDriver driver(
         {{fmt::format("teacher '{}'", options.teacher), forward}},
         {.component = kComponent,
          .chunk_size = options.chunk_size,
          .progress_label = "dump",
-         .total_positions = static_cast<uint64_t>((n_seqs - result.sequences_resumed) * positions),
+         .total_positions = static_cast<uint64_t>(sequences_to_run * positions),
          .quiet = options.quiet});
     driver.OnVocabulary([&](int64_t vocab) {
       CheckCorpusVocabularyMatches(corpus, vocab,
@@ -115,23 +124,52 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
     });
     double callback_io = 0;
     for (int64_t s = 0; s < n_seqs; ++s) {
-      if (writer.SequenceDone(s)) continue;
+      const bool kept = writer.SequenceDone(s);
+      if (kept && !options.floor) continue;
       const auto seq_tokens = tokens.subspan(static_cast<size_t>(s * corpus.ctx_len),
                                              static_cast<size_t>(corpus.ctx_len));
-      writer.BeginSequence(s);
       const std::string where =
           fmt::format("sequence {} of corpus '{}'", options.seq_start + s, corpus.dir.string());
+      if (options.floor)
+        floor_scores[static_cast<size_t>(s)].resize(static_cast<size_t>(positions));
+      std::optional<ReadOnlyFile> kept_file;
+      if (kept) {
+        kept_file.emplace(ReferenceSequencePath(options.out_dir, s));
+      } else {
+        writer.BeginSequence(s);
+      }
       // The chunk's rows up to the last scored position: selected across the pool, written in
-      // position order with one write.
+      // position order with one write (or, for a kept sequence, its records read back).
       driver.RunSequence(seq_tokens, positions, where, [&](const LogitsChunk& chunk) {
+        records.first = chunk.start;
+        records.count = chunk.scored;
+        records.top_k = top_k;
         const double io_before = writer.io_seconds();
-        writer.AppendLogitsRows(chunk[0], chunk.scored, driver.pool());
-        callback_io += writer.io_seconds() - io_before;
+        if (kept) {
+          ScopedSeconds io(&kept_io);
+          records.raw.resize(static_cast<size_t>(chunk.scored * ReferenceRecordBytes(top_k)));
+          kept_file->ReadAt(static_cast<uint64_t>(chunk.start) * ReferenceRecordBytes(top_k),
+                            std::span<uint8_t>(records.raw));
+        } else {
+          writer.AppendLogitsRows(chunk[0], chunk.scored, driver.pool());
+          callback_io += writer.io_seconds() - io_before;
+          if (!options.floor) return;
+          const std::span<const uint8_t> written = writer.LastRowsRecords();
+          records.raw.assign(written.begin(), written.end());
+        }
+        DecodeReferenceRecords(&records);
+        ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),
+                   floor_scores[static_cast<size_t>(s)].data() + chunk.start,
+                   seq_tokens.data() + chunk.start + 1);
       });
-      writer.EndSequence();
-      result.positions_written += positions;
+      if (!kept) {
+        writer.EndSequence();
+        result.positions_written += positions;
+      }
     }
     driver.Finish();
+    threads = driver.pool().num_threads();
+    callback_io += kept_io;
     result.vocab = driver.vocab();
     timings.forward_seconds = driver.forward_seconds();
     // Inside the callbacks: the writer's file I/O, the rest is top-k selection, logsumexp and
@@ -145,7 +183,25 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 teacher_id ? teacher_id->eos_id : std::nullopt);
   }
   writer.Finish();
-  timings.io_seconds += writer.io_seconds();
+  timings.io_seconds += writer.io_seconds() + kept_io;
+  if (options.floor && n_seqs > 0) {
+    const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(options.out_dir);
+    KlEvalResult floor;
+    floor.label = dump.Label();
+    floor.candidate = options.teacher;
+    floor.reference = options.out_dir.string();
+    floor.manifest = dump.manifest();
+    floor.positions_per_seq = positions;
+    floor.candidate_vocab = result.vocab;
+    floor.chunk_size = options.chunk_size;
+    floor.threads = threads;
+    FinishKlRun({}, {}, floor_scores, start_time, /*worst=*/20, &floor);
+    floor.stats.elapsed_seconds = 0;  // scored inside the dump: no time of its own
+    floor.stats.positions_per_second = 0;
+    floor.timings = {};
+    WriteDumpFloor(options.out_dir, floor);
+    result.floor = std::move(floor);
+  }
   timings.total_seconds = MonotonicSeconds() - start_time;
   result.elapsed_seconds = timings.total_seconds;
   DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
@@ -165,7 +221,8 @@ ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
                   {"seq_end", options.seq_end},
                   {"resume", options.resume},
                   {"compute", std::string(ComputeModeName(options.runtime.compute))},
-                  {"kv", options.runtime.kv.Name()}};
+                  {"kv", options.runtime.kv.Name()},
+                  {"floor", options.floor}};
   const double seconds = result.elapsed_seconds;
   env.warnings = result.notes;
   env.results = {{"n_seqs", result.n_seqs},
@@ -174,7 +231,9 @@ ResultsEnvelope DumpResultsEnvelope(const TeacherDumpResult& result,
                  {"positions_written", result.positions_written},
                  {"vocab", result.vocab},
                  {"positions_per_second",
-                  seconds > 0 ? static_cast<double>(result.positions_written) / seconds : 0.0}};
+                  seconds > 0 ? static_cast<double>(result.positions_written) / seconds : 0.0},
+                 {"floor", result.floor ? KlEvalResultToJson(*result.floor)
+                                        : nlohmann::ordered_json(nullptr)}};
   env.timings = result.timings;
   env.outputs.push_back(DescribeReferenceLogitsInput("dump", options.out_dir));
   return env;

@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "eval/runners/kl_eval.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
 #include "model/runtime_model.h"
@@ -44,6 +46,10 @@ struct TeacherDumpOptions {
   // and the sha256 of its files (recorded instead of hashing them again).
   std::shared_ptr<const EvalModel> opened{};
   std::string model_sha256{};
+  // Score the teacher against each chunk's records as they are written and keep the result as
+  // the dump's floor (eval/runners/dump_floor.h). Sequences kept from an interrupted run are run
+  // through the teacher again for it (their records are read back, not rewritten).
+  bool floor = true;
 };
 
 struct TeacherDumpResult {
@@ -54,8 +60,9 @@ struct TeacherDumpResult {
   int64_t positions_written = 0;   // records written by this run
   int64_t vocab = 0;               // the teacher's vocabulary (0 if nothing was run)
   double elapsed_seconds = 0;
-  ResultsTimings timings;  // forward / scoring (top-k, logsumexp) / I/O split
+  ResultsTimings timings;  // forward / scoring (top-k, logsumexp, the floor) / I/O split
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
+  std::optional<KlEvalResult> floor;  // with options.floor: also in DIR/floor.json
 };
 
 // Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids

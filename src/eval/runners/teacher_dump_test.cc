@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "eval/formats/corpus.h"
 #include "eval/formats/ref_logits.h"
 #include "eval/formats/ref_logits_integrity.h"
+#include "eval/runners/dump_floor.h"
 #include "eval/runners/kl_eval.h"
 #include "eval/testing_dumps.h"
 #include "util/error.h"
@@ -209,6 +211,81 @@ TEST(TeacherDump, ResumeAfterAnInterruptionIsByteIdentical) {
   for (const char* name : {"tokens.bin", "seq-0.bin", "seq-1.bin", "seq-2.bin", "seq-3.bin"}) {
     EXPECT_EQ(ReadBytes(temp.path() / "whole" / name), ReadBytes(options.out_dir / name)) << name;
   }
+  // The floor of the kept sequences comes from their records read back: the same numbers.
+  std::string why;
+  const std::optional<KlEvalResult> whole = ReadDumpFloor(temp.path() / "whole", &why);
+  const std::optional<KlEvalResult> resumed = ReadDumpFloor(options.out_dir, &why);
+  ASSERT_TRUE(whole && resumed) << why;
+  EXPECT_EQ(whole->sequence_mean_kl, resumed->sequence_mean_kl);
+  EXPECT_EQ(whole->stats.kl.max, resumed->stats.kl.max);
+  EXPECT_EQ(whole->stats.top1_agreement, resumed->stats.top1_agreement);
+}
+
+// The floor kept with the dump is the teacher scored against its dump by `kl`, number for number
+// (the same forward, the same records, the same scorer), and it goes with its manifest only.
+TEST(TeacherDump, TheFloorIsTheTeachersOwnKlAgainstTheDump) {
+  TempDir temp;
+  const SyntheticLm lm(150, 11);
+  WriteCorpus(temp.path() / "corpus", SyntheticTokens(5, 12, 150, 6), 12, {});
+  const TeacherDumpResult dumped = DumpTeacher({.teacher = "synthetic",
+                                                .corpus_dir = temp.path() / "corpus",
+                                                .out_dir = temp.path() / "dump",
+                                                .top_k = 8,
+                                                .chunk_size = 5,
+                                                .forward = lm.Forward(),
+                                                .quiet = true});
+  ASSERT_TRUE(dumped.floor);
+  std::string why;
+  const std::optional<KlEvalResult> floor = ReadDumpFloor(temp.path() / "dump", &why);
+  ASSERT_TRUE(floor) << why;
+  const KlEvalResult kl = EvaluateKlVsReferenceLogits({.reference_dir = temp.path() / "dump",
+                                                       .candidate = "synthetic",
+                                                       .chunk_size = 5,
+                                                       .forward = lm.Forward(),
+                                                       .quiet = true});
+  EXPECT_EQ(floor->sequence_mean_kl, kl.sequence_mean_kl);
+  EXPECT_EQ(floor->sequence_top1, kl.sequence_top1);
+  EXPECT_EQ(floor->stats.kl.mean, kl.stats.kl.mean);
+  EXPECT_EQ(floor->stats.kl.standard_error, kl.stats.kl.standard_error);
+  EXPECT_EQ(floor->stats.kl.p95, kl.stats.kl.p95);
+  EXPECT_EQ(floor->stats.kl.max, kl.stats.kl.max);
+  EXPECT_EQ(floor->stats.tail_kl.mean, kl.stats.tail_kl.mean);
+  EXPECT_EQ(floor->stats.mean_mass, kl.stats.mean_mass);
+  EXPECT_EQ(floor->stats.positions, 5 * 11);
+  EXPECT_EQ(floor->label, kl.label);
+  EXPECT_GT(floor->stats.kl.max, 0.0);  // fp16 storage costs something
+  // The teacher against its floor is "at floor" (identical per-sequence values).
+  const RowAgainstAbove vs = CompareWithFloor(*floor, kl);
+  EXPECT_EQ(vs.verdict, "at floor");
+  EXPECT_EQ(vs.difference, 0.0);
+  const std::string table = FormatKlTable({kl}, &*floor);
+  EXPECT_NE(table.find("floor (teacher vs its dump)"), std::string::npos) << table;
+  EXPECT_NE(table.find("at floor"), std::string::npos) << table;
+  // A rewritten manifest orphans the floor; a damaged floor file is an error naming it.
+  {
+    std::ofstream manifest(temp.path() / "dump" / "manifest.json", std::ios::app);
+    manifest << " ";
+  }
+  EXPECT_FALSE(ReadDumpFloor(temp.path() / "dump", &why));
+  EXPECT_NE(why.find("another manifest"), std::string::npos) << why;
+  std::ofstream(temp.path() / "dump" / "floor.json") << "{\"something\": 1}";
+  EXPECT_NE(testing::ErrorOf([&] {
+              ReadDumpFloor(temp.path() / "dump", &why);
+            }).find("not a dump floor file"),
+            std::string::npos);
+  fs::remove(temp.path() / "dump" / "floor.json");
+  EXPECT_FALSE(ReadDumpFloor(temp.path() / "dump", &why));
+  EXPECT_NE(why.find("has no floor.json"), std::string::npos) << why;
+  // --no-floor writes none.
+  DumpTeacher({.teacher = "synthetic",
+               .corpus_dir = temp.path() / "corpus",
+               .out_dir = temp.path() / "bare",
+               .top_k = 8,
+               .chunk_size = 5,
+               .forward = lm.Forward(),
+               .quiet = true,
+               .floor = false});
+  EXPECT_FALSE(fs::exists(temp.path() / "bare" / "floor.json"));
 }
 
 TEST(TeacherDump, TopKAboveTheVocabularyAndAVocabularyMismatchAreErrors) {
@@ -378,7 +455,15 @@ TEST(TeacherDump, SigkilledDumpResumesToTheSameBytes) {
   a.erase("created");
   b.erase("created");
   EXPECT_EQ(a, b);
-  EXPECT_EQ(std::distance(fs::directory_iterator(killed), fs::directory_iterator()), n_seqs + 2);
+  // The floors too, but for the manifest's sha256 they carry (its "created" differs).
+  auto floor_a = nlohmann::json::parse(ReadBytes(killed / "floor.json"));
+  auto floor_b = nlohmann::json::parse(ReadBytes(temp.path() / "whole" / "floor.json"));
+  EXPECT_NE(floor_a["manifest_sha256"], floor_b["manifest_sha256"]);
+  for (const char* key : {"sequence_mean_kl", "sequence_top1", "kl", "tail_kl", "positions"}) {
+    EXPECT_EQ(floor_a["floor"][key], floor_b["floor"][key]) << key;
+  }
+  // tokens.bin, manifest.json, floor.json and the sequence files: nothing else.
+  EXPECT_EQ(std::distance(fs::directory_iterator(killed), fs::directory_iterator()), n_seqs + 3);
 }
 
 }  // namespace

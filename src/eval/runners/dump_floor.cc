@@ -1,0 +1,69 @@
+#include "eval/runners/dump_floor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/file.h"
+#include "util/sha256.h"
+
+namespace proctor {
+namespace {
+
+constexpr const char* kMagic = "proctor_dump_floor";
+constexpr int kVersion = 1;
+
+std::string ManifestSha256(const std::filesystem::path& dump_dir) {
+  return Sha256FileHex(dump_dir / "manifest.json");
+}
+
+}  // namespace
+
+void WriteDumpFloor(const std::filesystem::path& dump_dir, const KlEvalResult& floor) {
+  nlohmann::ordered_json file = {{kMagic, kVersion},
+                                 {"manifest_sha256", ManifestSha256(dump_dir)},
+                                 {"floor", KlEvalResultToJson(floor)}};
+  WriteFileAtomic(dump_dir / kDumpFloorFile, file.dump(1) + "\n");
+}
+
+std::optional<KlEvalResult> ReadDumpFloor(const std::filesystem::path& dump_dir, std::string* why) {
+  const std::filesystem::path path = dump_dir / kDumpFloorFile;
+  if (!std::filesystem::exists(path)) {
+    *why = fmt::format(
+        "'{}' has no {} (a dump written before proctor kept floors, or with "
+        "--no-floor)",
+        dump_dir.string(), kDumpFloorFile);
+    return std::nullopt;
+  }
+  nlohmann::json file;
+  try {
+    file = nlohmann::json::parse(ReadFileToString(path));
+  } catch (const nlohmann::json::exception& e) {
+    Fail("ref-logits", "'{}' is not JSON: {}", path.string(), e.what());
+  }
+  if (!file.is_object() || file.value(kMagic, 0) != kVersion || !file.contains("floor")) {
+    Fail("ref-logits", "'{}' is not a dump floor file (version {} of '{}' expected)", path.string(),
+         kVersion, kMagic);
+  }
+  const std::string recorded = file.value("manifest_sha256", std::string());
+  if (recorded != ManifestSha256(dump_dir)) {
+    *why = fmt::format(
+        "'{}' belongs to another manifest than the dump's (it was rewritten): "
+        "its floor is not shown",
+        path.string());
+    return std::nullopt;
+  }
+  return KlEvalResultFromJson(file["floor"], path.string());
+}
+
+RowAgainstAbove CompareWithFloor(const KlEvalResult& floor, const KlEvalResult& candidate) {
+  const size_t n = std::min(floor.sequence_mean_kl.size(), candidate.sequence_mean_kl.size());
+  const std::vector<double> floor_kl(floor.sequence_mean_kl.begin(),
+                                     floor.sequence_mean_kl.begin() + static_cast<long>(n));
+  const std::vector<double> kl(candidate.sequence_mean_kl.begin(),
+                               candidate.sequence_mean_kl.begin() + static_cast<long>(n));
+  return CompareRowWithAbove(floor_kl, floor_kl, kl);
+}
+
+}  // namespace proctor

@@ -1,0 +1,31 @@
+// A dump's storage floor: its teacher scored against its own records, which is the KL that
+// storing the top-k logits in fp16 costs before any candidate is scored (docs/statistics.md, "The
+// floor"). `proctor dump` scores each chunk as it writes it (no second forward) and keeps the
+// result beside the dump in floor.json, a sidecar: the dump's format v1 is unchanged, and a dump
+// without the file is still a dump. `proctor kl` shows it as the first row of its table.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "eval/runners/kl_eval.h"
+
+namespace proctor {
+
+inline constexpr const char* kDumpFloorFile = "floor.json";
+
+// DIR/floor.json, atomically: {"proctor_dump_floor": 1, "manifest_sha256": the sha256 of
+// DIR/manifest.json (written before), "floor": KlEvalResultToJson(floor)}.
+void WriteDumpFloor(const std::filesystem::path& dump_dir, const KlEvalResult& floor);
+
+// The floor of the dump in `dump_dir`, or nullopt with `why` set: the dump has no floor.json, or
+// it was written for another manifest (the dump was rewritten). A floor.json that is not a floor
+// file is an Error naming it.
+std::optional<KlEvalResult> ReadDumpFloor(const std::filesystem::path& dump_dir, std::string* why);
+
+// The candidate's per-sequence KL against the floor's, over the sequences both scored (the first
+// ones: a candidate scored with --n N pairs with the floor's first N).
+RowAgainstAbove CompareWithFloor(const KlEvalResult& floor, const KlEvalResult& candidate);
+
+}  // namespace proctor
