@@ -24,7 +24,10 @@ class MmluTask : public Task {
       : subjects_(std::move(subjects)),
         picks_(SampleMmlu(subjects_, n, seed)),
         n_(n),
-        seed_(seed) {}
+        seed_(seed),
+        picked_per_subject_(subjects_.size(), 0) {
+    for (const MmluPick& pick : picks_) ++picked_per_subject_[static_cast<size_t>(pick.subject)];
+  }
 
   const std::string& name() const override { return name_; }
   int64_t size() const override { return static_cast<int64_t>(picks_.size()); }
@@ -42,10 +45,13 @@ class MmluTask : public Task {
     record.group = subject.name;
     record.prompt = MmluPrompt(subject, item);
     record.expected = kLetters[item.answer];
+    // The 5-shot prefix is offered for reuse only when another sampled item of the subject will
+    // reuse it: evaluating it apart for a single item only costs time.
+    const bool shared = picked_per_subject_[static_cast<size_t>(pick.subject)] > 1;
     const ChoiceResult result =
         client.ChooseNextToken({.prompt = record.prompt,
                                 .choices = {" A", " B", " C", " D"},
-                                .shared_prefix = MmluFewShotPrefix(subject)});
+                                .shared_prefix = shared ? MmluFewShotPrefix(subject) : ""});
     if (MarkRequestError(result.status, result.error, &record)) return record;
     if (result.choice < 0) {
       record.outcome = ItemOutcome::kUnscorable;
@@ -72,6 +78,7 @@ class MmluTask : public Task {
   std::vector<MmluPick> picks_;
   int64_t n_;
   uint32_t seed_;
+  std::vector<int64_t> picked_per_subject_;  // sampled items of each subject
 };
 
 }  // namespace

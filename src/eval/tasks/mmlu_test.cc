@@ -125,6 +125,26 @@ TEST(MmluTask, ScriptedChoicesGiveExactlyTheExpectedOutcomes) {
   EXPECT_EQ(outcomes[static_cast<int>(ItemOutcome::kRequestError)], 1);
   ASSERT_FALSE(client.choices.empty());
   EXPECT_EQ(client.choices[0].choices, (std::vector<std::string>{" A", " B", " C", " D"}));
+  // Ten items of one subject share its 5-shot prefix, offered for reuse.
+  EXPECT_EQ(client.choices[0].shared_prefix, MmluFewShotPrefix(s));
+}
+
+TEST(MmluTask, APrefixIsOfferedForReuseOnlyWhenTwoItemsShareIt) {
+  MmluSubject other = SmallSubject();
+  other.name = "virology";
+  ScriptedClient client([](const CompletionRequest&) { return CompletionResult{}; },
+                        [](const ChoiceRequest&) { return ChoiceResult{.choice = 0}; });
+  // n = 2 over two subjects: one item each, so neither prefix is used twice.
+  const auto single = MakeMmluTask({SmallSubject(), other}, 2, 42);
+  ASSERT_EQ(single->size(), 2);
+  single->Run(0, client);
+  single->Run(1, client);
+  EXPECT_EQ(client.choices[0].shared_prefix, "");
+  EXPECT_EQ(client.choices[1].shared_prefix, "");
+  // n = 4: two items each.
+  const auto pairs = MakeMmluTask({SmallSubject(), other}, 4, 42);
+  pairs->Run(0, client);
+  EXPECT_EQ(client.choices[2].shared_prefix, MmluFewShotPrefix(SmallSubject()));
 }
 
 }  // namespace
