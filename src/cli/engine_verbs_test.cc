@@ -393,6 +393,17 @@ TEST(EngineVerbs, BadInputIsAClearError) {
   r = Proctor("bench");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("--synthetic"), std::string::npos) << r.out;
+  // Unbounded arguments (#18 class 11) are refused before any thread or buffer is made.
+  r = Proctor("-t 100000 version");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--threads 100000 is more than proctor runs: at most 1024"),
+            std::string::npos)
+      << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 2000000000 --decode-tokens 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("2000000001 positions exceed the context of 'synthetic:tiny:bf16' (4096"),
+            std::string::npos)
+      << r.out;
   const fs::path dir = Fixtures() / "hf-goldens" / "llama-f32";
   if (fs::exists(dir)) {
     r = Proctor(fmt::format("generate {} --prompt-ids 1,x", dir.string()));

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "cli/verbs.h"
 #include "model/load.h"
 #include "ops/matmul_kernel_choice.h"
@@ -54,6 +56,15 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-q,--quiet", cli::g_options.quiet, "No progress output on stderr");
   app.parse_complete_callback([] {
+    // More threads than any machine proctor runs on would only exhaust the process limit (a
+    // thread count is also how a result is reproduced, so the bound is not this machine's).
+    constexpr int kMaxThreads = 1024;
+    if (cli::g_options.threads > kMaxThreads) {
+      Fail("cli",
+           "--threads {} is more than proctor runs: at most {} (this machine has {} hardware "
+           "threads; 0 uses them all)",
+           cli::g_options.threads, kMaxThreads, std::thread::hardware_concurrency());
+    }
     ThreadPool::SetGlobalThreads(cli::g_options.threads);
     ops::CpuFeatures::Host();  // reads PROCTOR_CPU_CAP: a bad value is an error before any work
   });

@@ -182,6 +182,9 @@ ReferenceLogitsDump ReferenceLogitsDump::Open(const std::filesystem::path& dir) 
          seq0.string(), seq0_size, record, m.top_k);
   }
   dump.positions_ = static_cast<int64_t>(seq0_size / record);
+  if (dump.positions_ == 0) {  // scoring it would print a table of zeros
+    Fail(kComponent, "'{}' holds no records: the dump has nothing to score", seq0.string());
+  }
   if (dump.positions_ > m.ctx_len - 1) {
     Fail(kComponent, "'{}' holds {} records; ctx_len {} allows at most {}", seq0.string(),
          dump.positions_, m.ctx_len, m.ctx_len - 1);

@@ -108,6 +108,13 @@ TEST_F(Reader, TooManyRecords) {
   ExpectOpenError(dir(), {File("seq-0.bin").string(), "6 records", "ctx_len 6", "at most 5"});
 }
 
+// #18 class 6: a dump whose sequence files hold no record was scored into a table of zeros.
+TEST_F(Reader, ADumpWithoutRecordsIsRefused) {
+  WriteBytes(File("seq-0.bin"), "");
+  WriteBytes(File("seq-1.bin"), "");
+  ExpectOpenError(dir(), {File("seq-0.bin").string(), "holds no records"});
+}
+
 TEST_F(Reader, ShortLaterSequenceFile) {
   WriteBytes(File("seq-1.bin"), ReadBytes(File("seq-1.bin")).substr(0, 4 * 28));
   ExpectOpenError(dir(), {File("seq-1.bin").string(), "4 records", "holds 5 records"});

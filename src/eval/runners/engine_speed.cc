@@ -52,6 +52,16 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   report["weights"] = opened->weights_name();
   report["summary"] = opened->config().Summary();
   report["weight_bytes"] = opened->weights().TotalBytes();
+  // The prompt and the decoded tokens must fit the model's context: a longer run measures
+  // nothing the model can do, and its cache alone could exhaust memory.
+  const int64_t context = opened->config().max_position_embeddings;
+  const int64_t positions = int64_t{options.prompt_tokens} + options.decode_tokens;
+  if (context > 0 && positions > context) {
+    Fail("bench",
+         "--prompt-tokens {} + --decode-tokens {} = {} positions exceed the context of '{}' ({} "
+         "positions)",
+         options.prompt_tokens, options.decode_tokens, positions, options.model, context);
+  }
   const std::shared_ptr<const RuntimeModel> model = opened->Runtime(options.runtime);
 
   const std::vector<int32_t> prompt = BenchPrompt(options.prompt_tokens, model->vocab_size());
