@@ -12,6 +12,10 @@ namespace proctor {
 namespace {
 
 constexpr const char* kComponent = "llama-kld";
+// How far above 0 a stored log-probability may decode: llama.cpp's encoding of a row's top logit
+// gives -log(sum of the shifted probabilities) <= 0, plus float rounding of about 1e-6 of the
+// 16-nat window.
+constexpr float kMaxLogProbRounding = 1e-3f;
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
 int32_t LoadI32(const uint8_t* p) {
@@ -158,6 +162,17 @@ void LlamaKldFile::ReadRecords(int64_t chunk, int64_t lo, int64_t hi, LlamaKldRe
            "'{}': chunk {} position {} has scale {} and min_log_prob {}; expected a "
            "finite scale >= 0 and a finite min_log_prob <= 0",
            path().string(), chunk, first_position() + lo + r, row.scale, row.min_log_prob);
+    }
+    // The largest stored log-probability must not exceed 0 (beyond float rounding): a larger
+    // one is a probability above 1, which would score as an infinite KL and a zero perplexity.
+    const uint16_t* top = std::max_element(row.codes, row.codes + n_vocab_);
+    const float top_log_prob = row.LogProb(top - row.codes);
+    if (top_log_prob > kMaxLogProbRounding) {
+      Fail(kComponent,
+           "'{}': chunk {} position {}: code {} with scale {} and min_log_prob {} decodes to log p "
+           "= {} > 0, a probability above 1",
+           path().string(), chunk, first_position() + lo + r, *top, row.scale, row.min_log_prob,
+           top_log_prob);
     }
   }
 }

@@ -305,6 +305,21 @@ TEST(LlamaKld, MalformedFilesAreErrorsNamingTheFileAndValues) {
     EXPECT_NE(std::string(e.what()).find("chunk 1 position 4 has scale nan"), std::string::npos)
         << e.what();
   }
+  // #18 class 8: a scale that decodes a code to log p > 0 (here 2 x 3 - 5 = 1) is refused.
+  std::string big_scale = good;
+  const float two = 2.f;
+  std::memcpy(big_scale.data() + 20 + 48 + 16 * 2, &two, 4);  // chunk 1, record 0
+  WriteFileAtomic(path, big_scale);
+  const LlamaKldFile g = LlamaKldFile::Open(path);
+  try {
+    g.ReadRecords(1, 0, 1, &records);
+    ADD_FAILURE() << "a probability above 1 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk 1 position 3: code 3 with scale 2"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("log p = 1 > 0"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(LooksLikeLlamaKld(temp.path() / "missing.kld"));
   EXPECT_TRUE(LooksLikeLlamaKld(path));
 }
