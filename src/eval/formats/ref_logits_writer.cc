@@ -28,6 +28,7 @@ std::string InProgressJson(const ReferenceLogitsWriterOptions& o, const std::str
   j["top_k"] = o.top_k;
   j["notes"] = o.notes ? nlohmann::json(*o.notes) : nlohmann::json(nullptr);
   j["tokens_sha256"] = tokens_sha;
+  if (!o.settings.is_null()) j["settings"] = o.settings;
   j["created"] = o.created;
   return j.dump(2) + "\n";
 }

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,9 @@ struct ReferenceLogitsWriterOptions {
   int64_t top_k = 0;
   std::optional<std::string> notes{};
   std::string created{};  // empty: the current UTC time (kept from the first run on resume)
+  // What else decides the records (the teacher's compute mode and KV scheme): kept in the
+  // in-progress file, and a resume with other settings is refused like one with other parameters.
+  nlohmann::ordered_json settings = nullptr;
 };
 
 class ReferenceLogitsWriter {

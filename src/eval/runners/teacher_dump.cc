@@ -93,7 +93,9 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 .ctx_len = corpus.ctx_len,
                                 .n_seqs = n_seqs,
                                 .top_k = top_k,
-                                .notes = notes},
+                                .notes = notes,
+                                .settings = {{"compute", ComputeModeName(options.runtime.compute)},
+                                             {"kv", options.runtime.kv.Name()}}},
                                tokens);
   result.n_seqs = n_seqs;
   result.sequences_resumed = writer.SequencesDone();

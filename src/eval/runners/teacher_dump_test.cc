@@ -205,6 +205,15 @@ TEST(TeacherDump, ResumeAfterAnInterruptionIsByteIdentical) {
   EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("pass --resume"),
             std::string::npos);
   options.resume = true;
+  // #18 class 9: a resume with another compute mode or KV scheme would mix two runs' records.
+  options.runtime.compute = ops::ComputeMode::kBF16;
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("other parameters"),
+            std::string::npos);
+  options.runtime.compute = ops::ComputeMode::kF32;
+  options.runtime.kv = ParseKvScheme("affine:4");
+  EXPECT_NE(testing::ErrorOf([&] { DumpTeacher(options); }).find("\"kv\": \"affine:4"),
+            std::string::npos);
+  options.runtime.kv = KvScheme{};
   const auto result = DumpTeacher(options);
   EXPECT_EQ(result.sequences_resumed, 2);
   EXPECT_EQ(result.positions_written, 2 * 9);
