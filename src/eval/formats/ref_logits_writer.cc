@@ -1,6 +1,11 @@
 #include "eval/formats/ref_logits_writer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 
@@ -85,6 +90,19 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
                                                     tokens.size() * sizeof(int32_t));
   const std::string tokens_sha = Sha256Hex(token_bytes);
   std::filesystem::create_directories(o.dir);
+  // One writer per directory: two dumps (or two resumes) into it would interleave sequence files.
+  // The lock is the directory's own (flock), released when this writer is destroyed or its
+  // process dies.
+  dir_lock_.fd = ::open(o.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_lock_.fd < 0) {
+    Fail(kComponent, "cannot open '{}': {}", o.dir.string(), std::strerror(errno));
+  }
+  if (::flock(dir_lock_.fd, LOCK_EX | LOCK_NB) != 0) {
+    Fail(kComponent,
+         "'{}' is being written by another dump right now (it holds the directory's lock); wait "
+         "for it to end or choose another directory",
+         o.dir.string());
+  }
   const auto marker = o.dir / kInProgressName;
   if (std::filesystem::exists(o.dir / "manifest.json")) {
     Fail(kComponent,
@@ -132,6 +150,10 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
         std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) == complete_size;
   }
   record_.resize(ReferenceRecordBytes(o.top_k));
+}
+
+ReferenceLogitsWriter::DirectoryLock::~DirectoryLock() {
+  if (fd >= 0) ::close(fd);
 }
 
 ReferenceLogitsWriter::~ReferenceLogitsWriter() {

@@ -101,7 +101,17 @@ class ReferenceLogitsWriter {
   void WaitForPendingCommit();
   [[noreturn]] void FailUnrecordableRow(const ops::RowStats& stats, int64_t position) const;
 
+  // The output directory, flock'ed while this writer lives (closed also when the constructor
+  // throws: members are destroyed then).
+  struct DirectoryLock {
+    int fd = -1;
+    DirectoryLock() = default;
+    DirectoryLock(const DirectoryLock&) = delete;
+    DirectoryLock& operator=(const DirectoryLock&) = delete;
+    ~DirectoryLock();
+  };
   ReferenceLogitsWriterOptions options_;
+  DirectoryLock dir_lock_;
   std::vector<bool> done_;
   int64_t current_seq_ = -1;
   int64_t current_records_ = 0;

@@ -98,6 +98,25 @@ void WriteInChunks(const ChunkCase& c, const std::filesystem::path& dir, int64_t
   writer.Finish();
 }
 
+// #18 class 12: two writers into one directory would interleave their sequence files. The second
+// is refused while the first lives (whatever its process), and a refused or finished writer lets
+// the next one in.
+TEST(WriterLock, OneWriterPerDirectory) {
+  const ChunkCase c;
+  const testing::TempDir tmp;
+  const std::filesystem::path dir = tmp.path() / "dump";
+  {
+    ReferenceLogitsWriter first(c.Options(dir), c.tokens);
+    EXPECT_NE(testing::ErrorOf([&] {
+                ReferenceLogitsWriter second(c.Options(dir), c.tokens);
+              }).find("is being written by another dump right now"),
+              std::string::npos);
+  }
+  // The first writer is gone (unfinished: its in-progress file stays), so a resume may start.
+  WriteRowByRow(c, dir);
+  EXPECT_TRUE(std::filesystem::exists(dir / "manifest.json"));
+}
+
 TEST(WriterChunks, SameBytesAsRowByRowAtEveryThreadCount) {
   const ChunkCase c;
   TempDir temp;
