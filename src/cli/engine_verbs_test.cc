@@ -393,6 +393,11 @@ TEST(EngineVerbs, BadInputIsAClearError) {
   r = Proctor("bench");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("--synthetic"), std::string::npos) << r.out;
+  // An escape sequence in what an error echoes reaches the terminal escaped (#18 class 12).
+  r = Proctor("eval \"$(printf 'mmlu,\\033[31mred')\" --endpoint http://127.0.0.1:1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("unknown task '\\x1b[31mred'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
   // Unbounded arguments (#18 class 11) are refused before any thread or buffer is made.
   r = Proctor("-t 100000 version");
   EXPECT_EQ(r.status, 1);

@@ -101,11 +101,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const Error& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "proctor: {}\n", e.what());
+    fmt::print(stderr, "proctor: {}\n", EscapeControlCharacters(e.what()));
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "proctor: unexpected error: {}\n", e.what());
+    fmt::print(stderr, "proctor: unexpected error: {}\n", EscapeControlCharacters(e.what()));
     return 1;
   }
   return 0;

@@ -12,4 +12,18 @@ void CheckFailed(const char* file, int line, const char* condition, const std::s
   std::abort();
 }
 
+std::string EscapeControlCharacters(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace proctor

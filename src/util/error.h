@@ -29,6 +29,11 @@ template <typename... Args>
 [[noreturn]] void CheckFailed(const char* file, int line, const char* condition,
                               const std::string& detail);
 
+// A message as it may go to a terminal: control characters other than "\n" and "\t" (an escape
+// sequence from a tensor name, a stray "\r") become "\xNN", so a file cannot drive the terminal
+// through proctor's errors.
+std::string EscapeControlCharacters(std::string_view message);
+
 }  // namespace proctor
 
 #define PROCTOR_CHECK(condition)                                             \
