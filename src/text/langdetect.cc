@@ -40,12 +40,6 @@ std::u32string ToUtf32(std::string_view s) {
   return out;
 }
 
-std::string ToUtf8(char32_t c) {
-  std::string out;
-  AppendUtf8(c, &out);
-  return out;
-}
-
 // messages.properties as langdetect's Messages reads it: KEY=VALUE per line, \uXXXX escapes.
 std::unordered_map<std::string, std::u32string> ReadMessages(const std::filesystem::path& file) {
   std::unordered_map<std::string, std::u32string> messages;
@@ -78,8 +72,6 @@ std::unordered_map<std::string, std::u32string> ReadMessages(const std::filesyst
   }
   return messages;
 }
-
-bool IsUpper(char32_t c) { return PythonIsUpper(ToUtf8(c)); }
 
 }  // namespace
 
@@ -259,8 +251,8 @@ std::vector<const std::vector<double>*> LanguageDetector::NGrams(const std::u32s
       grams.erase(0, 1);
     }
     grams.push_back(c);
-    if (IsUpper(c)) {
-      if (IsUpper(last)) capital_word = true;
+    if (IsPythonUpper(c)) {
+      if (IsPythonUpper(last)) capital_word = true;
     } else {
       capital_word = false;
     }

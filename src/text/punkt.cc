@@ -48,21 +48,12 @@ std::pair<std::string, std::string> TabPair(const std::string& line,
   return {std::string(fields[0]), std::string(fields[1])};
 }
 
+// tok[0].isupper() / tok[0].islower().
 bool FirstCharIs(std::string_view s, bool upper) {
   if (s.empty()) return false;
   size_t pos = 0;
-  DecodeUtf8(s, &pos, InvalidByte::kFlagged);
-  return upper ? PythonIsUpper(s.substr(0, pos)) : PythonIsLower(s.substr(0, pos));
-}
-
-// The end of `s` without its trailing whitespace (len(s.rstrip())).
-size_t RStripEnd(std::string_view s) {
-  size_t end = 0;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    if (!IsPythonSpace(DecodeUtf8(s, &pos, InvalidByte::kFlagged))) end = pos;
-  }
-  return end;
+  const char32_t first = DecodeUtf8(s, &pos, InvalidByte::kFlagged);
+  return upper ? IsPythonUpper(first) : IsPythonLower(first);
 }
 
 }  // namespace
@@ -310,7 +301,7 @@ std::vector<std::string_view> PunktSentenceTokenizer::Sentences(std::string_view
     search = (*match)[0].second;
   }
   if (previous_match) consider(*previous_match, previous_slice);
-  slices.emplace_back(last_break, RStripEnd(text));
+  slices.emplace_back(last_break, PythonRStrip(text).size());
 
   // _realign_boundaries: closing quotes and brackets after the break join the sentence.
   std::vector<std::string_view> sentences;
@@ -326,7 +317,7 @@ std::vector<std::string_view> PunktSentenceTokenizer::Sentences(std::string_view
     const std::optional<Regex::Groups> m = patterns_->boundary_realignment.Find(next, 0, true);
     if (m) {
       const std::string_view matched = next.substr(0, (*m)[0].second);
-      sentences.push_back(cut({first.first, second.first + RStripEnd(matched)}));
+      sentences.push_back(cut({first.first, second.first + PythonRStrip(matched).size()}));
       realign = (*m)[0].second;
     } else {
       realign = 0;

@@ -123,16 +123,17 @@ std::string PythonPatternForPcre2(std::string_view pattern) {
   return out;
 }
 
-std::string_view PythonStrip(std::string_view s) {
-  const size_t begin = SpaceEnd(s, 0);
-  // Trailing whitespace: walk the characters once, remembering where the last non-space ends.
-  size_t end = begin;
-  size_t pos = begin;
+std::string_view PythonRStrip(std::string_view s) {
+  // Walk the characters once, remembering where the last non-space one ends.
+  size_t end = 0;
+  size_t pos = 0;
   while (pos < s.size()) {
     if (!IsPythonSpace(DecodeUtf8(s, &pos, InvalidByte::kFlagged))) end = pos;
   }
-  return s.substr(begin, end - begin);
+  return s.substr(0, end);
 }
+
+std::string_view PythonStrip(std::string_view s) { return PythonRStrip(s.substr(SpaceEnd(s, 0))); }
 
 std::string_view PythonLStrip(std::string_view s, std::string_view chars) {
   const size_t begin = s.find_first_not_of(chars);
@@ -186,6 +187,9 @@ std::string PythonReplace(std::string_view s, std::string_view old, std::string_
   }
   return out;
 }
+
+bool IsPythonUpper(char32_t cp) { return CaseOf(cp) == Case::kUpper; }
+bool IsPythonLower(char32_t cp) { return CaseOf(cp) == Case::kLower; }
 
 bool PythonIsUpper(std::string_view s) { return AllCasedAre(s, Case::kUpper); }
 bool PythonIsLower(std::string_view s) { return AllCasedAre(s, Case::kLower); }

@@ -22,8 +22,9 @@ inline constexpr const char* kPythonSpaceClass =
 // complement (inside a character class too); everything else is passed on as written.
 std::string PythonPatternForPcre2(std::string_view pattern);
 
-// str.strip() without arguments.
+// str.strip() and str.rstrip() without arguments.
 std::string_view PythonStrip(std::string_view s);
+std::string_view PythonRStrip(std::string_view s);
 // str.strip(chars) / lstrip(chars) / rstrip(chars) for ASCII `chars`.
 std::string_view PythonStrip(std::string_view s, std::string_view chars);
 std::string_view PythonLStrip(std::string_view s, std::string_view chars);
@@ -40,6 +41,9 @@ std::string PythonReplace(std::string_view s, std::string_view old, std::string_
 bool PythonIsUpper(std::string_view s);
 // str.islower(): at least one cased character and none uppercase or titlecase.
 bool PythonIsLower(std::string_view s);
+// The same for one character (a stray byte or a value past Unicode is neither).
+bool IsPythonUpper(char32_t cp);
+bool IsPythonLower(char32_t cp);
 // The number of characters (code points), as len(str).
 size_t PythonLength(std::string_view s);
 

@@ -31,6 +31,11 @@ TEST(PythonStr, StripSplitAndCase) {
   EXPECT_TRUE(PythonIsLower("école ⅻ 1"));
   EXPECT_FALSE(PythonIsLower("ǅ"));  // titlecase
   EXPECT_EQ(PythonLength("añ日🦙"), 4u);
+  EXPECT_EQ(PythonRStrip(" a b\u3000\n"), " a b");
+  EXPECT_TRUE(IsPythonUpper(U'\u216B'));   // 'Ⅻ'.isupper()
+  EXPECT_TRUE(IsPythonLower(U'\u00AA'));   // 'ª'.islower()
+  EXPECT_FALSE(IsPythonUpper(U'\u01C5'));  // 'ǅ' is titlecase
+  EXPECT_FALSE(IsPythonLower(U'1'));
 }
 
 TEST(PythonStr, PatternsKeepPythonsWhitespace) {
