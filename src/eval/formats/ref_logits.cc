@@ -240,18 +240,20 @@ void ReferenceLogitsDump::ReadRecords(int64_t seq, int64_t lo, int64_t hi,
     Fail(kComponent, "records [{}, {}) of '{}' are out of range: it has {} records per sequence",
          lo, hi, SequencePath(seq).string(), positions_);
   }
-  const int64_t k = top_k();
-  const uint64_t record = record_bytes();
+  ReadReferenceRecords(SequencePath(seq), lo, hi, top_k(), out);
+}
+
+void ReadReferenceRecords(const std::filesystem::path& sequence_file, int64_t lo, int64_t hi,
+                          int64_t top_k, ReferenceRecords* out) {
   out->first = lo;
   out->count = hi - lo;
-  out->top_k = k;
-  out->raw.resize(static_cast<size_t>(out->count) * record);
-  if (out->count == 0) {
-    DecodeReferenceRecords(out);
-    return;
+  out->top_k = top_k;
+  out->raw.resize(static_cast<size_t>(out->count) * ReferenceRecordBytes(top_k));
+  if (out->count > 0) {
+    ReadOnlyFile(sequence_file)
+        .ReadAt(static_cast<uint64_t>(lo) * ReferenceRecordBytes(top_k),
+                std::span<uint8_t>(out->raw));
   }
-  ReadOnlyFile file(SequencePath(seq));
-  file.ReadAt(static_cast<uint64_t>(lo) * record, std::span<uint8_t>(out->raw));
   DecodeReferenceRecords(out);
 }
 

@@ -65,6 +65,10 @@ struct ReferenceRecords {
 // Fills indices, logits and logsumexp of `out` from its raw bytes (count records of top_k, as
 // stored in a sequence file).
 void DecodeReferenceRecords(ReferenceRecords* out);
+// Records [lo, hi) of a sequence file of records of `top_k` into `out` (read and decoded; no
+// range check: ReferenceLogitsDump::ReadRecords makes them against the dump).
+void ReadReferenceRecords(const std::filesystem::path& sequence_file, int64_t lo, int64_t hi,
+                          int64_t top_k, ReferenceRecords* out);
 
 class ReferenceLogitsDump {
  public:

@@ -134,32 +134,26 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
           fmt::format("sequence {} of corpus '{}'", options.seq_start + s, corpus.dir.string());
       if (options.floor)
         floor_scores[static_cast<size_t>(s)].resize(static_cast<size_t>(positions));
-      std::optional<ReadOnlyFile> kept_file;
-      if (kept) {
-        kept_file.emplace(ReferenceSequencePath(options.out_dir, s));
-      } else {
-        writer.BeginSequence(s);
-      }
+      if (!kept) writer.BeginSequence(s);
       // The chunk's rows up to the last scored position: selected across the pool, written in
       // position order with one write (or, for a kept sequence, its records read back).
       driver.RunSequence(seq_tokens, positions, where, [&](const LogitsChunk& chunk) {
-        records.first = chunk.start;
-        records.count = chunk.scored;
-        records.top_k = top_k;
-        const double io_before = writer.io_seconds();
         if (kept) {
           ScopedSeconds io(&kept_io);
-          records.raw.resize(static_cast<size_t>(chunk.scored * ReferenceRecordBytes(top_k)));
-          kept_file->ReadAt(static_cast<uint64_t>(chunk.start) * ReferenceRecordBytes(top_k),
-                            std::span<uint8_t>(records.raw));
+          ReadReferenceRecords(ReferenceSequencePath(options.out_dir, s), chunk.start,
+                               chunk.start + chunk.scored, top_k, &records);
         } else {
+          const double io_before = writer.io_seconds();
           writer.AppendLogitsRows(chunk[0], chunk.scored, driver.pool());
           callback_io += writer.io_seconds() - io_before;
           if (!options.floor) return;
           const std::span<const uint8_t> written = writer.LastRowsRecords();
+          records.first = chunk.start;
+          records.count = chunk.scored;
+          records.top_k = top_k;
           records.raw.assign(written.begin(), written.end());
+          DecodeReferenceRecords(&records);
         }
-        DecodeReferenceRecords(&records);
         ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),
                    floor_scores[static_cast<size_t>(s)].data() + chunk.start,
                    seq_tokens.data() + chunk.start + 1);
