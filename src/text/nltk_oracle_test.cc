@@ -25,25 +25,13 @@ std::string Tool(const char* name) {
 }
 
 // Runs an oracle command and parses what it printed.
-nlohmann::json RunJson(const std::string& command) {
-  // stdout alone is the JSON: stderr (the oracle's log lines) goes to the failure message.
-  const proctor::testing::TempDir dir;
-  const std::filesystem::path out_file = dir.path() / "out.json";
-  const proctor::testing::CommandOutput run =
-      proctor::testing::RunCommand("{ " + command + " > " + out_file.string() + "; }");
-  EXPECT_EQ(run.status, 0) << command << "\n" << run.output.substr(0, 2000);
-  if (run.status != 0) return nlohmann::json::array();
-  std::ifstream in(out_file);
-  return nlohmann::json::parse(in);
-}
-
 // Texts: generated IFEval responses, TinyStories' paragraphs, the docs' paragraphs, edge cases.
 std::vector<std::string> Texts(const fs::path& dir) {
   const fs::path fixtures = proctor::testing::FixturesDir();
   std::vector<std::string> texts;
-  const nlohmann::json cases =
-      RunJson(fmt::format("python3 {} {} --per-prompt 2 --step 2 --seed 7", Tool("ifeval_cases.py"),
-                          (fixtures / "ifeval" / "input_data.jsonl").string()));
+  const nlohmann::json cases = proctor::testing::RunOracleJson(
+      fmt::format("python3 {} {} --per-prompt 2 --step 2 --seed 7", Tool("ifeval_cases.py"),
+                  (fixtures / "ifeval" / "input_data.jsonl").string()));
   for (const auto& c : cases) texts.push_back(c["response"].get<std::string>());
   for (const fs::path& file : {fixtures / "tinystories" / "tinystories_sample.txt",
                                fs::path(PROCTOR_SOURCE_DIR) / "docs" / "task-evals.md",
@@ -124,14 +112,14 @@ class NltkOracle : public ::testing::Test {
 TEST_F(NltkOracle, PunktAndWordTokenizeMatchNltk) {
   const std::vector<std::string> texts = Texts(tmp_.path());
   const fs::path fixtures = proctor::testing::FixturesDir();
-  const nlohmann::json trained_counts = RunJson(fmt::format(
+  const nlohmann::json trained_counts = proctor::testing::RunOracleJson(fmt::format(
       "{} {} train-punkt {} {} --out {}", Python(), Tool("lm_eval_ifeval.py"),
       (fixtures / "tinystories" / "tinystories_sample.txt").string(),
       fmt::format("{}/docs/*.md", PROCTOR_SOURCE_DIR), (tmp_.path() / "nltk").string()));
   ASSERT_GT(trained_counts.value("abbrev_types.txt", 0), 5) << trained_counts.dump();
   const fs::path params_dir = tmp_.path() / "nltk" / "tokenizers" / "punkt_tab" / "english";
   for (const bool trained : {false, true}) {
-    const nlohmann::json theirs = RunJson(
+    const nlohmann::json theirs = proctor::testing::RunOracleJson(
         fmt::format("{} {} punkt {} {}", Python(), Tool("lm_eval_ifeval.py"),
                     (tmp_.path() / "texts.json").string(),
                     trained ? "--nltk-data " + (tmp_.path() / "nltk").string() : std::string()));
@@ -159,9 +147,9 @@ TEST_F(NltkOracle, PunktAndWordTokenizeMatchNltk) {
 // langdetect with DetectorFactory.seed = 0 names the same language (or finds no features).
 TEST_F(NltkOracle, LangdetectMatchesLangdetect) {
   const std::vector<std::string> texts = Texts(tmp_.path());
-  const nlohmann::json theirs =
-      RunJson(fmt::format("{} {} langdetect {}", Python(), Tool("lm_eval_ifeval.py"),
-                          (tmp_.path() / "texts.json").string()));
+  const nlohmann::json theirs = proctor::testing::RunOracleJson(
+      fmt::format("{} {} langdetect {}", Python(), Tool("lm_eval_ifeval.py"),
+                  (tmp_.path() / "texts.json").string()));
   ASSERT_EQ(theirs.size(), texts.size());
   const std::string package =
       proctor::testing::RunCommand(

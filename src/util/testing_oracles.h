@@ -6,6 +6,7 @@
 // failure in CI.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -80,6 +82,30 @@ inline std::string OraclesProblem(std::initializer_list<const char*> parts) {
     if (!setup.problem.empty()) return setup.problem;
   }
   return std::string();
+}
+
+// Runs an oracle `command` whose stdout is one JSON document and returns it; stderr (the
+// oracle's log lines) only goes into the failure message when the command fails (an empty
+// array then).
+inline nlohmann::json RunOracleJson(const std::string& command) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() /
+                                    ("proctor-oracle-json-" + std::to_string(::getpid()));
+  std::string errors;
+  int status = -1;
+  if (FILE* pipe = ::popen(("{ " + command + " > " + out.string() + "; } 2>&1").c_str(), "r")) {
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) errors.append(buffer, n);
+    status = ::pclose(pipe);
+  }
+  EXPECT_EQ(status, 0) << command << "\n" << errors.substr(0, 2000);
+  nlohmann::json result = nlohmann::json::array();
+  if (status == 0) {
+    std::ifstream in(out);
+    result = nlohmann::json::parse(in);
+  }
+  std::filesystem::remove(out);
+  return result;
 }
 
 // The real tokenizer folder (tokenizer.json + tokenizer_config.json) of `model` ("qwen3", ...),

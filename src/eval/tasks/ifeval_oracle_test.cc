@@ -21,18 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-nlohmann::json RunJson(const std::string& command) {
-  // stdout alone is the JSON: stderr (the oracle's log lines) goes to the failure message.
-  const testing::TempDir dir;
-  const std::filesystem::path out_file = dir.path() / "out.json";
-  const testing::CommandOutput run =
-      testing::RunCommand("{ " + command + " > " + out_file.string() + "; }");
-  EXPECT_EQ(run.status, 0) << command << "\n" << run.output.substr(0, 2000);
-  if (run.status != 0) return nlohmann::json::array();
-  std::ifstream in(out_file);
-  return nlohmann::json::parse(in);
-}
-
 std::vector<bool> Bools(const nlohmann::json& j) { return j.get<std::vector<bool>>(); }
 
 TEST(IfevalOracle, ScoresEqualLmEvalOnEveryInstruction) {
@@ -48,16 +36,16 @@ TEST(IfevalOracle, ScoresEqualLmEvalOnEveryInstruction) {
     std::ofstream prompts(tmp.path() / "prompts.txt");
     for (const IfevalItem& item : ReadIfeval(data)) prompts << item.prompt << "\n\n";
   }
-  RunJson(fmt::format("{} {}lm_eval_ifeval.py train-punkt {} {}/docs/*.md --out {}", python, tool,
-                      (tmp.path() / "prompts.txt").string(), PROCTOR_SOURCE_DIR,
-                      (tmp.path() / "nltk").string()));
+  testing::RunOracleJson(fmt::format("{} {}lm_eval_ifeval.py train-punkt {} {}/docs/*.md --out {}",
+                                     python, tool, (tmp.path() / "prompts.txt").string(),
+                                     PROCTOR_SOURCE_DIR, (tmp.path() / "nltk").string()));
   const testing::CommandOutput cases_out =
       testing::RunCommand(fmt::format("python3 {}ifeval_cases.py {} --per-prompt 4 --seed 1 > {}",
                                       tool, data.string(), (tmp.path() / "cases.json").string()));
   ASSERT_EQ(cases_out.status, 0) << cases_out.output;
-  const nlohmann::json theirs = RunJson(fmt::format("NLTK_DATA={} {} {}lm_eval_ifeval.py ifeval {}",
-                                                    (tmp.path() / "nltk").string(), python, tool,
-                                                    (tmp.path() / "cases.json").string()));
+  const nlohmann::json theirs = testing::RunOracleJson(
+      fmt::format("NLTK_DATA={} {} {}lm_eval_ifeval.py ifeval {}", (tmp.path() / "nltk").string(),
+                  python, tool, (tmp.path() / "cases.json").string()));
   nlohmann::json cases;
   std::ifstream(tmp.path() / "cases.json") >> cases;
   ASSERT_EQ(theirs.size(), cases.size());
