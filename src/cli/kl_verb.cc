@@ -295,19 +295,7 @@ void RegisterKlVerb(CLI::App& app) {
         floor = ReadDumpFloor(args->reference_logits, &why);
         if (!floor && !quiet) fmt::print(stderr, "note: no floor row: {}\n", why);
         if (floor && json) {
-          const RowAgainstAbove vs = CompareWithFloor(*floor, result);
-          envelope.results["floor"] = {
-              {"kl",
-               {{"mean", floor->stats.kl.mean},
-                {"standard_error", floor->stats.kl.standard_error}}},
-              {"top1_agreement", floor->stats.top1_agreement},
-              {"mean_captured_mass", floor->stats.mean_mass},
-              {"file", (std::filesystem::path(args->reference_logits) / kDumpFloorFile).string()},
-              {"candidate_minus_floor",
-               vs.known ? nlohmann::ordered_json(
-                              {{"kl", vs.difference}, {"standard_error", vs.standard_error}})
-                        : nlohmann::ordered_json(nullptr)},
-              {"verdict", vs.verdict}};
+          envelope.results["floor"] = FloorComparisonToJson(*floor, result, args->reference_logits);
         }
       }
       fmt::print("{}", FormatKlTable({result}, floor ? &*floor : nullptr));

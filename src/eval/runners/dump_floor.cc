@@ -66,4 +66,20 @@ RowAgainstAbove CompareWithFloor(const KlEvalResult& floor, const KlEvalResult& 
   return CompareRowWithAbove(floor_kl, floor_kl, kl);
 }
 
+nlohmann::ordered_json FloorComparisonToJson(const KlEvalResult& floor,
+                                             const KlEvalResult& candidate,
+                                             const std::filesystem::path& dump_dir) {
+  const RowAgainstAbove vs = CompareWithFloor(floor, candidate);
+  return {
+      {"kl", {{"mean", floor.stats.kl.mean}, {"standard_error", floor.stats.kl.standard_error}}},
+      {"top1_agreement", floor.stats.top1_agreement},
+      {"mean_captured_mass", floor.stats.mean_mass},
+      {"file", (dump_dir / kDumpFloorFile).string()},
+      {"candidate_minus_floor",
+       vs.known
+           ? nlohmann::ordered_json({{"kl", vs.difference}, {"standard_error", vs.standard_error}})
+           : nlohmann::ordered_json(nullptr)},
+      {"verdict", vs.verdict}};
+}
+
 }  // namespace proctor

@@ -28,4 +28,10 @@ std::optional<KlEvalResult> ReadDumpFloor(const std::filesystem::path& dump_dir,
 // ones: a candidate scored with --n N pairs with the floor's first N).
 RowAgainstAbove CompareWithFloor(const KlEvalResult& floor, const KlEvalResult& candidate);
 
+// `results.floor` of a kl run on a dump with a floor (docs/results-json.md): the floor's KL,
+// top-1 and mass, its file, and CompareWithFloor's difference and verdict.
+nlohmann::ordered_json FloorComparisonToJson(const KlEvalResult& floor,
+                                             const KlEvalResult& candidate,
+                                             const std::filesystem::path& dump_dir);
+
 }  // namespace proctor
