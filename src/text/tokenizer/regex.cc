@@ -25,6 +25,12 @@ pcre2_match_data* GetMatchData() {
   return t_match_data.data;
 }
 
+std::string Pcre2Message(int code) {
+  PCRE2_UCHAR message[256];
+  pcre2_get_error_message(code, message, sizeof(message));
+  return reinterpret_cast<const char*>(message);
+}
+
 }  // namespace
 
 Regex::Regex(std::string pattern, RegexOptions options) : pattern_(std::move(pattern)) {
@@ -39,10 +45,8 @@ Regex::Regex(std::string pattern, RegexOptions options) : pattern_(std::move(pat
                                    flags, &error_code, &error_offset, context);
   pcre2_compile_context_free(context);
   if (!code) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error_code, message, sizeof(message));
     Fail("tokenizer", "regex '{}' does not compile at offset {}: {}", pattern_, error_offset,
-         reinterpret_cast<const char*>(message));
+         Pcre2Message(error_code));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
   code_ = code;
@@ -52,21 +56,22 @@ Regex::~Regex() {
   if (code_) pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
+int Regex::Match(std::string_view subject, size_t start, uint32_t options) const {
+  const int rc =
+      pcre2_match(static_cast<pcre2_code*>(code_), reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                  subject.size(), start, PCRE2_NO_UTF_CHECK | options, GetMatchData(), nullptr);
+  if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+    Fail("tokenizer", "regex '{}' failed: {}", pattern_, Pcre2Message(rc));
+  }
+  return rc;
+}
+
 void Regex::FindAll(std::string_view subject, std::vector<std::pair<size_t, size_t>>& out) const {
   out.clear();
-  auto* code = static_cast<pcre2_code*>(code_);
-  pcre2_match_data* md = GetMatchData();
   size_t offset = 0;
-  const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
   while (offset <= subject.size()) {
-    int rc = pcre2_match(code, s, subject.size(), offset, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(rc, message, sizeof(message));
-      Fail("tokenizer", "regex '{}' failed: {}", pattern_, reinterpret_cast<const char*>(message));
-    }
-    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    if (Match(subject, offset, 0) == PCRE2_ERROR_NOMATCH) break;
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(GetMatchData());
     size_t begin = ov[0], end = ov[1];
     if (end > begin) {
       out.emplace_back(begin, end);
@@ -79,17 +84,7 @@ void Regex::FindAll(std::string_view subject, std::vector<std::pair<size_t, size
 }
 
 bool Regex::Search(std::string_view subject) const {
-  pcre2_match_data* md = GetMatchData();
-  const int rc =
-      pcre2_match(static_cast<pcre2_code*>(code_), reinterpret_cast<PCRE2_SPTR>(subject.data()),
-                  subject.size(), 0, PCRE2_NO_UTF_CHECK, md, nullptr);
-  if (rc == PCRE2_ERROR_NOMATCH) return false;
-  if (rc < 0) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(rc, message, sizeof(message));
-    Fail("tokenizer", "regex '{}' failed: {}", pattern_, reinterpret_cast<const char*>(message));
-  }
-  return true;
+  return Match(subject, 0, 0) != PCRE2_ERROR_NOMATCH;
 }
 
 size_t Regex::Count(std::string_view subject) const {
@@ -113,19 +108,11 @@ std::vector<std::string_view> Regex::Split(std::string_view subject) const {
 
 std::optional<Regex::Groups> Regex::Find(std::string_view subject, size_t start,
                                          bool anchored) const {
-  pcre2_match_data* md = GetMatchData();
-  const int rc = pcre2_match(static_cast<pcre2_code*>(code_),
-                             reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start,
-                             PCRE2_NO_UTF_CHECK | (anchored ? PCRE2_ANCHORED : 0), md, nullptr);
+  const int rc = Match(subject, start, anchored ? PCRE2_ANCHORED : 0);
   if (rc == PCRE2_ERROR_NOMATCH) return std::nullopt;
-  if (rc < 0) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(rc, message, sizeof(message));
-    Fail("tokenizer", "regex '{}' failed: {}", pattern_, reinterpret_cast<const char*>(message));
-  }
   uint32_t captures = 0;
   pcre2_pattern_info(static_cast<pcre2_code*>(code_), PCRE2_INFO_CAPTURECOUNT, &captures);
-  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(GetMatchData());
   Groups groups;
   for (uint32_t i = 0; i <= captures; ++i) {
     if (static_cast<int>(i) < rc && ov[2 * i] != PCRE2_UNSET) {
@@ -153,10 +140,8 @@ std::string Regex::Replace(std::string_view subject, std::string_view replacemen
       continue;
     }
     if (rc < 0) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(rc, message, sizeof(message));
       Fail("tokenizer", "regex '{}' cannot replace with '{}': {}", pattern_, replacement,
-           reinterpret_cast<const char*>(message));
+           Pcre2Message(rc));
     }
     out.resize(length);
     return out;

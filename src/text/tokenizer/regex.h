@@ -2,6 +2,7 @@
 // regex engine behind the Split pre-tokenizer, Replace and the GGUF pre-tokenizer presets.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ class Regex {
   const std::string& pattern() const { return pattern_; }
 
  private:
+  // pcre2_match from byte `start` into the thread's match data: the match's return code (>= 0,
+  // or PCRE2_ERROR_NOMATCH); any other error is an Error naming the pattern.
+  int Match(std::string_view subject, size_t start, uint32_t options) const;
+
   std::string pattern_;
   void* code_ = nullptr;  // pcre2_code_8*
 };
