@@ -1,13 +1,12 @@
 #include "text/langdetect.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "text/python_str.h"
 #include "text/tokenizer/regex.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/python_random.h"
 #include "util/utf8.h"
 
@@ -25,14 +24,6 @@ constexpr int kTrials = 7;
 constexpr size_t kMaxTextLength = 10000;
 constexpr uint32_t kSeed = 0;  // DetectorFactory.seed
 
-std::string ReadFile(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("langdetect", "cannot read {}", file.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 std::u32string ToUtf32(std::string_view s) {
   std::u32string out;
   size_t pos = 0;
@@ -40,10 +31,12 @@ std::u32string ToUtf32(std::string_view s) {
   return out;
 }
 
-// messages.properties as langdetect's Messages reads it: KEY=VALUE per line, \uXXXX escapes.
-std::unordered_map<std::string, std::u32string> ReadMessages(const std::filesystem::path& file) {
-  std::unordered_map<std::string, std::u32string> messages;
-  const std::string content = ReadFile(file);
+// messages.properties as langdetect's Messages reads it: KEY=VALUE per line, \uXXXX escapes; in
+// file order (the KANJI classes' order matters).
+std::vector<std::pair<std::string, std::u32string>> ReadMessages(
+    const std::filesystem::path& file) {
+  std::vector<std::pair<std::string, std::u32string>> messages;
+  const std::string content = ReadFileToString(file);
   int line_number = 0;
   for (std::string_view line : PythonSplit(content, "\n")) {
     ++line_number;
@@ -68,7 +61,7 @@ std::unordered_map<std::string, std::u32string> ReadMessages(const std::filesyst
         i = pos;
       }
     }
-    messages[std::string(line.substr(0, eq))] = std::move(value);
+    messages.emplace_back(std::string(line.substr(0, eq)), std::move(value));
   }
   return messages;
 }
@@ -117,7 +110,7 @@ LanguageDetector::LanguageDetector(const std::filesystem::path& package_dir) {
   for (size_t index = 0; index < count; ++index) {
     nlohmann::json profile;
     try {
-      profile = nlohmann::json::parse(ReadFile(files[index]));
+      profile = nlohmann::json::parse(ReadFileToString(files[index]));
       const std::string name = profile.at("name").get<std::string>();
       if (std::find(languages_.begin(), languages_.end(), name) != languages_.end()) {
         Fail("langdetect", "{}: a second profile of '{}'", files[index].string(), name);
@@ -140,9 +133,10 @@ LanguageDetector::LanguageDetector(const std::filesystem::path& package_dir) {
   }
   const std::filesystem::path messages_file = package_dir / "utils" / "messages.properties";
   const auto messages = ReadMessages(messages_file);
+  const std::unordered_map<std::string, std::u32string> by_key(messages.begin(), messages.end());
   auto get = [&](const std::string& key) -> const std::u32string& {
-    const auto it = messages.find(key);
-    if (it == messages.end()) Fail("langdetect", "{} has no {}", messages_file.string(), key);
+    const auto it = by_key.find(key);
+    if (it == by_key.end()) Fail("langdetect", "{} has no {}", messages_file.string(), key);
     return it->second;
   };
   latin1_excluded_ = get("NGram.LATIN1_EXCLUDE");
@@ -156,15 +150,9 @@ LanguageDetector::LanguageDetector(const std::filesystem::path& package_dir) {
     }
   }
   // The KANJI classes in file order (NGram.CJK_CLASS): each character maps to its class's first.
-  std::vector<std::pair<std::string, std::u32string>> kanji;
-  std::istringstream lines(ReadFile(messages_file));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("NGram.KANJI_", 0) == 0) {
-      const std::string key = line.substr(0, line.find('='));
-      const std::u32string& cls = get(key);
-      if (cls.empty()) continue;
-      for (char32_t c : cls) cjk_map_[c] = cls[0];
-    }
+  for (const auto& [key, cls] : messages) {
+    if (key.rfind("NGram.KANJI_", 0) != 0 || cls.empty()) continue;
+    for (char32_t c : cls) cjk_map_[c] = cls[0];
   }
 }
 

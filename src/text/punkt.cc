@@ -1,13 +1,12 @@
 #include "text/punkt.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "text/python_str.h"
 #include "text/tokenizer/regex.h"
 #include "text/tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/utf8.h"
 
 namespace proctor::text {
@@ -26,11 +25,8 @@ constexpr int kLc = kBegLc + kMidLc + kUnkLc;
 // One punkt_tab file as nltk's TabDecoder reads it: its lines without their "\n" ("\r\n" too:
 // Python reads text files with universal newlines).
 std::vector<std::string> ReadLines(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) Fail("punkt", "cannot read {} (a punkt_tab model has four files)", file.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string content = PythonReplace(PythonReplace(buffer.str(), "\r\n", "\n"), "\r", "\n");
+  std::string content =
+      PythonReplace(PythonReplace(ReadFileToString(file), "\r\n", "\n"), "\r", "\n");
   std::vector<std::string> lines;
   if (content.empty()) return lines;
   if (content.back() == '\n') content.pop_back();
