@@ -155,7 +155,7 @@ std::vector<IfevalItem> ReadIfeval(const std::filesystem::path& file) {
     for (size_t i = 0; i < row["kwargs"].size(); ++i) {
       if (!row["instruction_id_list"][i].is_string()) bad("an instruction id is not a string");
       IfevalInstruction instruction{.id = row["instruction_id_list"][i].get<std::string>(),
-                                    .kwargs = nlohmann::json::parse(row["kwargs"][i].dump())};
+                                    .kwargs = nlohmann::json(row["kwargs"][i])};
       // The id and kwargs are checked here, so a bad row is named by its line.
       try {
         MakeInstructionCheck(instruction, IfevalTools{});
