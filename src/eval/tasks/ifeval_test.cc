@@ -101,8 +101,7 @@ TEST(IfevalTask, AsksOneChatTurnAndScoresStrictAndLoose) {
   std::vector<TaskScore> scores = RunTasks({task.get()}, client, options);
   ASSERT_EQ(scores.size(), 1u);
   EXPECT_EQ(scores[0].accuracy(), 0.0);
-  using Tally = std::pair<std::string, std::array<int64_t, 2>>;
-  const std::vector<Tally> expected = {
+  const Tallies expected = {
       {"loose", {1, 2}}, {"instructions strict", {1, 3}}, {"instructions loose", {2, 3}}};
   EXPECT_EQ(scores[0].tallies, expected);
   EXPECT_THAT(FormatTaskTable(scores), HasSubstr("instructions loose   66.67%        2 of 3"));

@@ -21,6 +21,10 @@ const char* ItemOutcomeName(ItemOutcome outcome);  // "correct", "wrong", ...
 // Error("[tasks] ...") for an unknown name (`source` names where it was read).
 ItemOutcome ParseItemOutcome(const std::string& name, const std::string& source);
 
+// Further scores summed over a task's items, each named {hits, of}: IFEval's {"loose", {1, 1}}
+// and {"instructions strict", {2, 3}}, in the order the task reports them.
+using Tallies = std::vector<std::pair<std::string, std::array<int64_t, 2>>>;
+
 // One scored item, as --outputs keeps it.
 struct ItemRecord {
   std::string id;          // stable within the task ("abstract_algebra/12", "1318")
@@ -34,9 +38,7 @@ struct ItemRecord {
   std::optional<bool> correct_norm;
   // The slice the item belongs to, for per-slice accuracy ("hops=2", an MMLU subject).
   std::string group;
-  // Further scores summed over the task's items, each {hits, of}: IFEval's {"loose", {1, 1}}
-  // and {"instructions strict", {2, 3}}. In the order the task reports them.
-  std::vector<std::pair<std::string, std::array<int64_t, 2>>> tallies;
+  Tallies tallies;
 };
 
 // SampleIndices(total, n, seed) (FORMATS.md section 5); every item when n <= 0.

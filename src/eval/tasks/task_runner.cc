@@ -47,8 +47,6 @@ Json RecordToJson(const std::string& task, const ItemRecord& record) {
   return line;
 }
 
-using Tallies = std::vector<std::pair<std::string, std::array<int64_t, 2>>>;
-
 struct ResumedItem {
   ItemOutcome outcome = ItemOutcome::kWrong;
   std::optional<bool> correct_norm;

@@ -30,7 +30,7 @@ struct TaskScore {
   std::map<std::string, std::array<int64_t, 2>> groups;
   bool show_groups = false;  // Task::ShowsGroups()
   // ItemRecord::tallies summed over the items, in the order the first item gave them.
-  std::vector<std::pair<std::string, std::array<int64_t, 2>>> tallies;
+  Tallies tallies;
   // Every item's outcome in task order (resumed ones included), for the run database.
   std::vector<std::pair<std::string, ItemOutcome>> items;
 
