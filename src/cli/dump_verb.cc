@@ -67,7 +67,7 @@ void RegisterDumpVerb(CLI::App& app) {
                                         .chunk_size = args->engine.chunk,
                                         .seq_start = args->seq_start,
                                         .seq_end = args->seq_end,
-                                        .runtime = args->engine.Options(),
+                                        .runtime = args->engine.Options(args->teacher),
                                         .quiet = quiet,
                                         .describe_inputs = json};
       const LlamaKldDumpResult r = DumpTeacherLlamaKld(options);
@@ -83,7 +83,7 @@ void RegisterDumpVerb(CLI::App& app) {
                                        .seq_start = args->seq_start,
                                        .seq_end = args->seq_end,
                                        .resume = args->resume,
-                                       .runtime = args->engine.Options(),
+                                       .runtime = args->engine.Options(args->teacher),
                                        .quiet = quiet,
                                        .describe_inputs = json,
                                        .floor = !args->no_floor};

@@ -1,6 +1,10 @@
 // Shared engine flags (see engine_flags.h).
 #include "cli/engine_flags.h"
 
+#include <fmt/format.h>
+
+#include <filesystem>
+
 #include "util/error.h"
 
 namespace proctor::cli {
@@ -18,28 +22,45 @@ void EngineFlags::Add(CLI::App& verb) {
                   "KV cache scheme: f32 (default), bf16, f16, ggml:TYPE (llama.cpp's cache types "
                   "q8_0, q4_0, q4_1, q5_0, q5_1; ggml:KTYPE/VTYPE for keys and values apart), or "
                   "affine:BITS[:gGROUP] (mlx-lm's quantized KV cache: bits 2, 3, 4, 5, 6, 8; "
-                  "group g32, g64 (default), g128 along each head), e.g. --kv affine:4:g64");
+                  "group g32, g64 (default), g128 along each head), e.g. --kv affine:4:g64, or "
+                  "turbo:kKvV (TurboQuant: affine keys of K bits 2, 4, 5, 8 per 32 with fp16 "
+                  "scale and offset; Hadamard-rotated values, Lloyd-Max codes of V bits 2, 3, 4, "
+                  "8; 'turbo' is turbo:k8v3), or config:FILE (per-layer affine bits from a JSON "
+                  "list, one entry per layer; 'config': the model directory's kv_config.json)");
   verb.add_option("--kv-k", kv_k,
                   "The keys' cache type, as llama.cpp's --cache-type-k (f32, f16, bf16, q8_0, "
                   "q4_0, q4_1, q5_0, q5_1); the values keep --kv's");
   verb.add_option("--kv-v", kv_v,
                   "The values' cache type, as llama.cpp's --cache-type-v; the keys keep --kv's");
   verb.add_option("--kv-start", kv_start,
-                  "With --kv affine:...: the cache stays full precision until a step ends with it "
-                  "holding at least N positions, then is quantized in place (mlx-lm's "
-                  "quantized_kv_start; default 5000)")
+                  "With --kv affine:... or turbo:...: the cache stays full precision until a step "
+                  "ends with it holding at least N positions, then is quantized in place "
+                  "(mlx-lm's quantized_kv_start; default 5000 for affine, 0 for turbo: quantized "
+                  "from the first step's end)")
       ->check(CLI::NonNegativeNumber);
   verb.add_option("--chunk", chunk, "Prefill chunk size in positions (default 512)")
       ->check(CLI::PositiveNumber);
 }
 
-RuntimeOptions EngineFlags::Options() const {
+RuntimeOptions EngineFlags::Options(std::string_view model) const {
   RuntimeOptions options;
   options.compute = ParseComputeMode(compute);
-  options.kv = ParseKvScheme(kv);
-  options.kv.start = kv_start;
+  if (kv == "config") {  // the model directory's own kv_config.json
+    const std::filesystem::path file = std::filesystem::path(model) / "kv_config.json";
+    if (model.empty() || !std::filesystem::is_regular_file(file)) {
+      Fail("cli",
+           "--kv config reads the model directory's kv_config.json, and {} (give --kv "
+           "config:FILE)",
+           model.empty() ? std::string("this verb names no model directory")
+                         : fmt::format("there is no {}", file.string()));
+    }
+    options.kv = ReadKvConfig(file);
+  } else {
+    options.kv = ParseKvScheme(kv);
+  }
+  options.kv.start = kv_start.value_or(options.kv.start);  // the scheme's default otherwise
   if ((!kv_k.empty() || !kv_v.empty()) && options.kv.quantized()) {
-    Fail("cli", "--kv-k / --kv-v set ggml or float cache types; --kv {} is an affine scheme", kv);
+    Fail("cli", "--kv-k / --kv-v set ggml or float cache types; --kv {} is a quantized scheme", kv);
   }
   if (!kv_k.empty()) options.kv.key_storage = ParseKvStorage(kv_k, "--kv-k");
   if (!kv_v.empty()) options.kv.value_storage = ParseKvStorage(kv_v, "--kv-v");

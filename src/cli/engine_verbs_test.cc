@@ -383,6 +383,51 @@ TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
   EXPECT_NE(r.out.find("--kv-start"), std::string::npos) << r.out;
 }
 
+// --kv config reads the model directory's kv_config.json: the logits equal those of the same
+// bits given as config:FILE and as the per-layer scheme's name, and differ from a uniform cache.
+TEST(EngineVerbs, KvConfigOfTheModelDirectory) {
+  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3-f32";  // 2 layers, head_dim 32
+  if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
+  TempDir tmp;
+  const fs::path model = tmp.path() / "model";
+  fs::create_directories(model);
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    fs::create_symlink(golden / name, model / name);
+  }
+  std::ofstream(model / "kv_config.json") << R"({"bits": [8, 2], "group_size": 32})";
+  std::vector<std::vector<float>> logits;
+  const std::vector<std::string> schemes = {
+      "config", "config:" + (model / "kv_config.json").string(), "affine:8-2:g32", "affine:2:g32"};
+  for (const std::string& kv : schemes) {
+    const fs::path out = tmp.path() / fmt::format("{}.f32", logits.size());
+    const Result r = Proctor(
+        fmt::format("logits {} --prompt-ids 5,9,14,3,77,120,8,301,44,2,17,256 --chunk 4 --kv {} "
+                    "--kv-start 0 --out {}",
+                    model.string(), kv, out.string()));
+    ASSERT_EQ(r.status, 0) << kv << ": " << r.out;
+    logits.push_back(ReadF32(out));
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  EXPECT_EQ(logits[0], logits[2]);
+  EXPECT_NE(logits[0], logits[3]);  // layer 0 at 8 bits
+  Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv config");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out,
+                       "--kv config reads the model directory's kv_config.json, and this "
+                       "verb names no model directory"))
+      << r.out;
+  r = Proctor(fmt::format("logits {} --prompt-ids 5,9 --kv config --out {}", golden.string(),
+                          (tmp.path() / "x.f32").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, (golden / "kv_config.json").string())) << r.out;
+  EXPECT_FALSE(fs::exists(tmp.path() / "x.f32"));
+  std::ofstream(model / "kv_config.json") << "[8, 2, 4]";
+  r = Proctor(fmt::format("logits {} --prompt-ids 5,9 --kv config --out {}", model.string(),
+                          (tmp.path() / "x.f32").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "3 entries, but the model has 2 layers")) << r.out;
+}
+
 TEST(EngineVerbs, BadInputIsAClearError) {
   Result r = Proctor("generate /nonexistent/model --prompt-ids 1");
   EXPECT_EQ(r.status, 1) << r.out;
@@ -409,8 +454,19 @@ TEST(EngineVerbs, BadInputIsAClearError) {
   EXPECT_NE(r.out.find("2000000001 positions exceed the context of 'synthetic:tiny:bf16' (4096"),
             std::string::npos)
       << r.out;
+  // --context times a synthetic model at a longer length; it bounds the run the same way.
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4100 --decode-tokens 1 --context 4101");
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = Proctor("bench --synthetic tiny --prompt-tokens 4100 --decode-tokens 2 --context 4101");
+  EXPECT_NE(r.out.find("4102 positions exceed the context of 'synthetic:tiny:bf16' (4101"),
+            std::string::npos)
+      << r.out;
   const fs::path dir = Fixtures() / "hf-goldens" / "llama-f32";
   if (fs::exists(dir)) {
+    r = Proctor(fmt::format("bench {} --prompt-tokens 8 --context 100000", dir.string()));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("--context 100000 sets a --synthetic model's context"), std::string::npos)
+        << r.out;
     r = Proctor(fmt::format("generate {} --prompt-ids 1,x", dir.string()));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("'x'"), std::string::npos) << r.out;

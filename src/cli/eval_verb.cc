@@ -88,7 +88,7 @@ void RunEval(const EvalFlags& flags) {
     settings["kv"] = flags.engine.kv;
     if (!flags.engine.kv_k.empty()) settings["kv_k"] = flags.engine.kv_k;
     if (!flags.engine.kv_v.empty()) settings["kv_v"] = flags.engine.kv_v;
-    if (runtime_options.kv.quantized()) settings["kv_start"] = flags.engine.kv_start;
+    if (runtime_options.kv.quantized()) settings["kv_start"] = runtime_options.kv.start;
     if (!flags.chat_template.empty()) settings["chat_template"] = flags.chat_template;
     if (!flags.tokenizer.empty()) settings["tokenizer"] = flags.tokenizer;
   } else {

@@ -42,7 +42,7 @@ void GenerateFromText(const GenerateArgs& args) {
          "at the model's end-of-turn ids");
   }
   const auto start = std::chrono::steady_clock::now();
-  EngineClient client(EvalModel::Open(args.model, args.tokenizer), args.engine.Options(),
+  EngineClient client(EvalModel::Open(args.model, args.tokenizer), args.engine.Options(args.model),
                       args.engine.chunk, args.template_file);
   CompletionRequest request{.chat = args.chat, .max_tokens = args.max_tokens};
   if (args.chat) {
@@ -69,7 +69,7 @@ void GenerateFromText(const GenerateArgs& args) {
 }
 
 void GenerateFromIds(const GenerateArgs& args) {
-  const RuntimeOptions options = args.engine.Options();
+  const RuntimeOptions options = args.engine.Options(args.model);
   const LoadedModel loaded = LoadModel(args.model);
   std::vector<int32_t> prompt;
   if (!args.prompt_ids.empty()) {

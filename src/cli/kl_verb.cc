@@ -241,7 +241,7 @@ void RegisterKlVerb(CLI::App& app) {
                                         .candidate = args->candidate,
                                         .max_chunks = args->n,
                                         .chunk_size = args->engine.chunk,
-                                        .runtime = args->engine.Options(),
+                                        .runtime = args->engine.Options(args->candidate),
                                         .quiet = quiet,
                                         .describe_inputs = json};
       const LlamaKldEvalResult result = EvaluateKlVsLlamaKld(options);
@@ -264,7 +264,7 @@ void RegisterKlVerb(CLI::App& app) {
                                   .max_seqs = args->n,
                                   .chunk_size = args->engine.chunk,
                                   .decode_steps = args->decode_steps,
-                                  .runtime = args->engine.Options(),
+                                  .runtime = args->engine.Options(args->candidate),
                                   .reference_runtime = reference_engine.Options(),
                                   .quiet = quiet,
                                   .per_position = args->per_position,
@@ -279,7 +279,7 @@ void RegisterKlVerb(CLI::App& app) {
                                     .candidate = args->candidate,
                                     .max_seqs = args->n,
                                     .chunk_size = args->engine.chunk,
-                                    .runtime = args->engine.Options(),
+                                    .runtime = args->engine.Options(args->candidate),
                                     .quiet = quiet,
                                     .per_position = args->per_position,
                                     .worst = args->worst,

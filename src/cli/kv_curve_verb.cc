@@ -36,7 +36,8 @@ void RegisterKvCurveVerb(CLI::App& app) {
   verb->add_option("--schemes", args->schemes,
                    "Comma-separated --kv schemes (default: f32, bf16, f16, ggml:q8_0, ggml:q4_0 "
                    "and affine 8, 6, 4, 3, 2 bits at group 64, or 32 when 64 does not divide "
-                   "head_dim)")
+                   "head_dim; turbo:k8v8, k8v4, k8v3, k8v2, k4v3, k4v2 when head_dim is a power "
+                   "of two of at least 32)")
       ->delimiter(',');
   verb->add_option("--n-seqs", args->n, "Sequences (default 8; 0: all)")
       ->check(CLI::NonNegativeNumber);

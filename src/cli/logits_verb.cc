@@ -53,7 +53,7 @@ void RegisterLogitsVerb(CLI::App& app) {
          .out = args->out,
          .chunk_size = args->engine.chunk,
          .decode_from = args->decode_from,
-         .runtime = args->engine.Options(),
+         .runtime = args->engine.Options(args->model),
          .quiet = Globals().quiet});
     if (!Globals().quiet) {
       fmt::print(stderr, "wrote {} x {} x {} f32 logits to {}\n", r.sequences, r.positions, r.vocab,

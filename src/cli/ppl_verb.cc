@@ -56,7 +56,7 @@ void RegisterPplVerb(CLI::App& app) {
                        .seed = args->seed,
                        .batch_size = args->batch_size,
                        .chunk_size = args->engine.chunk,
-                       .runtime = args->engine.Options(),
+                       .runtime = args->engine.Options(args->model),
                        .tokenizer = args->tokenizer,
                        .quiet = Globals().quiet,
                        .describe_inputs = !args->json.empty()};

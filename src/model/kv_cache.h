@@ -14,7 +14,9 @@
 // ModelCache owns the layers and the number of positions already consumed.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,12 +24,32 @@
 
 #include "ops/attention.h"
 #include "quant/mlx_quant.h"
+#include "quant/turbo_quant.h"
 #include "tensor/tensor.h"
 
 namespace proctor {
 
 // mlx-lm's default quantized_kv_start: its cache stays full precision below this many positions.
 inline constexpr int64_t kDefaultKvStart = 5000;
+
+// Bits per layer of a per-layer affine scheme, held inline (a KvScheme stays a plain value,
+// copied into every option struct).
+class KvLayerBits {
+ public:
+  static constexpr size_t kMaxLayers = 256;
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  int operator[](size_t i) const { return bits_[i]; }
+  const uint8_t* begin() const { return bits_.data(); }
+  const uint8_t* end() const { return bits_.data() + size_; }
+  // Error naming `what` when full or bits do not fit a byte.
+  void push_back(int bits, std::string_view what);
+  void clear() { size_ = 0; }
+
+ private:
+  std::array<uint8_t, kMaxLayers> bits_{};
+  size_t size_ = 0;
+};
 
 // How a KV cache stores keys and values.
 //   dense:  keys and values each f32, bf16 or f16 (rounded to nearest even on append), or a
@@ -39,40 +61,70 @@ inline constexpr int64_t kDefaultKvStart = 5000;
 //           holding at least `start` positions (mlx-lm's maybe_quantize_kv_cache: offset >=
 //           quantized_kv_start after each model call), then converted in place, every layer at
 //           once; from then on new keys and values are quantized as they arrive (before attention
-//           reads them, as mlx-lm's QuantizedKVCache.update_and_fetch does).
+//           reads them, as mlx-lm's QuantizedKVCache.update_and_fetch does). Per layer
+//           (`layer_bits`, from a kv_config.json): layer i's bits are layer_bits[i], one group
+//           size; ForLayer(i) is that layer's uniform scheme.
+//   turbo:  TurboQuant (quant/turbo_quant.h): keys affine codes of `turbo_key_bits` per group of
+//           32 with fp16 scale and offset; values rotated per head (a fixed-sign Walsh-Hadamard
+//           transform), fp16 RMS scale per group of 32 and Lloyd-Max codes of `turbo_value_bits`.
+//           Converted by the same rule as affine, from `start` on (ParseKvScheme's default for
+//           turbo is 0: the first step's end).
 struct KvScheme {
-  DType key_storage = DType::kF32;    // dense storage; affine: before the conversion (f32)
+  DType key_storage = DType::kF32;    // dense storage; affine, turbo: before the conversion (f32)
   DType value_storage = DType::kF32;  // likewise for values
   int bits = 0;                       // > 0: affine
   int group_size = 0;
+  KvLayerBits layer_bits{};  // non-empty: affine, bits per layer (bits is 0)
+  int turbo_key_bits = 0;    // > 0: turbo
+  int turbo_value_bits = 0;  // turbo
   int64_t start = kDefaultKvStart;
 
   // Keys and values both stored as `type` (f32, bf16, f16 or a ggml block type).
   static KvScheme Dense(DType type) { return {.key_storage = type, .value_storage = type}; }
-  bool quantized() const { return bits > 0; }
-  // "f32", "bf16", "f16", "ggml:q8_0", "ggml:q8_0/q4_0" (keys/values apart), "affine:4:g64"
-  // (without `start`, a separate setting). ParseKvScheme reads every name back.
+  bool affine() const { return bits > 0 || !layer_bits.empty(); }
+  bool turbo() const { return turbo_key_bits > 0; }
+  // Stored full precision first and converted in place by EndStep (affine or turbo).
+  bool quantized() const { return affine() || turbo(); }
+  // "f32", "bf16", "f16", "ggml:q8_0", "ggml:q8_0/q4_0" (keys/values apart), "affine:4:g64",
+  // "affine:8-8-4-4:g64" (per layer), "turbo:k8v3" (without `start`, a separate setting).
+  // ParseKvScheme reads every name back.
   std::string Name() const;
+  // Layer `layer`'s scheme: itself unless per layer, then affine with that layer's bits.
+  KvScheme ForLayer(int layer) const;
   // Stored bits per key or value element (the mean of the two) once converted: 32 or 16 dense;
   // ggml blocks their block bytes x 8 / 32 (q8_0 8.5, q4_0 4.5); affine bits + 64 / group_size
   // (f32 scale and bias per group). mlx-lm on a bf16 or f16 model keeps 16-bit scales and biases
-  // (bits + 32 / group_size): proctor's activations, and so its scales, are f32.
+  // (bits + 32 / group_size): proctor's activations, and so its scales, are f32. turbo: keys
+  // bits + 1 (fp16 scale and offset per 32), values bits + 0.5 (fp16 scale per 32). Per layer:
+  // the mean over the layers.
   double EffectiveBits() const;
-  // Bytes of one position's keys and values in one layer once converted (kv_dim elements each).
-  int64_t BytesPerToken(int64_t kv_dim) const;
+  // Bytes of one position's keys and values in one layer once converted (kv_dim elements each);
+  // per layer: in layer `layer`.
+  int64_t BytesPerToken(int64_t kv_dim, int layer = 0) const;
 };
+
+// Bytes of one position's keys and values over num_layers layers once converted.
+int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers);
 
 // Parses --kv: "f32", "bf16", "f16", "ggml:TYPE" or "ggml:KTYPE/VTYPE" (TYPE one of f32, f16,
 // bf16, q8_0, q4_0, q4_1, q5_0, q5_1), "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
-// default); `start` keeps its default. Error naming the value and what is allowed otherwise.
+// default), "turbo" (k8v3) or "turbo:kKvV" (keys 2, 4, 5, 8; values 2, 3, 4, 8 bits); `start`
+// is the scheme's default: kDefaultKvStart, 0 for turbo (quantized from the first step's end).
+// "affine:B0-B1-...:gGROUP" gives each layer its bits; "config:FILE" reads them from a JSON file
+// (ReadKvConfig). Error naming the value and what is allowed otherwise.
 KvScheme ParseKvScheme(std::string_view name);
+// A kv_config.json: a list of bits, one per layer ([8, 8, 4, ...], group 64), or
+// {"bits": [...], "group_size": G}. Bits and group as affine allows; start 0 (quantized from the
+// first step's end). Error naming the file and the entry otherwise.
+KvScheme ReadKvConfig(const std::filesystem::path& path);
 // One cache element type of --kv-k / --kv-v / ggml:...: f32, f16, bf16, q8_0, q4_0, q4_1,
 // q5_0, q5_1 (llama.cpp's cache types that proctor stores). Error naming `flag` otherwise.
 DType ParseKvStorage(std::string_view name, std::string_view flag);
 
 // Error unless `scheme` fits a model whose heads are head_dim wide (affine groups and ggml blocks
-// must not straddle heads: group_size, or 32, divides head_dim).
-void CheckKvSchemeFits(const KvScheme& scheme, int head_dim);
+// must not straddle heads: group_size, or 32, divides head_dim; turbo rotates a head: head_dim a
+// power of two, at least 32), and a per-layer scheme names every one of num_layers layers.
+void CheckKvSchemeFits(const KvScheme& scheme, int head_dim, int num_layers);
 
 enum class LayerCacheKind { kFullAttention, kSlidingWindow, kRecurrent };
 
@@ -92,7 +144,8 @@ class LayerCache {
 // window's worth at a time; first_position() is 0 otherwise.
 class FullAttentionKvCache final : public LayerCache {
  public:
-  FullAttentionKvCache(int64_t kv_dim, KvScheme scheme, int64_t reserve_positions = 0,
+  // kv_dim = KV heads x head_dim (head_dim: the width turbo values are rotated over).
+  FullAttentionKvCache(int64_t kv_dim, int head_dim, KvScheme scheme, int64_t reserve_positions = 0,
                        int window = 0);
 
   LayerCacheKind kind() const override { return LayerCacheKind::kFullAttention; }
@@ -116,26 +169,30 @@ class FullAttentionKvCache final : public LayerCache {
   ops::KvRows Values() const;  // [held, kv_dim]
 
  private:
-  // MLX affine storage of [capacity, kv_dim]: codes U32 [capacity, kv_dim * bits / 32], scales
-  // and biases F32 [capacity, kv_dim / group_size].
+  // Quantized storage of [capacity, kv_dim], keys or values (`part`):
+  //  affine: MLX codes U32 [capacity, kv_dim * bits / 32], scales and biases F32
+  //          [capacity, kv_dim / group_size];
+  //  turbo:  quant::TurboRows' packed U8, scales F16 and (keys) offsets F16 in `biases`.
   struct QuantizedRows {
+    quant::TurboPart part = quant::TurboPart::kKeys;
     Tensor packed, scales, biases;
-    quant::MlxQuantizedMatrix View(const KvScheme& scheme, int64_t rows) const;
   };
+  ops::KvRows View(const QuantizedRows& store) const;
   void AppendDense(const MatView& rows, Tensor& store) const;
   // Quantizes `rows` into store rows first_row...
   void AppendQuantized(const MatView& rows, int64_t first_row, QuantizedRows& store) const;
   void DropOutsideWindow();
-  QuantizedRows NewQuantizedRows(int64_t capacity) const;
+  QuantizedRows NewQuantizedRows(int64_t capacity, quant::TurboPart part) const;
 
   int64_t kv_dim_;
+  int head_dim_;
   KvScheme scheme_;
   int window_ = 0;
   int64_t length_ = 0;
   int64_t first_position_ = 0;
   Tensor keys_;    // dense: [capacity, kv_dim] (empty once converted)
   Tensor values_;  // dense: [capacity, kv_dim]
-  QuantizedRows quantized_keys_, quantized_values_;  // affine, once converted
+  QuantizedRows quantized_keys_, quantized_values_;  // affine or turbo, once converted
 };
 
 // The recurrent state of one linear-attention layer (gated DeltaNet). Shapes are fixed at

@@ -75,7 +75,7 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       options_(options),
       pool_(options.pool ? *options.pool : ThreadPool::Global()) {
   const int d = config.head_dim;
-  CheckKvSchemeFits(options.kv, d);
+  CheckKvSchemeFits(options.kv, d, config.num_layers);
   const int64_t max_positions =
       config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
   rope_ = ComputeRopeFrequencies(config.rope, d, max_positions);
@@ -245,8 +245,9 @@ ModelCache RuntimeModel::MakeCache(int64_t reserve_positions) const {
           la.conv_dim(), la.conv_kernel, la.num_value_heads, la.key_head_dim, la.value_head_dim));
       continue;
     }
-    cache.AddLayer(std::make_unique<FullAttentionKvCache>(kv_dim, options_.kv, reserve_positions,
-                                                          config_.SlidingWindowForLayer(i)));
+    cache.AddLayer(std::make_unique<FullAttentionKvCache>(
+        kv_dim, config_.head_dim, options_.kv.ForLayer(i), reserve_positions,
+        config_.SlidingWindowForLayer(i)));
   }
   return cache;
 }

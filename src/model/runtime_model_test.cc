@@ -22,8 +22,8 @@ namespace proctor {
 namespace {
 
 TEST(KvCache, AppendsGrowsAndRoundsToBf16) {
-  FullAttentionKvCache f32(3, KvScheme::Dense(DType::kF32), 1);
-  FullAttentionKvCache bf16(3, KvScheme::Dense(DType::kBF16), 1);
+  FullAttentionKvCache f32(3, 3, KvScheme::Dense(DType::kF32), 1);
+  FullAttentionKvCache bf16(3, 3, KvScheme::Dense(DType::kBF16), 1);
   Tensor rows = Tensor::F32(40, 3);  // more rows than the initial capacity (16)
   for (int64_t r = 0; r < 40; ++r) {
     for (int64_t c = 0; c < 3; ++c)

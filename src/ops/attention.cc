@@ -17,8 +17,15 @@ void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int6
                         const AttentionShape& shape, MutMatF32 out) {
   const int n_heads = shape.n_heads, n_kv_heads = shape.n_kv_heads, head_dim = shape.head_dim;
   CHECK(q.type == DType::kF32);
-  CHECK_MSG(k.quantized.has_value() == v.quantized.has_value(), "keys and values stored alike");
-  if (k.quantized) {
+  CHECK_MSG(k.quantized.has_value() == v.quantized.has_value() &&
+                k.turbo.has_value() == v.turbo.has_value(),
+            "keys and values stored alike");
+  if (k.turbo) {
+    CHECK_MSG(k.turbo->part == quant::TurboPart::kKeys &&
+                  v.turbo->part == quant::TurboPart::kValues && v.turbo->head_dim == head_dim &&
+                  head_dim % quant::kTurboGroup == 0,
+              "turbo keys and values for head_dim {}", head_dim);
+  } else if (k.quantized) {
     CHECK_MSG(k.quantized->mode == quant::MlxMode::kAffine &&
                   head_dim % k.quantized->group_size == 0 &&
                   head_dim % v.quantized->group_size == 0,
@@ -56,6 +63,8 @@ void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int6
 void DecodeKvSegment(const KvRows& m, int64_t s, int64_t k0, int64_t len, float* out) {
   if (m.quantized) {
     quant::DecodeMlxRowSegment(*m.quantized, s, k0, len, out);
+  } else if (m.turbo) {
+    quant::DecodeTurboRowSegment(*m.turbo, s, k0, len, out);  // values: still rotated
   } else {
     DecodeRowSegment(m.dense, s, k0, len, out);
   }
@@ -66,6 +75,10 @@ const float* KVHeadRef(const KvRows& m, int64_t s, int kv, int head_dim, float* 
   const int64_t k0 = static_cast<int64_t>(kv) * head_dim;
   if (m.quantized) {
     quant::DecodeMlxRowSegmentRef(*m.quantized, s, k0, head_dim, buf);
+    return buf;
+  }
+  if (m.turbo) {
+    quant::DecodeTurboHead(*m.turbo, s, kv, head_dim, buf);
     return buf;
   }
   if (m.dense.type == DType::kF32) return m.dense.RowAs<float>(s) + k0;
@@ -94,7 +107,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
   const int64_t keys_max = pos0 + T - row0;
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / (group * keys_max), 1, 32);
   const int64_t n_blocks = (T + block - 1) / block;
-  const bool quantized = k.quantized.has_value();
+  const bool quantized = k.coded();
   pool.ParallelFor(static_cast<size_t>(n_kv_heads * n_blocks), [&](size_t begin, size_t end, int) {
     thread_local std::vector<float> q_rows, scores, v_rows, out_rows, kv_tile, tile_out;
     for (size_t item = begin; item < end; ++item) {
@@ -170,6 +183,11 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
             for (int64_t d = 0; d < D; ++d)
               out_rows[r * d_padded + d] += tile_out[r * d_padded + d];
           }
+        }
+      }
+      if (v.turbo) {  // the weighted sum of rotated values, rotated back
+        for (int64_t r = 0; r < rows; ++r) {
+          quant::RotateBackTurboValues(out_rows.data() + r * d_padded, head_dim);
         }
       }
       for (int64_t r = 0; r < rows; ++r) {

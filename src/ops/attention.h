@@ -5,24 +5,33 @@
 #include <optional>
 
 #include "quant/mlx_quant.h"
+#include "quant/turbo_quant.h"
 #include "tensor/tensor.h"
 #include "util/thread_pool.h"
 
 namespace proctor::ops {
 
 // Keys or values of a KV cache as attention reads them, rows = positions: a dense matrix (f32,
-// bf16, f16, a ggml block type) or MLX affine codes quantized along the row in groups that never
-// straddle a head (model/kv_cache.h). Attention decodes quantized rows a tile of positions at a
-// time into a thread-local buffer, never the whole cache.
+// bf16, f16, a ggml block type), MLX affine codes quantized along the row in groups that never
+// straddle a head, or TurboQuant codes (model/kv_cache.h). Attention decodes quantized rows a
+// tile of positions at a time into a thread-local buffer, never the whole cache; TurboQuant
+// values stay rotated there, and each head's weighted sum is rotated back once.
 struct KvRows {
   KvRows(const MatView& rows) : dense(rows) {}  // a dense cache (implicit: plain views pass)
   explicit KvRows(const quant::MlxQuantizedMatrix& codes) : quantized(codes) {}
+  explicit KvRows(const quant::TurboRows& codes) : turbo(codes) {}
 
   MatView dense{};
   std::optional<quant::MlxQuantizedMatrix> quantized;
+  std::optional<quant::TurboRows> turbo;
 
-  int64_t rows() const { return quantized ? quantized->rows() : dense.rows; }
-  int64_t cols() const { return quantized ? quantized->cols() : dense.cols; }
+  bool coded() const { return quantized || turbo; }  // decoded a tile at a time
+  int64_t rows() const {
+    return quantized ? quantized->rows() : turbo ? turbo->rows() : dense.rows;
+  }
+  int64_t cols() const {
+    return quantized ? quantized->cols() : turbo ? turbo->cols() : dense.cols;
+  }
 };
 
 // The attention of one layer: head counts and size, and how scores become weights.
@@ -42,8 +51,9 @@ struct AttentionShape {
 // positions kv_first_position..pos0+T-1 (rows = positions from kv_first_position on, at least
 // pos0+T-kv_first_position rows; every key a query sees must be held). q: [T, Hq*D] f32; k, v:
 // [S, Hkv*D] dense (f32, bf16, f16, or ggml blocks within a head; keys and values may differ)
-// or affine codes whose groups divide D; out: [T, Hq*D]. Query head h uses KV head
-// h / (Hq/Hkv). Softmax in f32 with max subtraction. Threaded over (query row, head).
+// or affine codes whose groups divide D, or TurboQuant keys and values (D a power of two); out: [T,
+// Hq*D]. Query head h uses KV head h / (Hq/Hkv). Softmax in f32 with max subtraction. Threaded over
+// (query row, head).
 void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
                const AttentionShape& shape, MutMatF32 out, ThreadPool& pool);
 

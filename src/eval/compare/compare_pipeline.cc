@@ -265,7 +265,7 @@ class CompareRun {
     }
     r_.tokenizer = t.tokenizer()->Describe();
     for (const std::string& scheme : o_.kv_schemes) {
-      CheckKvSchemeFits(ParseKvScheme(scheme), t.config().head_dim);
+      CheckKvSchemeFits(ParseKvScheme(scheme), t.config().head_dim, t.config().num_layers);
     }
     Log(fmt::format("1. teacher: {}\n   {}", r_.teacher, r_.teacher_summary));
   }

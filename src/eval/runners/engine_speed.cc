@@ -54,13 +54,21 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   report["weight_bytes"] = opened->weights().TotalBytes();
   // The prompt and the decoded tokens must fit the model's context: a longer run measures
   // nothing the model can do, and its cache alone could exhaust memory.
-  const int64_t context = opened->config().max_position_embeddings;
+  int64_t context = opened->config().max_position_embeddings;
+  if (options.synthetic_context > 0) {
+    if (!options.model.starts_with("synthetic:")) {
+      Fail("bench", "--context {} sets a --synthetic model's context; '{}' is a real model",
+           options.synthetic_context, options.model);
+    }
+    context = options.synthetic_context;
+  }
   const int64_t positions = int64_t{options.prompt_tokens} + options.decode_tokens;
   if (context > 0 && positions > context) {
     Fail("bench",
          "--prompt-tokens {} + --decode-tokens {} = {} positions exceed the context of '{}' ({} "
-         "positions)",
-         options.prompt_tokens, options.decode_tokens, positions, options.model, context);
+         "positions{})",
+         options.prompt_tokens, options.decode_tokens, positions, options.model, context,
+         options.model.starts_with("synthetic:") ? "; --context N times a longer one" : "");
   }
   const std::shared_ptr<const RuntimeModel> model = opened->Runtime(options.runtime);
 
@@ -109,7 +117,8 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
         cache.Attention(attention_layer).converted();  // false: the run never reached kv_start
   }
   report["kv_effective_bits"] = kv.EffectiveBits();
-  report["kv_bytes_per_token_per_layer"] = kv.BytesPerToken(kv_dim);
+  if (kv.layer_bits.empty()) report["kv_bytes_per_token_per_layer"] = kv.BytesPerToken(kv_dim);
+  report["kv_bytes_per_token"] = KvBytesPerToken(kv, kv_dim, config.num_layers);
   report["threads"] = ThreadPool::Global().num_threads();
   report["bf16_kernel"] = ops::BF16KernelName();
   report["prefill_kernels"] =

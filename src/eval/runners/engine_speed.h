@@ -18,6 +18,9 @@ struct EngineBenchOptions {
   int prompt_tokens = 512;
   int decode_tokens = 32;
   int64_t chunk_size = 512;
+  // > 0: the context a synthetic model is timed at, instead of its real model's (its weights are
+  // random: what is measured is speed at that length). Refused for a real model.
+  int64_t synthetic_context = 0;
   RuntimeOptions runtime{};
 };
 

@@ -274,17 +274,20 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   const auto proctor = [](const std::string& args) {
     return Shell(fmt::format("{} -t 2 --quiet {}", PROCTOR_BIN, args));
   };
-  // Scores the golden with a cache of `bits` against its own f32-cache dump.
-  const auto kl_with_cache = [&](int bits) {
-    const std::string name = fmt::format("golden-{}", bits);
+  // Scores the golden with a cache `scheme` (and `flags`) against its own f32-cache dump.
+  const auto kl_with_cache = [&](const std::string& name, const std::string& scheme,
+                                 const std::string& flags) {
     const CommandResult r = proctor(fmt::format(
-        "kl --reference-logits {} --candidate {} --kv affine:{}:g32 --kv-start 0 --chunk {} "
-        "--json {}.json --per-position {}.bin",
-        path("golden"), golden.string(), bits, kChunk, path(name), path(name)));
+        "kl --reference-logits {} --candidate {} --kv {} {} --chunk {} --json {}.json "
+        "--per-position {}.bin",
+        path("golden"), golden.string(), scheme, flags, kChunk, path(name), path(name)));
     EXPECT_EQ(r.status, 0) << r.output;
     const auto kl = nlohmann::json::parse(ReadFileToString(path(name + ".json")));
-    EXPECT_EQ(kl["settings"]["kv"], fmt::format("affine:{}:g32", bits));
-    return kl["results"]["kl"]["mean"].get<double>();
+    EXPECT_EQ(kl["settings"]["kv"], scheme);
+    EXPECT_EQ(kl["settings"]["kv_start"], 0) << scheme << " " << flags;
+    const double mean = kl["results"]["kl"]["mean"].get<double>();
+    fmt::print("[ kv ] qwen3-f32 saved-teacher KL, --kv {} {}: mean {:.6g}\n", scheme, flags, mean);
+    return mean;
   };
   CommandResult r =
       proctor(fmt::format("dump --teacher {} --corpus {} --out {} --top-k 64 --chunk {}",
@@ -292,13 +295,22 @@ TEST(KvSchemes, SavedTeacherKlOrdersTheBitsAndMatchesNumpy) {
   ASSERT_EQ(r.status, 0) << r.output;
   std::map<int, double> mean_kl;
   for (const int bits : {8, 4, 2}) {
-    mean_kl[bits] = kl_with_cache(bits);
-    fmt::print("[ kv ] qwen3-f32 saved-teacher KL, --kv affine:{}:g32 --kv-start 0: mean {:.6g}\n",
-               bits, mean_kl[bits]);
+    mean_kl[bits] = kl_with_cache(fmt::format("golden-{}", bits),
+                                  fmt::format("affine:{}:g32", bits), "--kv-start 0");
   }
   EXPECT_GT(mean_kl[8], 0.0);
   EXPECT_LT(mean_kl[8], mean_kl[4]);
   EXPECT_LT(mean_kl[4], mean_kl[2]);
+  // TurboQuant, quantized from the first chunk's end by default: fewer value bits drift further.
+  std::map<int, double> turbo_kl;
+  for (const int value_bits : {8, 4, 3, 2}) {
+    const std::string scheme = fmt::format("turbo:k8v{}", value_bits);
+    turbo_kl[value_bits] = kl_with_cache(fmt::format("turbo-{}", value_bits), scheme, "");
+  }
+  EXPECT_GT(turbo_kl[8], 0.0);
+  EXPECT_LT(turbo_kl[8], turbo_kl[4]);
+  EXPECT_LT(turbo_kl[4], turbo_kl[3]);
+  EXPECT_LT(turbo_kl[3], turbo_kl[2]);
 
   r = proctor(
       fmt::format("logits {} --corpus {} --kv affine:4:g32 --kv-start 0 --chunk {} --out {}",
@@ -453,7 +465,7 @@ TEST(KvSchemes, SelfAbOfAnEngineLever) {
 
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
            {"--self chunk=1:2", "compute, kv or threads"},
-           {"--self kv=f32:turbo", "'f32:turbo'"},
+           {"--self kv=f32:turbo:k3v3", "'f32:turbo:k3v3'"},
            {"--self threads=0:2", "'0:2'"},
            {"--self compute=f32:bf16 --compute bf16", "leave --compute out"}}) {
     const CommandResult r =

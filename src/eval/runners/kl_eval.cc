@@ -302,6 +302,8 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlEvalOption
                   {"reference_kv", nullptr},
                   {"top_k", result.manifest.top_k},
                   {"full_vocabulary", false}};
+  // A quantized cache converts when a step ends with --kv-start positions held.
+  if (options.runtime.kv.quantized()) env.settings["kv_start"] = options.runtime.kv.start;
   return env;
 }
 

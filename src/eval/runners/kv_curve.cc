@@ -27,6 +27,10 @@ std::vector<std::string> DefaultKvCurveSchemes(int head_dim) {
       schemes.push_back(fmt::format("affine:{}:g{}", bits, group));
     break;
   }
+  if (head_dim >= 32 && (head_dim & (head_dim - 1)) == 0) {  // TurboQuant rotates a whole head
+    for (const char* bits : {"k8v8", "k8v4", "k8v3", "k8v2", "k4v3", "k4v2"})
+      schemes.push_back(fmt::format("turbo:{}", bits));
+  }
   return schemes;
 }
 
@@ -50,7 +54,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
   std::vector<KvScheme> schemes;
   for (const std::string& name : names) {
     schemes.push_back(ParseKvScheme(name));
-    CheckKvSchemeFits(schemes.back(), config.head_dim);
+    CheckKvSchemeFits(schemes.back(), config.head_dim, config.num_layers);
   }
   const int64_t kv_dim = int64_t{config.num_kv_heads} * config.head_dim;
   for (size_t i = 0; i < schemes.size(); ++i) {
@@ -79,7 +83,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
     result.rows.push_back(
         {.scheme = schemes[i],
          .effective_bits = schemes[i].EffectiveBits(),
-         .bytes_per_token = schemes[i].BytesPerToken(kv_dim) * config.num_layers,
+         .bytes_per_token = KvBytesPerToken(schemes[i], kv_dim, config.num_layers),
          .stats = run.stats,
          .sequence_mean_kl = run.sequence_mean_kl,
          .decode_tokens_per_second =

@@ -109,10 +109,12 @@ TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
 
 TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) {
   // head_dim 32: group 64 does not fit, so the affine rows use group 32; head_dim 8 has none.
-  EXPECT_EQ(
-      DefaultKvCurveSchemes(32),
-      (std::vector<std::string>{"f32", "bf16", "f16", "ggml:q8_0", "ggml:q4_0", "affine:8:g32",
-                                "affine:6:g32", "affine:4:g32", "affine:3:g32", "affine:2:g32"}));
+  EXPECT_EQ(DefaultKvCurveSchemes(32),
+            (std::vector<std::string>{"f32", "bf16", "f16", "ggml:q8_0", "ggml:q4_0",
+                                      "affine:8:g32", "affine:6:g32", "affine:4:g32",
+                                      "affine:3:g32", "affine:2:g32", "turbo:k8v8", "turbo:k8v4",
+                                      "turbo:k8v3", "turbo:k8v2", "turbo:k4v3", "turbo:k4v2"}));
+  EXPECT_EQ(DefaultKvCurveSchemes(96).back(), "affine:2:g32");  // no rotation of 96 elements
   EXPECT_EQ(DefaultKvCurveSchemes(128)[5], "affine:8:g64");
   EXPECT_EQ(DefaultKvCurveSchemes(8), (std::vector<std::string>{"f32", "bf16", "f16"}));
   if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << PROCTOR_BIN << " is not built";
@@ -123,9 +125,9 @@ TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) 
   EXPECT_NE(r.output.find("head_dim 32"), std::string::npos) << r.output;
   // Not quiet: a progress line would show a scheme that ran before the refusal.
   EXPECT_EQ(r.output.find("kv-curve: bf16"), std::string::npos) << "ran before: " << r.output;
-  r = testing::RunCommand(verb + " --schemes turbo");
+  r = testing::RunCommand(verb + " --schemes turbo:k3v3");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("'turbo'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("keys take 2, 4, 5 or 8 bits (seen 3)"), std::string::npos) << r.output;
   r = testing::RunCommand(verb + " --decode-steps 63");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("1 to 62"), std::string::npos) << r.output;
