@@ -364,8 +364,8 @@ TEST(QuantizedKvModel, EachLayerCachesWithItsOwnBits) {
              uniform_cache = uniform.MakeCache();
   EXPECT_EQ(mixed_cache.Attention(0).scheme().Name(), "affine:8:g32");
   EXPECT_EQ(mixed_cache.Attention(1).scheme().Name(), "affine:4:g32");
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < 24; ++i) tokens.push_back((i * 31 + 5) % 512);
+  std::vector<int32_t> tokens(24);
+  for (int i = 0; i < 24; ++i) tokens[static_cast<size_t>(i)] = (i * 31 + 5) % 512;
   Tensor logits[3];
   ModelCache* caches[3] = {&mixed_cache, &same_cache, &uniform_cache};
   const RuntimeModel* models[3] = {&mixed, &same, &uniform};

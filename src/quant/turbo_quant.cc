@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <numbers>
@@ -123,22 +124,23 @@ void CheckFinite(const float* x, int64_t n, std::string_view what) {
   }
 }
 
+// Codes [first, first + n) of a packed stream; eight codes (`bits` bytes, little-endian) at a
+// time when the range starts and ends on such a boundary (a 32-element group always does).
 void Unpack(const uint8_t* packed, int64_t first, int64_t n, int bits, uint8_t* codes) {
   if (bits == 8) {
     std::copy(packed + first, packed + first + n, codes);
-  } else if (bits == 4 && first % 2 == 0) {
-    for (int64_t i = 0; i < n; i += 2) {
-      const uint8_t byte = packed[(first + i) / 2];
-      codes[i] = byte & 0xF;
-      codes[i + 1] = byte >> 4;
-    }
-  } else if (bits == 2 && first % 4 == 0) {
-    for (int64_t i = 0; i < n; i += 4) {
-      const uint8_t byte = packed[(first + i) / 4];
-      for (int j = 0; j < 4; ++j) codes[i + j] = (byte >> (2 * j)) & 3;
-    }
-  } else {
+    return;
+  }
+  if (first % 8 != 0 || n % 8 != 0) {
     UnpackCodes(packed, first, n, bits, codes);
+    return;
+  }
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  const uint8_t* p = packed + first / 8 * bits;
+  for (int64_t i = 0; i < n; i += 8, p += bits) {
+    uint64_t eight = 0;
+    std::memcpy(&eight, p, static_cast<size_t>(bits));
+    for (int j = 0; j < 8; ++j) codes[i + j] = static_cast<uint8_t>((eight >> (bits * j)) & mask);
   }
 }
 
