@@ -66,6 +66,8 @@ void RegisterInspectVerb(CLI::App& app) {
     fmt::print("  format_version     {}\n", m.format_version);
     fmt::print("  model              {}\n", m.model);
     fmt::print("  corpus_sha256      {}\n", m.corpus_sha256);
+    if (m.tokens_sha256)
+      fmt::print("  tokens_sha256      {} (tokens.bin, verified)\n", *m.tokens_sha256);
     fmt::print("  ctx_len            {}\n", m.ctx_len);
     fmt::print("  n_seqs             {}\n", m.n_seqs);
     fmt::print("  top_k              {}\n", m.top_k);

@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/f16_table.h"
 #include "util/half.h"
+#include "util/sha256.h"
 
 namespace proctor {
 namespace {
@@ -121,6 +122,7 @@ ReferenceLogitsManifest ReferenceLogitsManifest::Parse(const std::string& text,
   m.vocab_size = optional_int("vocab_size", 1);
   m.tokenizer_sha256 = OptionalString(j, "tokenizer_sha256", path);
   m.model_sha256 = OptionalString(j, "model_sha256", path);
+  m.tokens_sha256 = OptionalString(j, "tokens_sha256", path);
   if (const auto bos = optional_int("bos_id", -1)) m.bos_id = static_cast<int32_t>(*bos);
   if (const auto eos = optional_int("eos_id", -1)) m.eos_id = static_cast<int32_t>(*eos);
   return m;
@@ -132,6 +134,7 @@ std::string ReferenceLogitsManifest::ToJson() const {
   j["model"] = model;
   if (model_sha256) j["model_sha256"] = *model_sha256;
   j["corpus_sha256"] = corpus_sha256;
+  if (tokens_sha256) j["tokens_sha256"] = *tokens_sha256;
   j["ctx_len"] = ctx_len;
   j["n_seqs"] = n_seqs;
   j["top_k"] = top_k;
@@ -172,6 +175,16 @@ ReferenceLogitsDump ReferenceLogitsDump::Open(const std::filesystem::path& dir) 
          tokens_expected > std::numeric_limits<uint64_t>::max()
              ? std::string("2^64 or more")
              : std::to_string(static_cast<uint64_t>(tokens_expected)));
+  }
+
+  if (m.tokens_sha256) {  // one streaming read: the teacher-forced tokens are the ones dumped
+    const std::string actual = Sha256FileHex(dump.TokensPath());
+    if (actual != *m.tokens_sha256) {
+      Fail(kComponent,
+           "'{}' has sha256 {}, but '{}' records tokens_sha256 {}: the tokens were changed after "
+           "the dump was written",
+           dump.TokensPath().string(), actual, manifest_path.string(), *m.tokens_sha256);
+    }
   }
 
   const uint64_t record = dump.record_bytes();

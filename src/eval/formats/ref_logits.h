@@ -42,6 +42,9 @@ struct ReferenceLogitsManifest {
   std::optional<std::string> model_sha256;
   std::optional<int32_t> bos_id;
   std::optional<int32_t> eos_id;
+  // The sha256 of tokens.bin itself (proctor dump writes it; corpus_sha256 names the whole corpus,
+  // of which a dump may hold a slice). Open verifies it: an edited tokens.bin is refused.
+  std::optional<std::string> tokens_sha256;
 
   // Parses and validates manifest.json text; `path` only names the file in errors.
   static ReferenceLogitsManifest Parse(const std::string& text, const std::filesystem::path& path);

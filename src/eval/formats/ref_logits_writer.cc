@@ -89,6 +89,7 @@ ReferenceLogitsWriter::ReferenceLogitsWriter(ReferenceLogitsWriterOptions option
   const auto token_bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(tokens.data()),
                                                     tokens.size() * sizeof(int32_t));
   const std::string tokens_sha = Sha256Hex(token_bytes);
+  tokens_sha256_ = tokens_sha;
   std::filesystem::create_directories(o.dir);
   // One writer per directory: two dumps (or two resumes) into it would interleave sequence files.
   // The lock is the directory's own (flock), released when this writer is destroyed or its
@@ -312,6 +313,7 @@ void ReferenceLogitsWriter::Finish() {
   m.model = options_.model;
   m.model_sha256 = options_.model_sha256;
   m.corpus_sha256 = options_.corpus_sha256;
+  m.tokens_sha256 = tokens_sha256_;
   m.ctx_len = options_.ctx_len;
   m.n_seqs = options_.n_seqs;
   m.top_k = options_.top_k;

@@ -111,6 +111,7 @@ class ReferenceLogitsWriter {
     ~DirectoryLock();
   };
   ReferenceLogitsWriterOptions options_;
+  std::string tokens_sha256_;  // of tokens.bin, recorded in the manifest
   DirectoryLock dir_lock_;
   std::vector<bool> done_;
   int64_t current_seq_ = -1;

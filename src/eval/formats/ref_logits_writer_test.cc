@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "eval/testing_dumps.h"
 #include "util/error.h"
+#include "util/sha256.h"
 #include "util/thread_pool.h"
 
 namespace proctor {
@@ -115,6 +118,33 @@ TEST(WriterLock, OneWriterPerDirectory) {
   // The first writer is gone (unfinished: its in-progress file stays), so a resume may start.
   WriteRowByRow(c, dir);
   EXPECT_TRUE(std::filesystem::exists(dir / "manifest.json"));
+}
+
+// #18 class 7: the manifest records tokens.bin's sha256, and an edited token is refused when the
+// dump is opened, naming the file and both hashes; a manifest without the key (older dumps, other
+// writers) is still read.
+TEST(WriterManifest, AnEditedTokenFileIsRefused) {
+  const ChunkCase c;
+  const testing::TempDir tmp;
+  const std::filesystem::path dir = tmp.path() / "dump";
+  WriteRowByRow(c, dir);
+  const std::string tokens = ReadBytes(dir / "tokens.bin");
+  const std::string recorded =
+      nlohmann::json::parse(ReadBytes(dir / "manifest.json"))["tokens_sha256"];
+  EXPECT_EQ(recorded, Sha256Hex(tokens));
+  EXPECT_EQ(ReferenceLogitsDump::Open(dir).manifest().tokens_sha256, recorded);
+  std::string edited = tokens;
+  edited[5] = static_cast<char>(edited[5] ^ 1);
+  std::ofstream(dir / "tokens.bin", std::ios::binary) << edited;
+  const std::string error = testing::ErrorOf([&] { ReferenceLogitsDump::Open(dir); });
+  EXPECT_NE(error.find((dir / "tokens.bin").string() + "' has sha256 " + Sha256Hex(edited)),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("records tokens_sha256 " + recorded), std::string::npos) << error;
+  auto manifest = nlohmann::ordered_json::parse(ReadBytes(dir / "manifest.json"));
+  manifest.erase("tokens_sha256");
+  std::ofstream(dir / "manifest.json") << manifest.dump(2);
+  EXPECT_EQ(ReferenceLogitsDump::Open(dir).manifest().tokens_sha256, std::nullopt);
 }
 
 TEST(WriterChunks, SameBytesAsRowByRowAtEveryThreadCount) {
