@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -132,8 +133,9 @@ struct RunResult {
   std::string out;
 };
 
-RunResult RunProctor(const std::string& args) {
-  const std::string command = fmt::format("'{}' {} 2>&1", PROCTOR_BIN, args);
+// `limits` is shell run first in the same shell (ulimit, timeout) to bound the run.
+RunResult RunProctor(const std::string& args, const std::string& limits = "") {
+  const std::string command = fmt::format("{} '{}' {} 2>&1", limits, PROCTOR_BIN, args);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   std::string out;
   char buf[4096];
@@ -172,6 +174,52 @@ TEST(ChatVerb, PrintsTheRenderedConversation) {
   EXPECT_NE(r.out.find(":2:"), std::string::npos) << r.out;
   r = RunProctor(base + " --thinking maybe");
   EXPECT_NE(r.status, 0);
+}
+
+// #18 classes 1 and 3 from outside: hostile templates end in exit status 1 with the template's
+// name and the bound named, in seconds, under a 1 GiB address-space limit (each once crashed
+// with a stack overflow, or took 2-4 GB, or ran for more than 30 s).
+TEST(ChatVerb, HostileTemplatesEndInAClearErrorWithinBoundedTimeAndMemory) {
+  if (!fs::exists(PROCTOR_BIN)) GTEST_SKIP() << "proctor executable not built: " << PROCTOR_BIN;
+  TempDir dir;
+  dir.Write("m.json", R"([{"role": "user", "content": "hi"}])");
+  const auto repeat = [](const std::string& text, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += text;
+    return s;
+  };
+  const struct {
+    std::string source;
+    std::string message;
+  } cases[] = {
+      {"{{ 1" + repeat("+1", 300000) + " }}", "an expression nests deeper than 500 levels"},
+      {"{{ " + repeat("not ", 130000) + "1 }}", "template nesting is deeper than 200 levels"},
+      {"{% set x = ' '|center(10**9) %}{{ x|length }}", "center's result would hold 1000000000"},
+      {"{{ ' '|center(2**62) }}", "center's result would hold 4611686018427387904 bytes"},
+      {"{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+       "{% endfor %}{{ ns.s|length }}",
+       "a string joined with ~ would hold 134217728 bytes"},
+      {"{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}"
+       "{% endfor %}",
+       "the template built more than 1073741824 bytes"},
+      {"{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}"
+       "{% endfor %}{{ ns.l }}",
+       "a list or dict would nest deeper than 512 levels"},
+  };
+  for (const auto& c : cases) {
+    const fs::path path = dir.Write("t.jinja", c.source);
+    const auto start = std::chrono::steady_clock::now();
+    const RunResult r =
+        RunProctor(fmt::format("chat '{}' --messages '{}' --template '{}'", dir.path().string(),
+                               (dir.path() / "m.json").string(), path.string()),
+                   "ulimit -v 1048576; timeout 30");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.status, 1) << c.source.substr(0, 60) << ": " << r.out;
+    EXPECT_NE(r.out.find("t.jinja:1: " + c.message), std::string::npos)
+        << c.source.substr(0, 60) << ": " << r.out;
+    EXPECT_LT(seconds, 5) << c.source.substr(0, 60);
+  }
 }
 
 TEST(ChatVerb, Qwen3ThinkingOffEndsWithEmptyThinkBlock) {

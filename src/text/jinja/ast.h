@@ -45,6 +45,13 @@ enum class ExprKind {
 };
 
 struct Expr {
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  // Releases the subtree from an explicit stack, not by recursion: a chain of 10^5 `+` or `.x`
+  // is a tree that deep, and unique_ptr's own destructor would recurse once per level.
+  ~Expr();
+
   ExprKind kind;
   int line = 0;
   Value literal;

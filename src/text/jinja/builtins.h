@@ -57,8 +57,9 @@ class ArgBinder {
 // empty. Throws EvalFailure(kType) for values that are not iterable.
 std::vector<Value> Iterate(const Value& value);
 
-// Python operators.
-Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_result_bytes);
+// Python operators. A string or list they would build beyond the render's budget is an
+// EvalFailure(kLimit) (text/jinja/budget.h).
+Value BinaryOp(std::string_view op, const Value& a, const Value& b);
 bool CompareOp(std::string_view op, const Value& a, const Value& b);
 bool Contains(const Value& container, const Value& item);
 Value Negate(const Value& v, bool minus);

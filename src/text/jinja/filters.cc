@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/interpreter.h"
@@ -94,9 +95,11 @@ Value Join(Interpreter& interp, const Value& v, CallArgs& args) {
   std::string out;
   bool first = true;
   for (const Value& item : Iterate(v)) {
+    const std::string text = SoftStr(attribute ? GetAttributePath(interp, item, *attribute) : item);
+    CheckValueSize(out.size() + sep.size() + text.size(), "join's result");
     if (!first) out += sep;
     first = false;
-    out += SoftStr(attribute ? GetAttributePath(interp, item, *attribute) : item);
+    out += text;
   }
   return Value(std::move(out));
 }
@@ -410,13 +413,19 @@ Value DictSort(Interpreter&, const Value& v, CallArgs& args) {
 Value Indent(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder b("indent", args, {"width", "first", "blank"});
   const Value width = b.GetOr(0, Value(int64_t{4}));
+  const std::string s = SoftStr(v) + "\n";
+  const uint64_t indention_bytes = width.is_string()
+                                       ? width.str().size()
+                                       : static_cast<uint64_t>(std::max<int64_t>(0, b.IntOr(0, 4)));
+  const uint64_t line_count = static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n')) +
+                              static_cast<uint64_t>(std::count(s.begin(), s.end(), '\r'));
+  const uint64_t padding = SaturatingBytes(line_count + 1, indention_bytes);
+  CheckValueSize(padding, "indent's result");
+  CheckValueSize(s.size() + padding, "indent's result");
   const std::string indention =
-      width.is_string()
-          ? width.str()
-          : std::string(static_cast<size_t>(std::max<int64_t>(0, b.IntOr(0, 4))), ' ');
+      width.is_string() ? width.str() : std::string(static_cast<size_t>(indention_bytes), ' ');
   const bool first = b.GetOr(1, Value(false)).Truthy();
   const bool blank = b.GetOr(2, Value(false)).Truthy();
-  const std::string s = SoftStr(v) + "\n";
   std::vector<std::string> lines;
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -449,8 +458,7 @@ Value Sum(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value* attribute = b.Get(0);
   Value total = b.GetOr(1, Value(int64_t{0}));
   for (const Value& item : Iterate(v)) {
-    total = BinaryOp("+", total, attribute ? GetAttributePath(interp, item, *attribute) : item,
-                     interp.options().limits.max_output_bytes);
+    total = BinaryOp("+", total, attribute ? GetAttributePath(interp, item, *attribute) : item);
   }
   return total;
 }
@@ -516,7 +524,7 @@ Value FormatFilter(Interpreter&, const Value& v, CallArgs& args) {
   if (!args.keyword.empty())
     ThrowEval(ErrorKind::kType, "format with keyword arguments is not supported");
   Value tuple = Value::MakeList(args.positional, true);
-  return BinaryOp("%", Value(SoftStr(v)), tuple, size_t{1} << 30);
+  return BinaryOp("%", Value(SoftStr(v)), tuple);
 }
 
 Value WordCount(Interpreter&, const Value& v, CallArgs& args) {
@@ -537,6 +545,8 @@ Value Batch(Interpreter&, const Value& v, CallArgs& args) {
   const int64_t n = b.IntOr(0, 1);
   if (n <= 0) ThrowEval(ErrorKind::kType, "batch size must be positive");
   const Value* fill = b.Get(1);
+  if (fill && !fill->is_none())
+    CheckValueSize(SaturatingBytes(static_cast<uint64_t>(n), sizeof(Value)), "a batch");
   std::vector<Value> out;
   std::vector<Value> current;
   for (const Value& item : Iterate(v)) {
@@ -562,6 +572,7 @@ Value Center(Interpreter&, const Value& v, CallArgs& args) {
   const auto len = static_cast<int64_t>(CodePointCount(s));
   if (width <= len) return Value(s);
   const int64_t pad = width - len;
+  CheckValueSize(s.size() + static_cast<uint64_t>(pad), "center's result");
   // CPython: left = pad / 2 + (pad & width & 1)
   const int64_t left = pad / 2 + (pad & width & 1);
   return Value(std::string(static_cast<size_t>(left), ' ') + s +

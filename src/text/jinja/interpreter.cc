@@ -123,6 +123,7 @@ std::string StrftimeNow(const RenderOptions& options, const std::string& format)
 
 struct Interpreter::DepthGuard {
   explicit DepthGuard(Interpreter* interp) : interp_(interp) {
+    interp_->budget_.CheckTime();
     if (++interp_->call_depth_ > interp_->options_.limits.max_call_depth) {
       --interp_->call_depth_;
       ThrowEval(ErrorKind::kLimit, fmt::format("call depth exceeds the limit of {}",
@@ -134,7 +135,7 @@ struct Interpreter::DepthGuard {
 };
 
 Interpreter::Interpreter(const std::string& template_name, const RenderOptions& options)
-    : name_(template_name), options_(options) {
+    : name_(template_name), options_(options), budget_(options.limits) {
   globals_["raise_exception"] = Value(CallablePtr(std::make_shared<Callable>(
       Callable{"raise_exception", [](Interpreter&, CallArgs& args) -> Value {
                  ArgBinder b("raise_exception", args, {"message"});
@@ -163,6 +164,7 @@ Interpreter::~Interpreter() {
 }
 
 void Interpreter::CountIterations(int64_t n) {
+  budget_.CheckTime();
   iterations_ += n;
   if (iterations_ > options_.limits.max_loop_iterations) {
     ThrowEval(ErrorKind::kLimit, fmt::format("loop iterations exceed the limit of {}",
@@ -179,6 +181,7 @@ void Interpreter::Append(std::string* out, std::string_view text) const {
 }
 
 std::string Interpreter::Run(const Body& body, const Dict& context) {
+  const RenderBudget::Scope budget_scope(&budget_);
   auto root = std::make_shared<Scope>();
   for (const auto& [k, v] : context.entries()) root->vars[k] = v;
   std::string out;
@@ -404,6 +407,28 @@ Value Interpreter::CallMacro(const Stmt& stmt, const ScopePtr& defining_scope, C
 
 // ---- expressions ----------------------------------------------------------------------------
 
+namespace {
+
+// The expressions whose value is new (charged to the render's budget); a name, an attribute or
+// an item only refers to a value that exists already.
+bool Builds(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kList:
+    case ExprKind::kTuple:
+    case ExprKind::kDict:
+    case ExprKind::kSlice:
+    case ExprKind::kCall:
+    case ExprKind::kFilter:
+    case ExprKind::kBinary:
+    case ExprKind::kConcat:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 Value Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
   // Expression nesting times macro depth could exhaust the stack: bound the total.
   constexpr int kMaxEvalDepth = 3000;
@@ -414,6 +439,7 @@ Value Interpreter::Eval(const Expr& expr, const ScopePtr& scope) {
   }
   try {
     Value v = EvalInner(expr, scope);
+    if (Builds(expr.kind)) budget_.Charge(v);
     --eval_depth_;
     return v;
   } catch (const EvalFailure& f) {
@@ -481,13 +507,14 @@ Value Interpreter::EvalInner(const Expr& e, const ScopePtr& scope) {
     case ExprKind::kNot:
       return Value(!Eval(*e.args[0], scope).Truthy());
     case ExprKind::kBinary:
-      return BinaryOp(e.name, Eval(*e.args[0], scope), Eval(*e.args[1], scope),
-                      options_.limits.max_output_bytes);
+      return BinaryOp(e.name, Eval(*e.args[0], scope), Eval(*e.args[1], scope));
     case ExprKind::kConcat: {
       std::string s;
       for (const ExprPtr& a : e.args) {
         const Value v = Eval(*a, scope);
-        s += v.is_string() ? v.str() : v.Str();
+        const std::string piece = v.is_string() ? v.str() : v.Str();
+        CheckValueSize(s.size() + piece.size(), "a string joined with ~");
+        s += piece;
       }
       return Value(std::move(s));
     }

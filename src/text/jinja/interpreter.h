@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "text/jinja/ast.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/template.h"
 
 namespace proctor::jinja {
@@ -67,6 +68,7 @@ class Interpreter {
   std::string name_;
   const RenderOptions& options_;
   std::unordered_map<std::string, Value> globals_;
+  RenderBudget budget_;
   int64_t iterations_ = 0;
   int call_depth_ = 0;
   int eval_depth_ = 0;

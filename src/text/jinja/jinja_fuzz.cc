@@ -21,6 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   RenderOptions options;
   options.limits.max_output_bytes = 1 << 20;
+  options.limits.max_value_bytes = 1 << 20;
+  options.limits.max_built_bytes = 64 << 20;
+  options.limits.max_render_seconds = 2.0;
   options.limits.max_loop_iterations = 100000;
   options.limits.max_call_depth = 50;
   try {

@@ -3,6 +3,7 @@
 // lstrip_blocks, loopcontrols, json.dumps tojson), not by this code.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "text/jinja/template.h"
@@ -419,6 +420,118 @@ TEST(Jinja, ParsedOnceRenderedMany) {
   EXPECT_EQ(t.Render(context), "6,2,4,");
   context.Set("k", Value(10));
   EXPECT_EQ(t.Render(context), "30,10,20,");
+}
+
+}  // namespace
+}  // namespace proctor::jinja
+
+namespace proctor::jinja {
+namespace {
+
+// #18 class 1: operator chains are parsed by loops, so their trees grew as deep as the chain was
+// long; rendering or destroying one overflowed the stack. Each is now refused when parsed.
+TEST(JinjaErrors, LongChainsAreRefusedWhenParsedNotAStackOverflow) {
+  const auto repeat = [](const std::string& text, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += text;
+    return s;
+  };
+  const auto chain = [&](const std::string& first, const std::string& link, int n) {
+    return "{{ " + first + repeat(link, n) + " }}";
+  };
+  const std::string too_deep = "an expression nests deeper than 500 levels";
+  const std::string too_nested = "template nesting is deeper than 200 levels";
+  const struct {
+    std::string source;
+    const std::string& message;
+  } cases[] = {
+      {chain("1", "+1", 300000), too_deep},
+      {chain("1", " and 1", 300000), too_deep},
+      {chain("1", " ** 1", 300000), too_deep},
+      {chain("1", "|string", 100000), too_deep},
+      {chain("d", ".x", 100000), too_deep},
+      {chain("d", "[0]", 100000), too_deep},
+      {chain("d", "()", 100000), too_deep},
+      {"{{ " + repeat("not ", 130000) + "1 }}", too_nested},
+      {"{{ " + repeat("1 if 1 else ", 100000) + "1 }}", too_nested},
+  };
+  for (const auto& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    const TemplateError e = RenderError(c.source);
+    EXPECT_EQ(e.kind(), ErrorKind::kSyntax) << c.source.substr(0, 40);
+    EXPECT_NE(e.message().find(c.message), std::string::npos)
+        << c.source.substr(0, 40) << ": " << e.message();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+  }
+  // A chain under the bound parses and renders as before; `~` is one flat node at any length.
+  EXPECT_EQ(Render(chain("1", "+1", 400)), "401");
+  EXPECT_EQ(Render(chain("'a'", "~'a'", 300000)), std::string(300001, 'a'));
+}
+
+// #18 class 3: every string, list or dict a template builds is bounded in bytes, all of them
+// together are bounded, and the render is bounded in time; each bound is a clear kLimit error
+// raised before the memory is taken.
+TEST(JinjaErrors, WhatATemplateBuildsIsBoundedInBytesAndTime) {
+  const auto limit_error = [](const std::string& source, const RenderOptions& options,
+                              const std::string& message) {
+    const TemplateError e = RenderError(source, options);
+    EXPECT_EQ(e.kind(), ErrorKind::kLimit) << source;
+    EXPECT_NE(e.message().find(message), std::string::npos) << source << ": " << e.message();
+  };
+  const RenderOptions defaults;
+  limit_error("{% set x = ' '|center(10**9) %}", defaults,
+              "center's result would hold 1000000000 bytes, more than the 67108864");
+  limit_error("{{ ' '|center(2**62) }}", defaults, "would hold 4611686018427387904 bytes");
+  limit_error(
+      "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}",
+      defaults, "a string joined with ~ would hold 134217728 bytes");
+  limit_error("{{ 'a\nb'|indent(10**15) }}", defaults, "indent's result would hold");
+  limit_error("{{ [1]|batch(10**15, 'x') }}", defaults, "a batch would hold");
+  limit_error("{{ [1] * 10**9 }}", defaults, "a repeated list would hold");
+  limit_error("{{ ('a' * 1000000)|replace('a', 'b' * 100) }}", defaults, "replace's result");
+
+  RenderOptions small;  // each remaining builder, against a 1000-byte bound on one value
+  small.limits.max_value_bytes = 1000;
+  const std::string x = "{% set x = 'y' * 400 %}{% set l = [x] %}";
+  limit_error(x + "{{ [x, x]|join(x) }}", small, "join's result would hold");
+  limit_error(x + "{{ x.join([x, x]) }}", small, "join's result would hold");
+  limit_error(x + "{{ '{}{}{}'.format(x, x, x) }}", small, "format's result would hold");
+  limit_error(x + "{{ '%s%s%s'|format(x, x, x) }}", small, "a %-formatted string would hold");
+  limit_error(x + "{{ [l, l, l]|string }}", small, "the text of a list or dict would hold");
+  limit_error(x + "{{ [l, l, l]|tojson }}", small, "tojson's text would hold");
+  limit_error(x + "{{ x|list }}", small, "the list of a string's characters would hold");
+  limit_error("{{ ('a ' * 100).split() }}", small, "split's list would hold");
+  limit_error(x + "{{ x + x + x }}", small, "a string joined with + would hold");
+  limit_error(x + "{{ [x, x, x] }}", small, "a list would hold");
+  limit_error(x + "{{ {'a': x, 'b': x, 'c': x} }}", small, "a dict would hold");
+
+  // Rebuilding a growing list 10^5 times is quadratic: 240 GB of copies in all, refused at the
+  // bound on the bytes built (1 GiB), in well under a second.
+  const auto start = std::chrono::steady_clock::now();
+  limit_error(
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}"
+      "{% endfor %}",
+      defaults, "the template built more than 1073741824 bytes");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+  // Containers nest at most 512 deep (repr, tojson and destruction recurse per level).
+  limit_error(
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}"
+      "{% endfor %}",
+      defaults, "a list or dict would nest deeper than 512 levels");
+  // Work that builds nothing is bounded by time.
+  RenderOptions brief;
+  brief.limits.max_render_seconds = 0.2;
+  limit_error(
+      "{% set x = 'a' * 10000000 %}{% for i in range(100000) %}{% set y = 'b' in x %}"
+      "{% endfor %}",
+      brief, "the template ran longer than 0.2 s");
+  // Under the bounds, the same constructions render as before.
+  EXPECT_EQ(Render("{% set ns = namespace(s='') %}{% for i in range(10000) %}"
+                   "{% set ns.s = ns.s ~ 'abcdefghij' %}{% endfor %}{{ ns.s|length }}"),
+            "100000");
+  EXPECT_EQ(Render("{{ ' '|center(5) }}|{{ [[1]] * 2 }}|{{ 'ab'|list }}"),
+            "     |[[1], [1]]|['a', 'b']");
 }
 
 }  // namespace

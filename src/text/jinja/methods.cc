@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/interpreter.h"
@@ -43,6 +44,11 @@ const std::string& StrArg(const Value* v, std::string_view method, std::string_v
 // Python str.split / str.rsplit.
 std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsplit,
                          bool from_right) {
+  // The parts are counted as they are found: 30 million words would be gigabytes of parts
+  // before the list of them could be checked.
+  const auto check_parts = [](size_t n) {
+    if (n % 4096 == 0) CheckValueSize(n * sizeof(Value), "split's list");
+  };
   std::vector<std::string> parts;
   if (sep_v == nullptr || sep_v->is_none()) {
     // Runs of whitespace separate; leading and trailing whitespace is dropped.
@@ -54,6 +60,7 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
       const bool space = IsPySpace(DecodeUtf8(s, &i, InvalidByte::kAsLatin1));
       if (!space && word_start == std::string::npos) word_start = start;
       if (space && word_start != std::string::npos) {
+        check_parts(words.size());
         words.emplace_back(word_start, start);
         word_start = std::string::npos;
       }
@@ -83,6 +90,7 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
       while (maxsplit < 0 || splits < maxsplit) {
         const size_t at = s.find(sep, start);
         if (at == std::string::npos) break;
+        check_parts(parts.size());
         parts.push_back(s.substr(start, at - start));
         start = at + sep.size();
         ++splits;
@@ -96,6 +104,7 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
         if (end < sep.size()) break;
         const size_t at = s.rfind(sep, end - sep.size());
         if (at == std::string::npos) break;
+        check_parts(rev.size());
         rev.push_back(s.substr(at + sep.size(), end - at - sep.size()));
         end = at;
         ++splits;
@@ -104,6 +113,7 @@ std::vector<Value> Split(const std::string& s, const Value* sep_v, int64_t maxsp
       parts.assign(rev.rbegin(), rev.rend());
     }
   }
+  CheckValueSize(parts.size() * sizeof(Value), "split's list");
   std::vector<Value> out;
   out.reserve(parts.size());
   for (auto& p : parts) out.emplace_back(std::move(p));
@@ -118,6 +128,7 @@ std::string Replace(const std::string& s, const std::string& old, const std::str
     // Python inserts `with` before every code point and at the end.
     size_t i = 0;
     while (i < s.size() && (count < 0 || done < count)) {
+      CheckValueSize(out.size() + with.size() + (s.size() - i), "replace's result");
       out += with;
       ++done;
       const size_t start = i;
@@ -132,6 +143,7 @@ std::string Replace(const std::string& s, const std::string& old, const std::str
   while (count < 0 || done < count) {
     const size_t at = s.find(old, start);
     if (at == std::string::npos) break;
+    CheckValueSize(out.size() + (at - start) + with.size() + (s.size() - at), "replace's result");
     out.append(s, start, at - start);
     out += with;
     start = at + old.size();
@@ -198,7 +210,9 @@ std::string Format(const std::string& f, CallArgs& args) {
         }
         if (v == nullptr) ThrowEval(ErrorKind::kType, fmt::format("'{}'", field));
       }
-      out += v->Str();
+      const std::string text = v->Str();
+      CheckValueSize(out.size() + text.size(), "format's result");
+      out += text;
       i = close;
     } else if (c == '}') {
       ThrowEval(ErrorKind::kType, "Single '}' encountered in format string");
@@ -309,6 +323,7 @@ Value CallStrMethod(const std::string& s, std::string_view name, CallArgs& args)
         ThrowEval(ErrorKind::kType, fmt::format("sequence item {}: expected str instance, {} found",
                                                 i, items[i].TypeName()));
       }
+      CheckValueSize(out.size() + s.size() + items[i].str().size(), "join's result");
       if (i) out += s;
       out += items[i].str();
     }

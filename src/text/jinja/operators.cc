@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/py_str.h"
@@ -79,6 +80,7 @@ std::vector<Value> Iterate(const Value& value) {
     case Value::Kind::kString: {
       std::vector<Value> chars;
       const std::string& s = value.str();
+      CheckValueSize(CodePointCount(s) * sizeof(Value), "the list of a string's characters");
       for (size_t i = 0; i < s.size();) {
         const size_t start = i;
         DecodeUtf8(s, &i, InvalidByte::kAsLatin1);
@@ -119,9 +121,16 @@ Value Index(const Value& subject, int64_t index) {
 
 namespace {
 
-// CPython's PySlice_Unpack + PySlice_AdjustIndices: the indices a slice visits.
-std::vector<int64_t> SliceIndices(int64_t length, const Value& start_v, const Value& stop_v,
-                                  const Value& step_v) {
+// CPython's PySlice_Unpack + PySlice_AdjustIndices: the slice visits start, start + step, ...,
+// `count` indices in all.
+struct SliceRange {
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t count = 0;
+};
+
+SliceRange AdjustSlice(int64_t length, const Value& start_v, const Value& stop_v,
+                       const Value& step_v) {
   const auto as_index = [](const Value& v, const char* what) -> int64_t {
     if (v.is_int() || v.is_bool()) return v.IntValue();
     if (v.is_undefined()) FailUndefined(v);
@@ -144,13 +153,10 @@ std::vector<int64_t> SliceIndices(int64_t length, const Value& start_v, const Va
   };
   adjust(&start);
   adjust(&stop);
-  std::vector<int64_t> out;
-  if (step > 0) {
-    for (int64_t i = start; i < stop; i += step) out.push_back(i);
-  } else {
-    for (int64_t i = start; i > stop; i += step) out.push_back(i);
-  }
-  return out;
+  SliceRange r{start, step, 0};
+  if (step > 0 && start < stop) r.count = (stop - start - 1) / step + 1;
+  if (step < 0 && start > stop) r.count = (start - stop - 1) / -step + 1;
+  return r;
 }
 
 }  // namespace
@@ -159,19 +165,26 @@ Value Slice(const Value& subject, const Value& start, const Value& stop, const V
   if (subject.is_undefined()) FailUndefined(subject);
   if (subject.is_list()) {
     const auto& items = subject.list().items;
+    const SliceRange r = AdjustSlice(static_cast<int64_t>(items.size()), start, stop, step);
     std::vector<Value> out;
-    for (int64_t i : SliceIndices(static_cast<int64_t>(items.size()), start, stop, step)) {
-      out.push_back(items[static_cast<size_t>(i)]);
-    }
+    out.reserve(static_cast<size_t>(r.count));
+    for (int64_t k = 0; k < r.count; ++k)
+      out.push_back(items[static_cast<size_t>(r.start + k * r.step)]);
     return Value::MakeList(std::move(out), subject.list().is_tuple);
   }
   if (subject.is_string()) {
     const std::string& s = subject.str();
+    const size_t code_points = CodePointCount(s);
+    const SliceRange r = AdjustSlice(static_cast<int64_t>(code_points), start, stop, step);
+    if (r.count == 0) return Value(std::string());
+    if (code_points == s.size() && r.step == 1) {  // ASCII, contiguous: one copy
+      return Value(s.substr(static_cast<size_t>(r.start), static_cast<size_t>(r.count)));
+    }
     const std::vector<size_t> off = CodePointOffsets(s);
     std::string out;
-    for (int64_t i : SliceIndices(static_cast<int64_t>(off.size() - 1), start, stop, step)) {
-      const auto k = static_cast<size_t>(i);
-      out.append(s, off[k], off[k + 1] - off[k]);
+    for (int64_t k = 0; k < r.count; ++k) {
+      const auto i = static_cast<size_t>(r.start + k * r.step);
+      out.append(s, off[i], off[i + 1] - off[i]);
     }
     return Value(std::move(out));
   }
@@ -193,22 +206,18 @@ bool IsIntLike(const Value& v) { return v.is_int() || v.is_bool(); }
   ThrowEval(ErrorKind::kType, "integer overflow (proctor keeps 64 bits)");
 }
 
-Value Repeat(const Value& seq, int64_t times, size_t max_bytes) {
+Value Repeat(const Value& seq, int64_t times) {
   if (times < 0) times = 0;
   if (seq.is_string()) {
     const std::string& s = seq.str();
-    if (!s.empty() && static_cast<uint64_t>(times) > max_bytes / s.size()) {
-      ThrowEval(ErrorKind::kLimit, fmt::format("string repetition exceeds {} bytes", max_bytes));
-    }
+    CheckValueSize(SaturatingBytes(static_cast<uint64_t>(times), s.size()), "a repeated string");
     std::string out;
     out.reserve(s.size() * static_cast<size_t>(times));
     for (int64_t i = 0; i < times; ++i) out += s;
     return Value(std::move(out));
   }
   const auto& items = seq.list().items;
-  if (!items.empty() && static_cast<uint64_t>(times) > max_bytes / items.size()) {
-    ThrowEval(ErrorKind::kLimit, "list repetition is too large");
-  }
+  CheckValueSize(SaturatingBytes(static_cast<uint64_t>(times), BytesOf(seq)), "a repeated list");
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::MakeList(std::move(out), seq.list().is_tuple);
@@ -233,6 +242,7 @@ Value PercentFormat(const std::string& format, const Value& args) {
     if (next >= values.size())
       ThrowEval(ErrorKind::kType, "not enough arguments for format string");
     const Value& v = values[next++];
+    CheckValueSize(out.size(), "a %-formatted string");
     if (c == 's')
       out += v.Str();
     else if (c == 'r')
@@ -245,12 +255,13 @@ Value PercentFormat(const std::string& format, const Value& args) {
   if (next < values.size()) {
     ThrowEval(ErrorKind::kType, "not all arguments converted during string formatting");
   }
+  CheckValueSize(out.size(), "a %-formatted string");
   return Value(std::move(out));
 }
 
 }  // namespace
 
-Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_result_bytes) {
+Value BinaryOp(std::string_view op, const Value& a, const Value& b) {
   if (a.is_undefined()) FailUndefined(a);
   if (b.is_undefined()) FailUndefined(b);
   const bool ints = IsIntLike(a) && IsIntLike(b);
@@ -263,12 +274,11 @@ Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_r
     }
     if (nums) return Value(a.FloatValue() + b.FloatValue());
     if (a.is_string() && b.is_string()) {
-      if (a.str().size() + b.str().size() > max_result_bytes) {
-        ThrowEval(ErrorKind::kLimit, fmt::format("string exceeds {} bytes", max_result_bytes));
-      }
+      CheckValueSize(a.str().size() + b.str().size(), "a string joined with +");
       return Value(a.str() + b.str());
     }
     if (a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
+      CheckValueSize(BytesOf(a) + BytesOf(b), "a list joined with +");
       std::vector<Value> items = a.list().items;
       items.insert(items.end(), b.list().items.begin(), b.list().items.end());
       return Value::MakeList(std::move(items), a.list().is_tuple);
@@ -295,10 +305,8 @@ Value BinaryOp(std::string_view op, const Value& a, const Value& b, size_t max_r
       return Value(r);
     }
     if (nums) return Value(a.FloatValue() * b.FloatValue());
-    if ((a.is_string() || a.is_list()) && IsIntLike(b))
-      return Repeat(a, b.IntValue(), max_result_bytes);
-    if ((b.is_string() || b.is_list()) && IsIntLike(a))
-      return Repeat(b, a.IntValue(), max_result_bytes);
+    if ((a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, b.IntValue());
+    if ((b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, a.IntValue());
     if (a.is_string() || a.is_list() || b.is_string() || b.is_list()) {
       ThrowEval(ErrorKind::kType,
                 fmt::format("can't multiply sequence by non-int of type '{}'",

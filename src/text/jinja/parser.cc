@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "text/jinja/builtins.h"
 #include "text/jinja/errors.h"
@@ -228,10 +230,76 @@ Target Parser::ParseAssignTarget(std::initializer_list<std::string_view> extra_e
   return target;
 }
 
+namespace {
+
+// Operator chains (`1+1+...`, `a.x.x...`, `x|f|f...`) are parsed by loops, not recursion, so the
+// parser's nesting guard does not see how deep their trees grow; evaluating such a tree recurses
+// once per level. The whole tree is measured once after parsing (with an explicit stack) and a
+// template deeper than kMaxExpressionDepth is refused before it can run.
+constexpr int kMaxExpressionDepth = 500;
+
+void CheckExpressionDepth(const Expr* root, const std::string& template_name) {
+  if (root == nullptr) return;
+  std::vector<std::pair<const Expr*, int>> pending = {{root, 1}};
+  while (!pending.empty()) {
+    const auto [e, depth] = pending.back();
+    pending.pop_back();
+    if (depth > kMaxExpressionDepth) {
+      throw TemplateError(ErrorKind::kSyntax, template_name, e->line,
+                          fmt::format("an expression nests deeper than {} levels (a chain of "
+                                      "operators, attributes, filters or calls that long)",
+                                      kMaxExpressionDepth));
+    }
+    for (const ExprPtr& a : e->args) {
+      if (a) pending.emplace_back(a.get(), depth + 1);
+    }
+    for (const auto& [name, a] : e->kwargs) {
+      if (a) pending.emplace_back(a.get(), depth + 1);
+    }
+  }
+}
+
+// Statements nest at most kMaxNesting deep (the parser's guard), so this recursion is bounded.
+void CheckExpressionDepths(const Body& body, const std::string& template_name) {
+  for (const StmtPtr& s : body) {
+    CheckExpressionDepth(s->expr.get(), template_name);
+    CheckExpressionDepth(s->condition.get(), template_name);
+    for (const auto& [condition, branch] : s->branches) {
+      CheckExpressionDepth(condition.get(), template_name);
+      CheckExpressionDepths(branch, template_name);
+    }
+    for (const MacroParam& p : s->params)
+      CheckExpressionDepth(p.default_value.get(), template_name);
+    CheckExpressionDepths(s->body, template_name);
+    CheckExpressionDepths(s->else_body, template_name);
+  }
+}
+
+}  // namespace
 }  // namespace internal
 
+Expr::~Expr() {
+  std::vector<ExprPtr> pending;
+  const auto take_children = [&pending](Expr* e) {
+    for (ExprPtr& a : e->args) {
+      if (a) pending.push_back(std::move(a));
+    }
+    for (auto& [name, a] : e->kwargs) {
+      if (a) pending.push_back(std::move(a));
+    }
+  };
+  take_children(this);
+  while (!pending.empty()) {
+    ExprPtr e = std::move(pending.back());
+    pending.pop_back();
+    take_children(e.get());
+  }  // e is destroyed here, childless
+}
+
 Body Parse(const std::vector<Token>& tokens, const std::string& template_name) {
-  return internal::Parser(tokens, template_name).ParseTemplate();
+  Body body = internal::Parser(tokens, template_name).ParseTemplate();
+  internal::CheckExpressionDepths(body, template_name);
+  return body;
 }
 
 }  // namespace proctor::jinja

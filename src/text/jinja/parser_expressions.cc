@@ -60,7 +60,10 @@ ExprPtr Parser::ParseCondExpr() {
     Next();
     ExprPtr cond = ParseOr();
     ExprPtr expr3;
-    if (SkipName("else")) expr3 = ParseCondExpr();
+    if (SkipName("else")) {
+      NestingGuard guard(this);  // `a if b else c if d else ...` recurses once per `else`
+      expr3 = ParseCondExpr();
+    }
     auto e = MakeExpr(ExprKind::kCondExpr, line);
     e->args.push_back(std::move(cond));
     e->args.push_back(std::move(expr1));
@@ -100,6 +103,7 @@ ExprPtr Parser::ParseAnd() {
 
 ExprPtr Parser::ParseNot() {
   if (IsName("not")) {
+    NestingGuard guard(this);  // `not not not ...` recurses once per `not`
     const int line = Cur().line;
     Next();
     auto e = MakeExpr(ExprKind::kNot, line);

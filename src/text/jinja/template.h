@@ -25,8 +25,16 @@ namespace proctor::jinja {
 
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // rendered text, and any captured block
-  int64_t max_loop_iterations = 10'000'000;    // total over the render (range() sizes too)
-  int max_call_depth = 200;                    // nested macro / recursive-loop calls
+  // Any one string, list or dict the template builds (text/jinja/budget.h).
+  uint64_t max_value_bytes = uint64_t{64} << 20;
+  // Every string, list and dict the template builds, summed over the render: a loop that
+  // rebuilds a growing value is quadratic in these bytes (text/jinja/budget.h).
+  uint64_t max_built_bytes = uint64_t{1} << 30;
+  // Wall-clock time of one render: the bound on work that builds nothing (a loop that scans a
+  // large string 10^5 times). Chat templates render in milliseconds.
+  double max_render_seconds = 10.0;
+  int64_t max_loop_iterations = 10'000'000;  // total over the render (range() sizes too)
+  int max_call_depth = 200;                  // nested macro / recursive-loop calls
 };
 
 struct RenderOptions {

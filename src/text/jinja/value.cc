@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/errors.h"
 #include "text/jinja/py_str.h"
 #include "util/utf8.h"
@@ -63,14 +64,42 @@ Value Object::Call(Interpreter&, CallArgs&) {
 
 // ---- Value ----------------------------------------------------------------------------------
 
+int NestingDepth(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth();
+  return 0;
+}
+
+namespace {
+
+// Containers nest at most kMaxValueDepth deep: repr, tojson, comparison and destruction recurse
+// once per level, and a loop of `{% set ns.x = [ns.x] %}` would otherwise nest 10^5 deep.
+int DepthOver(int deepest_item) {
+  if (deepest_item + 1 > kMaxValueDepth) {
+    ThrowEval(ErrorKind::kLimit,
+              fmt::format("a list or dict would nest deeper than {} levels", kMaxValueDepth));
+  }
+  return deepest_item + 1;
+}
+
+}  // namespace
+
 Value Value::MakeList(std::vector<Value> items, bool is_tuple) {
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, NestingDepth(item));
   auto list = std::make_shared<List>();
   list->items = std::move(items);
   list->is_tuple = is_tuple;
+  list->depth = DepthOver(deepest);
   return Value(ListPtr(std::move(list)));
 }
 
-Value Value::MakeDict(Dict dict) { return Value(DictPtr(std::make_shared<Dict>(std::move(dict)))); }
+Value Value::MakeDict(Dict dict) {
+  int deepest = 0;
+  for (const auto& [key, item] : dict.entries()) deepest = std::max(deepest, NestingDepth(item));
+  dict.depth_ = DepthOver(deepest);
+  return Value(DictPtr(std::make_shared<Dict>(std::move(dict))));
+}
 
 bool Value::is_callable() const {
   return kind() == Kind::kCallable || (is_object() && object().IsCallable());
@@ -163,13 +192,48 @@ std::string StringRepr(std::string_view s) {
 
 namespace {
 
-std::string JoinRepr(const std::vector<Value>& items) {
-  std::string out;
+// repr() of containers appends element by element and checks the render's budget as the text
+// grows, so the repr of a list of large strings stops at the bound instead of after it.
+void AppendRepr(const Value& v, std::string* out);
+
+void AppendChecked(std::string* out, std::string_view text) {
+  CheckValueSize(out->size() + text.size(), "the text of a list or dict");
+  out->append(text);
+}
+
+void AppendItemsRepr(const std::vector<Value>& items, std::string* out) {
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ", ";
-    out += items[i].Repr();
+    if (i) out->append(", ");
+    AppendRepr(items[i], out);
   }
-  return out;
+}
+
+void AppendRepr(const Value& v, std::string* out) {
+  switch (v.kind()) {
+    case Value::Kind::kList: {
+      const List& l = v.list();
+      out->push_back(l.is_tuple ? '(' : '[');
+      AppendItemsRepr(l.items, out);
+      if (l.is_tuple && l.items.size() == 1) out->push_back(',');
+      out->push_back(l.is_tuple ? ')' : ']');
+      return;
+    }
+    case Value::Kind::kDict: {
+      out->push_back('{');
+      bool first = true;
+      for (const auto& [k, item] : v.dict().entries()) {
+        if (!first) out->append(", ");
+        first = false;
+        AppendChecked(out, StringRepr(k));
+        out->append(": ");
+        AppendRepr(item, out);
+      }
+      out->push_back('}');
+      return;
+    }
+    default:
+      AppendChecked(out, v.Repr());
+  }
 }
 
 }  // namespace
@@ -199,23 +263,11 @@ std::string Value::Repr() const {
       return FloatRepr(as_float());
     case Kind::kString:
       return StringRepr(str());
-    case Kind::kList: {
-      const List& l = list();
-      if (l.is_tuple) {
-        return l.items.size() == 1 ? fmt::format("({},)", l.items[0].Repr())
-                                   : fmt::format("({})", JoinRepr(l.items));
-      }
-      return fmt::format("[{}]", JoinRepr(l.items));
-    }
+    case Kind::kList:
     case Kind::kDict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, v] : dict().entries()) {
-        if (!first) out += ", ";
-        first = false;
-        out += StringRepr(k) + ": " + v.Repr();
-      }
-      return out + "}";
+      std::string out;
+      AppendRepr(*this, &out);
+      return out;
     }
     case Kind::kCallable:
       return fmt::format("<function {}>", callable().name);
@@ -398,6 +450,7 @@ void DumpJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
 
 void DumpJsonValue(const Value& v, const JsonDumpOptions& o, int depth, std::string* out) {
   if (depth > 200) ThrowEval(ErrorKind::kLimit, "tojson: nesting deeper than 200 levels");
+  CheckValueSize(out->size(), "tojson's text");
   auto newline = [&](int level) {
     if (!o.has_indent) return;
     *out += '\n';
@@ -424,6 +477,7 @@ void DumpJsonValue(const Value& v, const JsonDumpOptions& o, int depth, std::str
       return;
     }
     case Value::Kind::kString:
+      CheckValueSize(out->size() + v.str().size(), "tojson's text");
       DumpJsonString(v.str(), o.ensure_ascii, out);
       return;
     case Value::Kind::kList: {

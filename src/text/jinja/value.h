@@ -122,6 +122,7 @@ class Value {
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;  // Python tuple: prints as (a, b) and never equals a list
+  int depth = 1;          // 1 + the deepest item's NestingDepth (set by Value::MakeList)
 };
 
 // A dict with string keys in insertion order (Python dicts keep order; tojson must too).
@@ -131,9 +132,12 @@ class Dict {
   void Set(std::string key, Value value);  // replaces an existing key in place
   size_t size() const { return entries_.size(); }
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  int depth() const { return depth_; }  // 1 + the deepest value's NestingDepth
 
  private:
+  friend class Value;  // MakeDict sets depth_
   std::vector<std::pair<std::string, Value>> entries_;
+  int depth_ = 1;
   std::unordered_map<std::string, size_t> index_;  // built once the dict grows past a few keys
 };
 
@@ -165,6 +169,11 @@ class Object {
   virtual void BreakCycles() {}
   virtual Value Call(Interpreter& interp, CallArgs& args);
 };
+
+// How deep containers nest in `v`: 0 for a scalar, 1 for a list or dict of scalars. Building one
+// deeper than kMaxValueDepth is an error (EvalFailure kLimit).
+inline constexpr int kMaxValueDepth = 512;
+int NestingDepth(const Value& v);
 
 // Python ==, with 1 == 1.0 == True, element-wise containers, tuple != list.
 bool Equals(const Value& a, const Value& b);
