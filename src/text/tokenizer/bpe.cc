@@ -10,6 +10,17 @@
 
 namespace proctor::text {
 
+void CheckTokenIdRange(int64_t id, size_t token_count, std::string_view what,
+                       const std::string& source) {
+  const int64_t bound = 2 * static_cast<int64_t>(token_count) + 1024;
+  if (id >= bound) {
+    Fail("tokenizer",
+         "{}: {} has id {}, but the file defines {} tokens: ids must stay below {} (twice the "
+         "tokens, plus 1024; a vocabulary's ids are dense)",
+         source, what, id, token_count, bound);
+  }
+}
+
 BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges,
                    BpeOptions options, const std::string& source)
@@ -17,9 +28,11 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
   int64_t max_id = -1;
   for (const auto& [token, id] : vocab) {
     if (id < 0 || id > INT32_MAX) Fail("tokenizer", "{}: token '{}' has id {}", source, token, id);
+    CheckTokenIdRange(id, vocab.size(), fmt::format("token '{}'", token), source);
     max_id = std::max(max_id, id);
   }
   id_to_token_.assign(static_cast<size_t>(max_id + 1), {0u, ~0u});
+  token_count_ = vocab.size();
   vocab_.Reserve(vocab.size());
   for (const auto& [token, id] : vocab) {
     uint32_t offset = vocab_.Assign(token, static_cast<int32_t>(id));

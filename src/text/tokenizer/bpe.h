@@ -34,6 +34,14 @@ struct BpeOptions {
   bool skip_bad_merges = false;
 };
 
+// Token ids index tables (id -> text, and the tokenizer fingerprint of eval/runners/vocab_check.h
+// walks every id), so their range is bounded by the tokens a file defines: the largest id must be
+// below twice the token count plus 1024. Real vocabularies are dense; an id of 2^31-1 among four
+// tokens would otherwise allocate gigabytes, or an added token with id 10^9 make the fingerprint
+// loop over a billion ids. `what` names the token ("token 'x'") in the error.
+void CheckTokenIdRange(int64_t id, size_t token_count, std::string_view what,
+                       const std::string& source);
+
 class BpeModel {
  public:
   // vocab: (token, id) pairs; merges in rank order. `source` names the file in errors.
@@ -49,6 +57,8 @@ class BpeModel {
   bool IdToToken(int32_t id, std::string_view* token) const;
   // One past the largest id.
   size_t IdLimit() const { return id_to_token_.size(); }
+  // The tokens of the vocabulary (ids may leave holes: at most IdLimit()).
+  size_t TokenCount() const { return token_count_; }
 
  private:
   void TokenizeUncached(std::string_view word, std::vector<int32_t>& out) const;
@@ -57,6 +67,7 @@ class BpeModel {
   FlatTokenMap vocab_;
   // id -> (arena offset, length) of its text in vocab_; length ~0u when the id has no token.
   std::vector<std::pair<uint32_t, uint32_t>> id_to_token_;
+  size_t token_count_ = 0;
   // (left id << 32 | right id) -> (rank << 32 | merged id)
   FlatU64Map merges_;
   BpeOptions options_;

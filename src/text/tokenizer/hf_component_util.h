@@ -23,8 +23,17 @@ const nlohmann::json& ArrayField(const nlohmann::json& j, const char* key,
                                  const std::string& where);
 [[noreturn]] void Unsupported(const char* stage, const std::string& type, const std::string& where);
 
-// Every match of `pattern` in s replaced by `content`.
-std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content);
+// How far a normalizer or decoder may grow text: one Replace, and a whole Sequence, at most 16
+// times its input plus 4096 bytes. Eight chained Replaces that each expand a character to ten
+// would otherwise reach gigabytes; CheckGrowth refuses it naming `where` and the sizes.
+size_t GrowthLimit(size_t input_bytes);
+void CheckGrowth(size_t input_bytes, size_t output_bytes, std::string_view step,
+                 const std::string& where);
+
+// Every match of `pattern` in s replaced by `content`; the size is checked (CheckGrowth) before
+// the text is built.
+std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content,
+                       const std::string& where);
 
 // Metaspace (pre-tokenizer and decoder): when the replacement character is prepended.
 enum class PrependScheme { kAlways, kFirst, kNever };

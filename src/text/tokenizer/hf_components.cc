@@ -50,12 +50,29 @@ std::string GetString(const json& j, const char* key, const std::string& where) 
   Fail("tokenizer", "{}: {} type \"{}\" is not supported", where, stage, type);
 }
 
-std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content) {
+size_t GrowthLimit(size_t input_bytes) { return input_bytes * 16 + 4096; }
+
+void CheckGrowth(size_t input_bytes, size_t output_bytes, std::string_view step,
+                 const std::string& where) {
+  if (output_bytes > GrowthLimit(input_bytes)) {
+    Fail("tokenizer",
+         "{}: {} would grow a {}-byte text to {} bytes, more than the {} allowed (16 times, plus "
+         "4096)",
+         where, step, input_bytes, output_bytes, GrowthLimit(input_bytes));
+  }
+}
+
+std::string ReplaceAll(std::string_view s, const Pattern& pattern, std::string_view content,
+                       const std::string& where) {
   thread_local Ranges matches;
   pattern.FindAll(s, matches);
   if (matches.empty()) return std::string(s);
+  size_t removed = 0;
+  for (auto [b, e] : matches) removed += e - b;
+  const size_t out_bytes = s.size() - removed + matches.size() * content.size();
+  CheckGrowth(s.size(), out_bytes, "Replace", where);
   std::string out;
-  out.reserve(s.size());
+  out.reserve(out_bytes);
   size_t prev = 0;
   for (auto [b, e] : matches) {
     out.append(s.substr(prev, b - prev));
@@ -142,19 +159,20 @@ class PrependNormalizer : public Normalizer {
 class ReplaceNormalizer : public Normalizer {
  public:
   ReplaceNormalizer(const json& j, const std::string& where)
-      : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)) {}
+      : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)), where_(where) {}
   void Apply(std::string& s, bool* at_origin) const override {
     if (at_origin && content_.empty()) {
       thread_local Ranges matches;
       pattern_.FindAll(s, matches);
       if (!matches.empty() && matches[0].first == 0) *at_origin = false;
     }
-    s = ReplaceAll(s, pattern_, content_);
+    s = ReplaceAll(s, pattern_, content_, where_);
   }
 
  private:
   Pattern pattern_;
   std::string content_;
+  std::string where_;
 };
 
 class StripNormalizer : public Normalizer {
@@ -181,14 +199,19 @@ class StripNormalizer : public Normalizer {
 
 class SequenceNormalizer : public Normalizer {
  public:
-  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts)
-      : parts_(std::move(parts)) {}
+  SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts, std::string where)
+      : parts_(std::move(parts)), where_(std::move(where)) {}
   void Apply(std::string& s, bool* at_origin) const override {
-    for (const auto& p : parts_) p->Apply(s, at_origin);
+    const size_t input_bytes = s.size();
+    for (const auto& p : parts_) {
+      p->Apply(s, at_origin);
+      CheckGrowth(input_bytes, s.size(), "the normalizer Sequence", where_);
+    }
   }
 
  private:
   std::vector<std::unique_ptr<Normalizer>> parts_;
+  std::string where_;
 };
 
 // ------------------------------------------------------------------ pre-tokenizers
@@ -479,7 +502,7 @@ std::unique_ptr<Normalizer> MakeNormalizer(const json& j, const std::string& whe
     for (const json& p : ArrayField(j, "normalizers", where)) {
       parts.push_back(MakeNormalizer(p, where));
     }
-    return std::make_unique<SequenceNormalizer>(std::move(parts));
+    return std::make_unique<SequenceNormalizer>(std::move(parts), where);
   }
   Unsupported("normalizer", type, where);
 }

@@ -243,26 +243,38 @@ class StripDecoder : public Decoder {
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(const json& j, const std::string& where)
-      : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)) {}
+      : pattern_(j.at("pattern"), where), content_(GetString(j, "content", where)), where_(where) {}
   void Apply(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) t = ReplaceAll(t, pattern_, content_);
+    for (std::string& t : tokens) t = ReplaceAll(t, pattern_, content_, where_);
   }
 
  private:
   Pattern pattern_;
   std::string content_;
+  std::string where_;
 };
+
+size_t TotalBytes(const std::vector<std::string>& tokens) {
+  size_t bytes = 0;
+  for (const std::string& t : tokens) bytes += t.size();
+  return bytes;
+}
 
 class SequenceDecoder : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
-      : parts_(std::move(parts)) {}
+  SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts, std::string where)
+      : parts_(std::move(parts)), where_(std::move(where)) {}
   void Apply(std::vector<std::string>& tokens) const override {
-    for (const auto& p : parts_) p->Apply(tokens);
+    const size_t input_bytes = TotalBytes(tokens);
+    for (const auto& p : parts_) {
+      p->Apply(tokens);
+      CheckGrowth(input_bytes, TotalBytes(tokens), "the decoder Sequence", where_);
+    }
   }
 
  private:
   std::vector<std::unique_ptr<Decoder>> parts_;
+  std::string where_;
 };
 
 }  // namespace
@@ -294,7 +306,7 @@ std::unique_ptr<Decoder> MakeDecoder(const json& j, const std::string& where) {
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Decoder>> parts;
     for (const json& p : ArrayField(j, "decoders", where)) parts.push_back(MakeDecoder(p, where));
-    return std::make_unique<SequenceDecoder>(std::move(parts));
+    return std::make_unique<SequenceDecoder>(std::move(parts), where);
   }
   Unsupported("decoder", type, where);
 }

@@ -60,6 +60,7 @@ class HfTokenizer : public Tokenizer {
     post_processor_ = MakePostProcessor(root.value("post_processor", json()), source);
     decoder_ = MakeDecoder(root.value("decoder", json()), source);
     LoadAddedTokens(root.value("added_tokens", json::array()), source);
+    CheckPostProcessorIds(source);
 
     if (!config_text.empty()) {
       json config = json::parse(config_text, nullptr, false);
@@ -216,6 +217,22 @@ class HfTokenizer : public Tokenizer {
     doc.merges.clear();
   }
 
+  // The ids a post-processor adds (BOS, EOS, CLS...) are looked up in embedding tables: one
+  // outside the vocabulary is refused here, not met as an index later.
+  void CheckPostProcessorIds(const std::string& source) const {
+    if (!post_processor_) return;
+    std::vector<int32_t> added = post_processor_->Prefix();
+    const std::vector<int32_t> suffix = post_processor_->Suffix();
+    added.insert(added.end(), suffix.begin(), suffix.end());
+    for (const int32_t id : added) {
+      if (id < 0 || static_cast<size_t>(id) >= vocab_size_) {
+        Fail("tokenizer",
+             "{}: post_processor adds token id {}, outside the vocabulary (ids 0 to {})", source,
+             id, vocab_size_ - 1);
+      }
+    }
+  }
+
   void LoadAddedTokens(const json& list, const std::string& source) {
     vocab_size_ = model_->IdLimit();
     if (!list.is_array()) Fail("tokenizer", "{}: \"added_tokens\" is not an array", source);
@@ -232,6 +249,8 @@ class HfTokenizer : public Tokenizer {
       if (token.normalized && normalizer_) normalizer_->Apply(token.content, nullptr);
       if (token.id < 0)
         Fail("tokenizer", "{}: added token '{}' has id {}", source, token.content, token.id);
+      CheckTokenIdRange(token.id, model_->TokenCount() + list.size(),
+                        fmt::format("added token '{}'", token.content), source);
       added_by_id_[token.id] = static_cast<int32_t>(added_.size());
       added_by_content_.emplace(token.content, token.id);
       if (token.special) special_contents_.insert(token.content);

@@ -12,6 +12,7 @@
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/testing_files.h"
 
 namespace proctor::text {
 namespace {
@@ -137,6 +138,82 @@ TEST(LoadTokenizer, ErrorsNameTheProblem) {
   auto ok = LoadHfTokenizer("{" + model + "}", "", "test.json");
   EXPECT_EQ(ok->Encode("ab", false), std::vector<int32_t>({2}));
   EXPECT_THROW(ok->Encode("\xff", false), Error);
+}
+
+}  // namespace
+}  // namespace proctor::text
+
+namespace proctor::text {
+namespace {
+
+// #18 class 5: tokenizer files whose ids or normalizers would allocate gigabytes, loop over a
+// billion ids, or hand an embedding table an id it does not have. Each is refused naming the
+// file and the value, in milliseconds, under a 1 GiB address-space limit; a dense vocabulary
+// with holes and a normalizer that grows text within bounds still load and encode.
+TEST(LoadTokenizer, IdsAndNormalizersThatWouldExhaustMemoryAreRefused) {
+  const std::string vocab = R"("vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"])";
+  const auto file = [&](const std::string& model_extra, const std::string& rest) {
+    return R"({"model": {"type": "BPE", )" + vocab + model_extra + "}" + rest + "}";
+  };
+  const std::string added =
+      R"(, "added_tokens": [{"id": 1000000000, "content": "<x>", "special": true}])";
+  const std::string post =
+      R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": )"
+      R"({"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], )"
+      R"("special_tokens": {"<s>": {"id": "<s>", "ids": [2147483646], "tokens": ["<s>"]}}})";
+  std::string replaces;
+  for (int i = 0; i < 8; ++i) {
+    replaces += std::string(i ? ", " : "") +
+                R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aaaaaaaaaa"})";
+  }
+  const std::string normalizer =
+      R"(, "normalizer": {"type": "Sequence", "normalizers": [)" + replaces + "]}";
+  const struct {
+    std::string json;
+    std::string message;
+    bool at_encode;  // the normalizer's bound is met when text is encoded
+  } cases[] = {
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2147483647}, "merges": []}})",
+       "token 'b' has id 2147483647, but the file defines 2 tokens: ids must stay below 1028",
+       false},
+      {file("", added), "added token '<x>' has id 1000000000, but the file defines 4 tokens",
+       false},
+      {file("", post),
+       "post_processor adds token id 2147483646, outside the vocabulary (ids 0 to 2)", false},
+      {file("", normalizer),
+       "the normalizer Sequence would grow a 2-byte text to 10001 bytes, more than the 4128", true},
+  };
+  const proctor::testing::TempDir dir;
+  for (const auto& c : cases) {
+    try {
+      auto tokenizer = LoadHfTokenizer(c.json, "", "test.json");
+      EXPECT_TRUE(c.at_encode) << "loaded: " << c.json;
+      tokenizer->Encode("ab", false);
+      ADD_FAILURE() << "encoded with: " << c.json;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("test.json: " + c.message), std::string::npos)
+          << e.what();
+    }
+    // The same file through `proctor tokenize`, bounded in memory and time.
+    if (!fs::exists(PROCTOR_BIN)) continue;
+    const fs::path path = dir.path() / "tokenizer.json";
+    WriteFileAtomic(path, c.json);
+    const auto r = proctor::testing::RunCommand(fmt::format(
+        "ulimit -v 1048576; timeout 10 '{}' tokenize '{}' --text ab", PROCTOR_BIN, path.string()));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("tokenizer.json: " + c.message), std::string::npos) << r.output;
+  }
+  // Holes up to the bound, and growth up to 16 times, are what real files do: they load.
+  auto holes = LoadHfTokenizer(
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 1027}, "merges": ["a b"]}})", "",
+      "test.json");
+  EXPECT_EQ(holes->Encode("ab", false), std::vector<int32_t>({1027}));
+  auto grows = LoadHfTokenizer(
+      file(
+          "",
+          R"(, "normalizer": {"type": "Replace", "pattern": {"String": "b"}, "content": "bbbbbbbbbbbbbbbb"})"),
+      "", "test.json");
+  EXPECT_EQ(grows->Encode("b", false).size(), 16u);
 }
 
 }  // namespace
