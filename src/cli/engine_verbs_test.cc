@@ -473,6 +473,14 @@ TEST(EngineVerbs, BadInputIsAClearError) {
     r = Proctor(fmt::format("generate {} --prompt-ids 1,999", dir.string()));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("999"), std::string::npos) << r.out;
+    // #18 class 12: generation ends at the model's context (256 positions here) and says so.
+    std::string ids = "5";
+    for (int i = 1; i < 250; ++i) ids += ",5";
+    r = Proctor(fmt::format("generate {} --prompt-ids {} -n 20 --ignore-eos", dir.string(), ids));
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("note: generation stopped at the model's context (256 positions)"),
+              std::string::npos)
+        << r.out;
   }
   const fs::path next = Fixtures() / "hf-goldens" / "qwen3_next-f32";
   if (fs::exists(next)) {  // an architecture the engine does not run is named

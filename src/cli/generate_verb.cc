@@ -61,6 +61,10 @@ void GenerateFromText(const GenerateArgs& args) {
   } else {
     fmt::print("{}\n", out.text);
   }
+  if (out.reached_context) {
+    fmt::print(stderr, "note: generation stopped at the model's context ({} positions)\n",
+               out.prompt_ids.size() + out.ids.size());
+  }
   if (!Globals().quiet) {
     fmt::print(stderr, "generated {} tokens after a {}-token prompt in {:.3f} s\n", out.ids.size(),
                out.prompt_ids.size(),
@@ -90,11 +94,17 @@ void GenerateFromIds(const GenerateArgs& args) {
     for (const int32_t id : text::ParseTokenIds(args.stop_ids, "--stop-ids"))
       greedy.stop_ids.push_back(id);
   }
+  bool reached_context = false;
+  greedy.reached_context = &reached_context;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int32_t> out = GreedyGenerate(model, prompt, greedy);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}\n", fmt::join(out, ","));
+  if (reached_context) {
+    fmt::print(stderr, "note: generation stopped at the model's context ({} positions)\n",
+               prompt.size() + out.size());
+  }
   if (!Globals().quiet) {
     fmt::print(stderr, "generated {} tokens after a {}-token prompt in {:.3f} s ({})\n", out.size(),
                prompt.size(), seconds, loaded.config.Summary());

@@ -303,6 +303,10 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
                                     c.rotary_dim, c.head_dim));
   }
   c.max_position_embeddings = MetaInt(gguf, p + "context_length", 0);
+  if (c.max_position_embeddings == 0 && gguf.Find(p + "context_length") != nullptr) {
+    GgufModelFail(gguf,
+                  fmt::format("metadata \"{}context_length\" is 0: a model has a context", p));
+  }
   c.rms_norm_eps = gguf.FindFloat(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
   c.rope.theta = gguf.FindFloat(p + "rope.freq_base").value_or(10000.0f);
   // RoPE scaling: "<arch>.rope.scaling.type" (none, linear, yarn) and its parameters.

@@ -97,6 +97,17 @@ TEST(MalformedSafetensors, Errors) {
   ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
                          {"[begin, end]"});
   ExpectSafetensorsError(Safetensors(R"({"__metadata__":{"k":1}})", 0), {"__metadata__"});
+  // #18 class 12: the tensors must tile the data section, as the safetensors library requires.
+  ExpectSafetensorsError(Safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
+                      "b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                     12),
+                         {"tensor \"b\" starts at byte 8", "end at 4", "has a hole"});
+  ExpectSafetensorsError(
+      Safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+      {"tensor \"a\" starts at byte 4", "end at 0"});
+  ExpectSafetensorsError(
+      Safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12),
+      {"the tensors end at byte 4", "it holds 12 bytes"});
 }
 
 TEST(MalformedSafetensors, FileErrorsNameThePath) {

@@ -32,11 +32,14 @@ int GetInt(const json& object, std::string_view key, std::string_view origin,
     ConfigFail(origin, fmt::format("missing required field \"{}\"", key));
   }
   if (value->is_number_integer()) {
-    const int64_t v = value->get<int64_t>();
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-      ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", key, v));
-    }
-    return static_cast<int>(v);
+    // An unsigned value above 2^63 would read as negative through int64: print the JSON's own
+    // text, and compare unsigned values as unsigned.
+    const bool fits = value->is_number_unsigned()
+                          ? value->get<uint64_t>() <= std::numeric_limits<int>::max()
+                          : value->get<int64_t>() >= std::numeric_limits<int>::min() &&
+                                value->get<int64_t>() <= std::numeric_limits<int>::max();
+    if (!fits) ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", key, value->dump()));
+    return static_cast<int>(value->get<int64_t>());
   }
   if (value->is_number_float()) {  // 4096.0 is fine, 4096.5 is not
     const double d = value->get<double>();
@@ -516,6 +519,11 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.intermediate_size = GetInt(config_json, "intermediate_size", origin);
   out.vocab_size = GetInt(config_json, "vocab_size", origin);
   out.max_position_embeddings = GetInt(config_json, "max_position_embeddings", origin, 0);
+  if (out.max_position_embeddings < 0 ||
+      (out.max_position_embeddings == 0 && Member(config_json, "max_position_embeddings"))) {
+    ConfigFail(origin, fmt::format("\"max_position_embeddings\" = {} (a model has a context)",
+                                   out.max_position_embeddings));
+  }
   out.rms_norm_eps = GetFloat(config_json, "rms_norm_eps", origin, 1e-6f);
   out.tie_word_embeddings =
       GetBool(config_json, "tie_word_embeddings", origin, family->tie_word_embeddings_default);

@@ -147,6 +147,15 @@ TEST(ParseHfConfig, RefusesUnknownArchitecturesAndOptions) {
   j = LlamaBase();
   j["hidden_size"] = "64";
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "hidden_size", "integer");
+  // #18 class 12: 1e19 read as an unsigned integer was reported as a negative number.
+  j = LlamaBase();
+  j["hidden_size"] = uint64_t{10000000000000000000u};
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"),
+                        "\"hidden_size\" = 10000000000000000000 is out of range");
+  j = LlamaBase();
+  j["max_position_embeddings"] = 0;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"),
+                        "\"max_position_embeddings\" = 0 (a model has a context)");
 }
 
 json GemmaBase(const std::string& model_type) {

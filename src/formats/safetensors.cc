@@ -159,6 +159,24 @@ SafetensorsHeader ParseSafetensors(std::span<const uint8_t> file_bytes,
            out.tensors[ranges[i].index].name, ranges[i].begin, ranges[i].end);
     }
   }
+  // The tensors tile the data section, as the safetensors library requires (its InvalidOffset
+  // and MetadataIncompleteBuffer): no bytes before, between or after them.
+  uint64_t covered = 0;
+  for (const Range& r : ranges) {
+    if (r.begin != covered) {
+      Fail("safetensors",
+           "{}: tensor \"{}\" starts at byte {} of the data section, but the bytes before it end "
+           "at {}: the data section has a hole",
+           file_name, out.tensors[r.index].name, r.begin, covered);
+    }
+    covered = r.end;
+  }
+  if (covered != data_size) {
+    Fail("safetensors",
+         "{}: the tensors end at byte {} of the data section, but it holds {} bytes: the data "
+         "section has bytes no tensor describes",
+         file_name, covered, data_size);
+  }
   return out;
 }
 

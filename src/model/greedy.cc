@@ -2,6 +2,7 @@
 #include "model/greedy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "util/error.h"
 
@@ -40,22 +41,42 @@ Tensor PrefillLastHidden(const RuntimeModel& model, std::span<const int32_t> tok
 std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const int32_t> prompt,
                                     const GreedyOptions& options) {
   if (prompt.empty()) Fail("model", "greedy decoding needs at least one prompt token");
+  const auto prompt_size = static_cast<int64_t>(prompt.size());
+  const int64_t context = model.config().max_position_embeddings;
+  if (context > 0 && prompt_size > context) {
+    Fail("model", "a prompt of {} tokens exceeds the model's context of {} positions", prompt_size,
+         context);
+  }
+  if (options.reached_context) *options.reached_context = false;
   std::vector<int32_t> out;
-  if (options.max_new_tokens <= 0) return out;
-  ModelCache cache = model.MakeCache(static_cast<int64_t>(prompt.size()) + options.max_new_tokens);
+  int64_t max_new_tokens = options.max_new_tokens;
+  if (context > 0 && prompt_size + max_new_tokens > context) {
+    max_new_tokens = context - prompt_size;
+    if (options.reached_context) *options.reached_context = true;
+  }
+  if (max_new_tokens <= 0) return out;
+  ModelCache cache = model.MakeCache(prompt_size + max_new_tokens);
   Tensor hidden = PrefillLastHidden(model, prompt, options.chunk, cache);  // [1, hidden]
   Tensor logits = Tensor::F32(1, model.vocab_size());                      // [1, vocab]
-  for (int step = 0; step < options.max_new_tokens; ++step) {
+  for (int step = 0; step < max_new_tokens; ++step) {
     model.LogitsFromHidden(hidden.View(), logits.MutF32());
     const std::span<const float> row(logits.RowF32(0), static_cast<size_t>(model.vocab_size()));
     if (options.on_step) options.on_step(step, row);
+    const auto bad = std::find_if(row.begin(), row.end(),
+                                  [](float v) { return std::isnan(v) || v == INFINITY; });
+    if (bad != row.end()) {
+      Fail("model",
+           "the logits of generation step {} hold {} (token {}): the model's weights or "
+           "activations are not finite",
+           step, *bad, bad - row.begin());
+    }
     const int32_t next = ArgmaxLowestIndex(row);
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
         options.stop_ids.end()) {
       break;
     }
     out.push_back(next);
-    if (step + 1 == options.max_new_tokens) break;
+    if (step + 1 == max_new_tokens) break;
     if (options.stop_after && options.stop_after(out)) break;
     hidden = model.ForwardHidden(std::span<const int32_t>(&out.back(), 1), cache);
   }

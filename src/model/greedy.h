@@ -28,10 +28,15 @@ struct GreedyOptions {
   // Called with the tokens generated so far after each new one; true ends generation there (a
   // stop string appeared).
   std::function<bool(std::span<const int32_t> generated)> stop_after{};
+  // Set (when given) to whether generation ended because the model's context was full.
+  bool* reached_context = nullptr;
 };
 
 // Greedy decoding (argmax, lowest index on ties) after the prompt; returns the new tokens
-// (a stop id ends generation and is not included). The prompt must not be empty.
+// (a stop id ends generation and is not included). The prompt must not be empty, nor longer than
+// the model's context (config max_position_embeddings, when known); generation ends when the
+// context is full, as llama.cpp's server ends a completion. Logits holding NaN or +inf (NaN or
+// infinite weights) are an error naming the step and the token, not an argmax of garbage.
 std::vector<int32_t> GreedyGenerate(const RuntimeModel& model, std::span<const int32_t> prompt,
                                     const GreedyOptions& options);
 

@@ -1,13 +1,18 @@
 #include "util/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "util/error.h"
 
@@ -47,6 +52,42 @@ void WriteAll(int fd, const std::filesystem::path& path, const uint8_t* data, si
 
 std::filesystem::path TempPathFor(const std::filesystem::path& path) {
   return std::filesystem::path(path.string() + ".tmp." + std::to_string(::getpid()));
+}
+
+// A writer killed before it committed (SIGKILL, a crash) leaves "<name>.tmp.<pid>" behind, which
+// nothing would ever remove. Writing <name> again removes those whose process is gone
+// (kill(pid, 0) says no such process); a live writer's file, and files of other names, are kept.
+// Each directory is listed once per process.
+void RemoveStaleTemporaries(const std::filesystem::path& target) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<std::filesystem::path>> stale_by_dir;
+  std::filesystem::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto [entry, listed_now] = stale_by_dir.try_emplace(dir.string());
+  std::vector<std::filesystem::path>& stale = entry->second;
+  if (listed_now) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const size_t at = name.rfind(".tmp.");
+      if (at == std::string::npos || at + 5 == name.size()) continue;
+      const std::string digits = name.substr(at + 5);
+      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      const auto pid = static_cast<pid_t>(std::stol(digits));
+      if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      stale.push_back(it->path());
+    }
+  }
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::erase_if(stale, [&](const std::filesystem::path& path) {
+    if (!path.filename().string().starts_with(prefix)) return false;
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    return true;
+  });
 }
 
 }  // namespace
@@ -180,6 +221,7 @@ const char* FileKind(std::filesystem::file_type type) {
 
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path path)
     : path_(std::move(path)), temp_path_(TempPathFor(path_)) {
+  RemoveStaleTemporaries(path_);
   // The finished file is renamed over the target: a device, FIFO or link there would be replaced.
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::symlink_status(path_, ec);

@@ -62,7 +62,8 @@ std::string ReadFileToString(const std::filesystem::path& path);
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view contents);
 
 // A streaming writer with the same guarantee: Commit() renames the temporary file into place;
-// destroying an uncommitted writer removes the temporary file.
+// destroying an uncommitted writer removes the temporary file. A killed writer cannot: the first
+// writer into a directory in a process removes the "*.tmp.<pid>" files of processes that are gone.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path path);

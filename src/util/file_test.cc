@@ -1,7 +1,10 @@
 #include "util/file.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -101,6 +104,38 @@ TEST(FileTest, WritersRefuseSpecialFilesAndLinks) {
   EXPECT_EQ(ReadFileToString(target), "keep");
   WriteFileAtomic(target, "new");  // a regular file is replaced as before
   EXPECT_EQ(ReadFileToString(target), "new");
+}
+
+}  // namespace
+}  // namespace proctor
+
+namespace proctor {
+namespace {
+
+// #18 class 12: a writer killed before it committed left "<name>.tmp.<pid>" behind forever.
+// Writing <name> again removes the temporaries of processes that are gone, and only those.
+TEST(FileTest, WritingAFileAgainRemovesTheTemporariesOfDeadWriters) {
+  const auto dir = TempDir("stale");
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // `child` is now a pid with no process
+  const auto touch = [&](const std::string& name) {
+    std::ofstream(dir / name) << "partial";
+    return dir / name;
+  };
+  const auto dead = touch(fmt::format("out.bin.tmp.{}", child));
+  const auto live = touch(fmt::format("out.bin.tmp.{}", ::getppid()));
+  const auto other = touch(fmt::format("other.bin.tmp.{}", child));
+  const auto user = touch("notes.tmp.txt");
+  WriteFileAtomic(dir / "out.bin", "done");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_TRUE(std::filesystem::exists(user));
+  EXPECT_EQ(ReadFileToString(dir / "out.bin"), "done");
+  WriteFileAtomic(dir / "other.bin", "done");
+  EXPECT_FALSE(std::filesystem::exists(other));
 }
 
 }  // namespace

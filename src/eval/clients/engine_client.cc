@@ -126,8 +126,9 @@ EngineClient::Generation EngineClient::Generate(const CompletionRequest& request
       return FirstStop(DecodeContinuation(prompt, generated), request.stop) != std::string::npos;
     };
   }
-  Generation result{
-      .prompt_ids = prompt, .ids = GreedyGenerate(*runtime_, prompt, greedy), .text = {}};
+  Generation result{.prompt_ids = prompt, .ids = {}, .text = {}};
+  greedy.reached_context = &result.reached_context;
+  result.ids = GreedyGenerate(*runtime_, prompt, greedy);
   result.text = DecodeContinuation(prompt, result.ids);
   if (const size_t stop = FirstStop(result.text, request.stop); stop != std::string::npos) {
     result.text.resize(stop);

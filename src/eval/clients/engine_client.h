@@ -36,7 +36,8 @@ class EngineClient : public CompletionClient {
   struct Generation {
     std::vector<int32_t> prompt_ids;
     std::vector<int32_t> ids;
-    std::string text;  // the generated text, cut at the first stop string
+    std::string text;              // the generated text, cut at the first stop string
+    bool reached_context = false;  // generation ended because the model's context was full
   };
   Generation Generate(const CompletionRequest& request);
   ChoiceResult ChooseNextToken(const ChoiceRequest& request) override;
