@@ -5,41 +5,25 @@
 // chunk's tokens and records are read and chunk 0 is scored against a small deterministic
 // candidate, and the last record is re-encoded from logits taken from the input bytes. Any
 // proctor::Error is an expected outcome; a crash, leak or sanitizer report is a bug.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "eval/formats/llama_kld.h"
 #include "eval/scoring/llama_kld_score.h"
 #include "util/error.h"
-
-namespace {
-
-std::filesystem::path ScratchFile() {
-  static const std::filesystem::path path = [] {
-    const std::filesystem::path base =
-        std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
-    return base / ("proctor_fuzz_llama_kld_" + std::to_string(::getpid()) + ".kld");
-  }();
-  return path;
-}
-
-}  // namespace
+#include "util/fuzz_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace proctor;
-  {
-    std::ofstream out(ScratchFile(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  static const std::filesystem::path path = fuzzing::ScratchPath("llama_kld.kld");
+  fuzzing::WriteBytes(path, std::string_view(reinterpret_cast<const char*>(data), size));
   try {
-    const LlamaKldFile file = LlamaKldFile::Open(ScratchFile());
+    const LlamaKldFile file = LlamaKldFile::Open(path);
     LlamaKldRecords records;
     const int64_t n_vocab = file.n_vocab();
     std::vector<float> logits(static_cast<size_t>(n_vocab));

@@ -3,11 +3,9 @@
 // The input is split at "@@@@" into manifest.json, tokens.bin, seq-0.bin, seq-1.bin, ...; the
 // files are written to a scratch directory and read back through ReferenceLogitsDump. Any
 // proctor::Error is an expected outcome; a crash, leak or sanitizer report is a bug.
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,43 +14,17 @@
 #include "eval/formats/ref_logits_integrity.h"
 #include "eval/scoring/kl_score.h"
 #include "util/error.h"
-
-namespace {
-
-std::filesystem::path ScratchDir() {
-  static const std::filesystem::path dir = [] {
-    const std::filesystem::path base =
-        std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
-    return base / ("proctor_fuzz_ref_logits_" + std::to_string(::getpid()));
-  }();
-  return dir;
-}
-
-void WriteFile(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-}  // namespace
+#include "util/fuzz_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace proctor;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> parts;
-  for (size_t start = 0;;) {
-    const size_t at = input.find("@@@@", start);
-    parts.push_back(
-        input.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos || parts.size() == 10) break;
-    start = at + 4;
-  }
-  const auto dir = ScratchDir();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  WriteFile(dir / "manifest.json", parts[0]);
-  if (parts.size() > 1) WriteFile(dir / "tokens.bin", parts[1]);
+  const std::vector<std::string_view> parts = fuzzing::SplitInput(input, 10);
+  const auto dir = fuzzing::FreshScratchDir("ref_logits");
+  fuzzing::WriteBytes(dir / "manifest.json", parts[0]);
+  if (parts.size() > 1) fuzzing::WriteBytes(dir / "tokens.bin", parts[1]);
   for (size_t i = 2; i < parts.size(); ++i) {
-    WriteFile(ReferenceSequencePath(dir, static_cast<int64_t>(i - 2)), parts[i]);
+    fuzzing::WriteBytes(ReferenceSequencePath(dir, static_cast<int64_t>(i - 2)), parts[i]);
   }
   try {
     const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(dir);

@@ -293,8 +293,14 @@ class HfTokenizer : public Tokenizer {
 std::unique_ptr<Tokenizer> LoadHfTokenizer(std::string_view tokenizer_json,
                                            std::string_view config_json,
                                            const std::string& source) {
-  return std::make_unique<HfTokenizer>(ParseTokenizerJson(tokenizer_json, source), config_json,
-                                       source);
+  // The components read their fields with nlohmann's checked accessors (at, get): a field that
+  // is missing or of another type is an error naming the file, not an exception of the library.
+  try {
+    return std::make_unique<HfTokenizer>(ParseTokenizerJson(tokenizer_json, source), config_json,
+                                         source);
+  } catch (const nlohmann::json::exception& e) {
+    Fail("tokenizer", "{}: {} (a field is missing or has another type)", source, e.what());
+  }
 }
 
 }  // namespace proctor::text

@@ -134,6 +134,12 @@ TEST(LoadTokenizer, ErrorsNameTheProblem) {
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1}})",
                "dropout");
   expect_error("{" + model + ", ", "invalid JSON");
+  // Found by fuzz_tokenizer: a component without a field it needs was an uncaught nlohmann
+  // exception (std::terminate in the fuzzer, "unexpected error" from the CLI).
+  expect_error("{" + model + R"(, "decoder": {"type": "Replace", "content": "x"}})",
+               "test.json: [json.exception.out_of_range.403] key 'pattern' not found");
+  expect_error("{" + model + R"(, "added_tokens": [{"id": "seven", "content": "x"}]})",
+               "test.json: [json.exception.type_error.302]");
   // A good one encodes.
   auto ok = LoadHfTokenizer("{" + model + "}", "", "test.json");
   EXPECT_EQ(ok->Encode("ab", false), std::vector<int32_t>({2}));
