@@ -6,6 +6,7 @@
 // `--per-position FILE` keeps every position, `--json FILE` every statistic.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -35,7 +36,8 @@ struct SelfAb {
   std::string lever, a, b;
 };
 
-// A thread count of --self threads=A:B (a whole number >= 1), or nullopt.
+// A thread count of --self threads=A:B, or a forward chunk of --self chunk=A:B (a whole number
+// >= 1), or nullopt.
 std::optional<int> ParseThreadCount(const std::string& value) {
   int n = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
@@ -47,7 +49,7 @@ bool ValidLeverValue(const std::string& lever, const std::string& value) {
   try {
     if (lever == "compute") ParseComputeMode(value);
     if (lever == "kv") ParseKvScheme(value);
-    if (lever == "threads") return ParseThreadCount(value).has_value();
+    if (lever == "threads" || lever == "chunk") return ParseThreadCount(value).has_value();
     return true;
   } catch (const Error&) {
     return false;
@@ -58,10 +60,11 @@ bool ValidLeverValue(const std::string& lever, const std::string& value) {
 SelfAb ParseSelfAb(const std::string& text) {
   const size_t eq = text.find('=');
   const std::string lever = text.substr(0, eq);
-  if (eq == std::string::npos || (lever != "compute" && lever != "kv" && lever != "threads")) {
+  if (eq == std::string::npos ||
+      (lever != "compute" && lever != "kv" && lever != "threads" && lever != "chunk")) {
     Fail("cli",
-         "--self {}: expected LEVER=A:B with LEVER compute, kv or threads (e.g. --self "
-         "compute=f32:bf16, --self kv=f32:affine:4, --self threads=1:2)",
+         "--self {}: expected LEVER=A:B with LEVER compute, kv, threads or chunk (e.g. --self "
+         "compute=f32:bf16, --self kv=f32:affine:4, --self threads=1:2, --self chunk=512:1)",
          text);
   }
   const std::string values = text.substr(eq + 1);
@@ -143,8 +146,9 @@ void RegisterKlVerb(CLI::App& app) {
   auto* self_ab = verb->add_option(
       "--self", args->self_ab,
       "Self A/B of one engine lever over --corpus, one load: LEVER=A:B with LEVER compute "
-      "(f32, bf16), kv (any --kv scheme) or threads (N); the reference arm runs A, the "
-      "candidate arm B, e.g. --self kv=f32:affine:4 (A = B scores exactly 0)");
+      "(f32, bf16), kv (any --kv scheme), threads (N) or chunk (positions per forward; the "
+      "positions are scored in chunks of the larger); the reference arm runs A, the candidate "
+      "arm B, e.g. --self kv=f32:affine:4 (A = B scores exactly 0)");
   saved->excludes(resident)->excludes(corpus)->excludes(kv_arm)->excludes(self_ab);
   resident->excludes(kv_arm)->excludes(self_ab);
   kv_arm->excludes(self_ab);
@@ -192,10 +196,12 @@ void RegisterKlVerb(CLI::App& app) {
     }
     // --self threads=A:B: each arm's forward on its own pool (scoring stays on the global one).
     std::unique_ptr<ThreadPool> reference_pool, candidate_pool;
+    int64_t reference_forward_chunk = 0, candidate_forward_chunk = 0;  // --self chunk=A:B
     if (!args->self_ab.empty()) {  // one model, one lever set two ways
       const SelfAb ab = ParseSelfAb(args->self_ab);
       if ((ab.lever == "compute" && verb->count("--compute") > 0) ||
-          (ab.lever == "kv" && verb->count("--kv") > 0)) {
+          (ab.lever == "kv" && verb->count("--kv") > 0) ||
+          (ab.lever == "chunk" && verb->count("--chunk") > 0)) {
         Fail("cli", "--self {} sets --{} for both arms; leave --{} out", args->self_ab, ab.lever,
              ab.lever);
       }
@@ -206,6 +212,10 @@ void RegisterKlVerb(CLI::App& app) {
       } else if (ab.lever == "kv") {
         args->reference_kv = ab.a;
         args->engine.kv = ab.b;
+      } else if (ab.lever == "chunk") {
+        reference_forward_chunk = *ParseThreadCount(ab.a);
+        candidate_forward_chunk = *ParseThreadCount(ab.b);
+        args->engine.chunk = std::max(reference_forward_chunk, candidate_forward_chunk);
       } else {
         reference_pool = std::make_unique<ThreadPool>(*ParseThreadCount(ab.a));
         candidate_pool = std::make_unique<ThreadPool>(*ParseThreadCount(ab.b));
@@ -272,6 +282,8 @@ void RegisterKlVerb(CLI::App& app) {
                                   .describe_inputs = json};
         options.runtime.pool = candidate_pool.get();
         options.reference_runtime.pool = reference_pool.get();
+        options.runtime.forward_chunk = candidate_forward_chunk;
+        options.reference_runtime.forward_chunk = reference_forward_chunk;
         result = EvaluateKlTwoModels(options);
         if (json) envelope = KlResultsEnvelope(result, options);
       } else {

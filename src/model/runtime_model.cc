@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/mlx_weights.h"
@@ -262,6 +263,15 @@ Tensor RuntimeModel::ForwardHidden(std::span<const int32_t> ids, ModelCache& cac
     if (id < 0 || id >= config_.vocab_size) {
       Fail("model", "token id {} is outside the vocabulary [0, {})", id, config_.vocab_size);
     }
+  }
+  if (options_.forward_chunk > 0 && t > options_.forward_chunk) {
+    for (int64_t begin = 0; begin < t; begin += options_.forward_chunk) {
+      const int64_t n = std::min(options_.forward_chunk, t - begin);
+      const Tensor piece = ForwardHidden(
+          ids.subspan(static_cast<size_t>(begin), static_cast<size_t>(n)), cache, after_layer);
+      std::copy_n(piece.RowF32(0), n * config_.hidden_size, x.RowF32(begin));
+    }
+    return x;
   }
   // Hugging Face's "dynamic" rope recomputes its frequencies for every forward that reaches past
   // max_position_embeddings (so its logits there depend on how the sequence is chunked); the

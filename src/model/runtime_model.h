@@ -40,6 +40,10 @@ struct RuntimeOptions {
   ops::ComputeMode compute = ops::ComputeMode::kF32;
   KvScheme kv;                 // KV cache storage (f32 default)
   ThreadPool* pool = nullptr;  // null: ThreadPool::Global()
+  // > 0: one forward runs at most this many positions; ForwardHidden splits a longer call into
+  // pieces of this size (the `chunk` lever of `kl --self`: two arms chunked differently over the
+  // same tokens). 0: as the caller gives them.
+  int64_t forward_chunk = 0;
 };
 
 // "f32" / "bf16" / "q8" -> ComputeMode; Error naming the value otherwise.

@@ -431,12 +431,13 @@ TEST(KvSchemes, SelfAbOfAnEngineLever) {
   const auto path = [&](const std::string& name) { return (temp.path() / name).string(); };
   testing::WriteArithmeticCorpus(path("corpus"), kSeqs, kCtx, kVocab, 613, 3);
   int runs = 0;
-  // The results of `kl ARGS --corpus C --chunk 16` (both arms the golden).
+  // The results of `kl ARGS --corpus C --chunk 16` (both arms the golden; --self chunk sets the
+  // chunk itself).
   const auto kl = [&](const std::string& args) {
     const std::string json = path(fmt::format("run{}.json", runs++));
-    const CommandResult r =
-        Shell(fmt::format("{} -t 2 --quiet kl {} --corpus {} --chunk 16 --json {}", PROCTOR_BIN,
-                          args, path("corpus"), json));
+    const CommandResult r = Shell(fmt::format(
+        "{} -t 2 --quiet kl {} --corpus {}{} --json {}", PROCTOR_BIN, args, path("corpus"),
+        args.find("chunk=") == std::string::npos ? " --chunk 16" : "", json));
     EXPECT_EQ(r.status, 0) << args << ": " << r.output;
     return r.status == 0 ? nlohmann::json::parse(ReadFileToString(json))["results"]
                          : nlohmann::json();
@@ -463,8 +464,24 @@ TEST(KvSchemes, SelfAbOfAnEngineLever) {
   fmt::print("[ self ] qwen3-f32 --self threads=1:2: KL mean {} max {}\n",
              threads["kl"]["mean"].get<double>(), threads["kl"]["max"].get<double>());
 
+  // chunk: each arm's forward runs at most its own number of positions (the chunks are scored
+  // at the larger). Chunked prefill agrees within 1e-5, not bit for bit, so chunks of 16 against
+  // one position at a time give a KL above 0 (the lever reached the arm) and far below 1e-6.
+  const auto chunks = kl(m + " --self chunk=16:1");
+  fmt::print("[ self ] qwen3-f32 --self chunk=16:1: KL mean {} max {}\n",
+             chunks["kl"]["mean"].get<double>(), chunks["kl"]["max"].get<double>());
+  EXPECT_GT(chunks["kl"]["max"].get<double>(), 0.0);
+  EXPECT_LT(chunks["kl"]["max"].get<double>(), 1e-6);
+  EXPECT_EQ(chunks["chunk_size"].get<int64_t>(), 16);
+  for (const char* same : {"chunk=16:16", "chunk=5:5"}) {
+    const auto r = kl(fmt::format("{} --self {}", m, same));
+    EXPECT_EQ(r["kl"]["max"].get<double>(), 0.0) << same;
+  }
+
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"--self chunk=1:2", "compute, kv or threads"},
+           {"--self batch=1:2", "compute, kv, threads or chunk"},
+           {"--self chunk=0:2", "'0:2' is not two valid chunk values"},
+           {"--self chunk=4:8 --chunk 16", "leave --chunk out"},
            {"--self kv=f32:turbo:k3v3", "'f32:turbo:k3v3'"},
            {"--self threads=0:2", "'0:2'"},
            {"--self compute=f32:bf16 --compute bf16", "leave --compute out"}}) {
