@@ -204,6 +204,30 @@ BENCHMARK(BM_Attention)
     ->Args({1, 2047, 1})
     ->Unit(benchmark::kMillisecond);
 
+// One decode step (T = 1) of that attention over pos0 cached positions, the cache in each of the
+// dense types attention reads in place: f32, bf16, ggml q8_0 and q4_0 (bytes/s = cache bytes read).
+void BM_AttentionDecodeCache(benchmark::State& state) {
+  constexpr DType kTypes[] = {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+  const DType type = kTypes[state.range(0)];
+  const int64_t pos0 = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const Tensor q = testing::RandomMatrix(DType::kF32, 1, 32 * 64, 1);
+  const Tensor k = testing::RandomMatrix(type, pos0 + 1, 4 * 64, 2);
+  const Tensor v = testing::RandomMatrix(type, pos0 + 1, 4 * 64, 3);
+  Tensor out = Tensor::F32(1, 32 * 64);
+  const AttentionShape shape{.n_heads = 32, .n_kv_heads = 4, .head_dim = 64, .scale = 0.125f};
+  for (auto _ : state) {
+    Attention(q.View(), k.View(), v.View(), pos0, shape, out.MutF32(), pool);
+  }
+  state.SetLabel(std::string(Info(type).name));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * (pos0 + 1) *
+                          static_cast<int64_t>(BytesFor(type, 4 * 64)));
+}
+BENCHMARK(BM_AttentionDecodeCache)
+    ->ArgNames({"type", "pos0", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3}, {4095}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace proctor::ops
 

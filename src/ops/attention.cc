@@ -59,16 +59,48 @@ void CheckAttentionArgs(const MatView& q, const KvRows& k, const KvRows& v, int6
   CHECK(out.rows == q.rows && out.cols >= static_cast<int64_t>(n_heads) * head_dim);
 }
 
-// Elements [k0, k0 + len) of cache row s as f32: SIMD decoders (exact, as the references).
-void DecodeKvSegment(const KvRows& m, int64_t s, int64_t k0, int64_t len, float* out) {
-  if (m.quantized) {
-    quant::DecodeMlxRowSegment(*m.quantized, s, k0, len, out);
-  } else if (m.turbo) {
-    quant::DecodeTurboRowSegment(*m.turbo, s, k0, len, out);  // values: still rotated
-  } else {
-    DecodeRowSegment(m.dense, s, k0, len, out);
+// Elements [k0, k0 + len) of cache rows s0 .. s0 + n - 1 as f32, row j at out + j * stride: SIMD
+// decoders (exact, as the references).
+void DecodeKvRows(const KvRows& m, int64_t s0, int64_t n, int64_t k0, int64_t len, float* out,
+                  int64_t stride) {
+  if (!m.coded()) {
+    DecodeRowsSegment(m.dense, s0, n, k0, len, out, stride);
+    return;
+  }
+  // As DecodeRowsSegment, the segment a few rows ahead is prefetched by hand: in each view of the
+  // codes (packed codes, scales, biases or offsets) it is the same fraction of the row.
+  constexpr int64_t kAhead = 8;
+  const int64_t width = m.cols();
+  const auto prefetch = [&](const MatView& view, int64_t row) {
+    if (view.rows == 0) return;
+    const auto row_bytes = static_cast<int64_t>(BytesFor(view.type, view.cols));
+    const uint8_t* base = view.Row(row);
+    const int64_t begin = k0 * row_bytes / width, end = (k0 + len) * row_bytes / width;
+    for (int64_t b = begin; b < end; b += 64) __builtin_prefetch(base + b);
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) {
+      const int64_t ahead = s0 + j + kAhead;
+      if (m.quantized) {
+        prefetch(m.quantized->packed, ahead);
+        prefetch(m.quantized->scales, ahead);
+        prefetch(m.quantized->biases, ahead);
+      } else {
+        prefetch(m.turbo->packed, ahead);
+        prefetch(m.turbo->scales, ahead);
+        prefetch(m.turbo->offsets, ahead);
+      }
+    }
+    if (m.quantized) {
+      quant::DecodeMlxRowSegment(*m.quantized, s0 + j, k0, len, out + j * stride);
+    } else {  // TurboQuant values stay rotated
+      quant::DecodeTurboRowSegment(*m.turbo, s0 + j, k0, len, out + j * stride);
+    }
   }
 }
+
+// A cache attention decodes a tile at a time: anything but f32, which the kernels read in place.
+bool DecodedInTiles(const KvRows& m) { return m.coded() || m.dense.type != DType::kF32; }
 
 // KV row s, head kv as f32 (scalar references; decoded into `buf` unless stored as f32).
 const float* KVHeadRef(const KvRows& m, int64_t s, int kv, int head_dim, float* buf) {
@@ -86,8 +118,8 @@ const float* KVHeadRef(const KvRows& m, int64_t s, int kv, int head_dim, float* 
   return buf;
 }
 
-// Positions of quantized keys and values decoded at a time (a tile of D-wide f32 rows that stays
-// in the core's cache while it is used).
+// Positions of coded keys and values decoded at a time (a tile of D-wide f32 rows that stays in
+// the core's cache while it is used).
 constexpr int64_t kQuantizedTile = 128;
 
 }  // namespace
@@ -107,7 +139,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
   const int64_t keys_max = pos0 + T - row0;
   const int64_t block = std::clamp<int64_t>((int64_t{1} << 20) / (group * keys_max), 1, 32);
   const int64_t n_blocks = (T + block - 1) / block;
-  const bool quantized = k.coded();
+  const bool k_tiles = DecodedInTiles(k), v_tiles = DecodedInTiles(v);
   pool.ParallelFor(static_cast<size_t>(n_kv_heads * n_blocks), [&](size_t begin, size_t end, int) {
     thread_local std::vector<float> q_rows, scores, v_rows, out_rows, kv_tile, tile_out;
     for (size_t item = begin; item < end; ++item) {
@@ -131,8 +163,8 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
       }
       const MatView q_view{DType::kF32, rows, D, static_cast<size_t>(D) * 4,
                            reinterpret_cast<const uint8_t*>(q_rows.data())};
-      if (!quantized) {
-        // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel, K in its stored type).
+      if (!k_tiles) {
+        // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel reads f32 K in place).
         const MatView k_head{k.dense.type, S, D, k.dense.row_stride,
                              k.dense.Row(s_lo - row0) + BytesFor(k.dense.type, kv * D)};
         internal::MatMulBlockedF32(q_view, k_head, MutMatF32{rows, S, S, scores.data()}, 0, S);
@@ -141,10 +173,7 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         kv_tile.resize(static_cast<size_t>(kQuantizedTile * D));
         for (int64_t j0 = 0; j0 < S; j0 += kQuantizedTile) {
           const int64_t n = std::min(kQuantizedTile, S - j0);
-          for (int64_t j = 0; j < n; ++j) {
-            DecodeKvSegment(k, s_lo - row0 + j0 + j, static_cast<int64_t>(kv) * D, D,
-                            kv_tile.data() + j * D);
-          }
+          DecodeKvRows(k, s_lo - row0 + j0, n, static_cast<int64_t>(kv) * D, D, kv_tile.data(), D);
           const MatView k_tile{DType::kF32, n, D, static_cast<size_t>(D) * 4,
                                reinterpret_cast<const uint8_t*>(kv_tile.data())};
           internal::MatMulBlockedF32(q_view, k_tile, MutMatF32{rows, n, S, scores.data() + j0}, 0,
@@ -164,15 +193,17 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         }
       }
       // out_rows = softmax(scores) · V[s_lo..s_hi, kv]: V rows as f32, zero-padded to d_padded;
-      // all S rows at once when dense, a tile at a time (summed) when quantized.
-      const int64_t v_tile = quantized ? kQuantizedTile : S;
+      // all S rows at once when f32, a tile at a time (summed) when decoded.
+      const int64_t v_tile = v_tiles ? kQuantizedTile : S;
       v_rows.resize(static_cast<size_t>(v_tile * d_padded));
       for (int64_t j0 = 0; j0 < S; j0 += v_tile) {
         const int64_t n = std::min(v_tile, S - j0);
-        for (int64_t j = 0; j < n; ++j) {
-          float* dst = v_rows.data() + j * d_padded;
-          DecodeKvSegment(v, s_lo - row0 + j0 + j, static_cast<int64_t>(kv) * D, D, dst);
-          std::fill(dst + D, dst + d_padded, 0.0f);
+        DecodeKvRows(v, s_lo - row0 + j0, n, static_cast<int64_t>(kv) * D, D, v_rows.data(),
+                     d_padded);
+        if (d_padded > D) {
+          for (int64_t j = 0; j < n; ++j) {
+            std::fill(v_rows.data() + j * d_padded + D, v_rows.data() + (j + 1) * d_padded, 0.0f);
+          }
         }
         if (j0 > 0) tile_out.resize(static_cast<size_t>(rows * d_padded));
         float* target = j0 == 0 ? out_rows.data() : tile_out.data();

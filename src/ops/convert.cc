@@ -138,6 +138,54 @@ void DecodeRowSegment(const MatView& w, int64_t row, int64_t k0, int64_t len, fl
   }
 }
 
+void DecodeRowsSegment(const MatView& w, int64_t row0, int64_t n_rows, int64_t k0, int64_t len,
+                       float* out, int64_t out_stride) {
+  if (n_rows <= 0) return;
+  CheckSegment(w, row0, k0, len);
+  CheckSegment(w, row0 + n_rows - 1, k0, len);
+  // A cache tile reads a short segment of many long rows: the hardware prefetcher does not
+  // follow that stride, so the segment a few rows ahead is prefetched by hand.
+  constexpr int64_t kAhead = 8;
+  const size_t segment_offset = BytesFor(w.type, static_cast<uint64_t>(k0));
+  const size_t segment_bytes = BytesFor(w.type, static_cast<uint64_t>(len));
+  const auto rows = [&](auto&& decode_row) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      if (r + kAhead < n_rows) {
+        const uint8_t* ahead = w.Row(row0 + r + kAhead) + segment_offset;
+        for (size_t line = 0; line < segment_bytes; line += 64) __builtin_prefetch(ahead + line);
+        __builtin_prefetch(ahead + segment_bytes - 1);
+      }
+      decode_row(w.Row(row0 + r), out + r * out_stride);
+    }
+  };
+  switch (w.type) {
+    case DType::kF32:
+      rows([&](const uint8_t* base, float* dst) {
+        std::memcpy(dst, base + k0 * 4, static_cast<size_t>(len) * 4);
+      });
+      return;
+    case DType::kF16:
+      rows([&](const uint8_t* base, float* dst) {
+        HWY_DYNAMIC_DISPATCH(DecodeF16Impl)(reinterpret_cast<const uint16_t*>(base) + k0, len, dst);
+      });
+      return;
+    case DType::kBF16:
+      rows([&](const uint8_t* base, float* dst) {
+        HWY_DYNAMIC_DISPATCH(DecodeBF16Impl)
+        (reinterpret_cast<const uint16_t*>(base) + k0, len, dst);
+      });
+      return;
+    default: {
+      const quant::BlockTraits* traits = quant::FindBlockTraits(w.type);
+      const int64_t first_block = k0 / traits->block_elems, blocks = len / traits->block_elems;
+      rows([&](const uint8_t* base, float* dst) {
+        traits->dequantize_fast(base + first_block * traits->block_bytes, blocks, dst);
+      });
+      return;
+    }
+  }
+}
+
 void DecodeRowSegmentRef(const MatView& w, int64_t row, int64_t k0, int64_t len, float* out) {
   CheckSegment(w, row, k0, len);
   const uint8_t* base = w.Row(row);

@@ -16,6 +16,10 @@ bool IsSupportedWeightType(DType type);
 // must be multiples of the block size (CHECKed). SIMD; exact (every supported type converts to
 // f32 without rounding).
 void DecodeRowSegment(const MatView& w, int64_t row, int64_t k0, int64_t len, float* out);
+// The same segment of rows [row0, row0 + n_rows), row r into out + (r - row0) * out_stride:
+// the checks and the type's decoder resolved once, not per row (attention decodes a cache tile).
+void DecodeRowsSegment(const MatView& w, int64_t row0, int64_t n_rows, int64_t k0, int64_t len,
+                       float* out, int64_t out_stride);
 // Scalar reference of DecodeRowSegment.
 void DecodeRowSegmentRef(const MatView& w, int64_t row, int64_t k0, int64_t len, float* out);
 

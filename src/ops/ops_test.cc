@@ -348,6 +348,28 @@ TEST(Convert, DecodeSimdMatchesScalarOnTails) {
   for (size_t i = 0; i < halves.size(); ++i) EXPECT_EQ(got[i], F16ToF32(halves[i])) << i;
 }
 
+// DecodeRowsSegment (attention's cache tiles) equals the scalar reference row by row, for every
+// cache type, any segment of whole blocks, into a strided output (the stride's gap untouched).
+TEST(Convert, DecodeRowsSegmentEqualsTheReferenceRowByRow) {
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                     DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+    const Tensor w = RandomMatrix(type, 23, 256, 7);
+    for (const auto [row0, n, k0, len] :
+         {std::array<int64_t, 4>{0, 23, 0, 256}, std::array<int64_t, 4>{3, 17, 64, 64},
+          std::array<int64_t, 4>{22, 1, 192, 32}, std::array<int64_t, 4>{5, 0, 0, 32}}) {
+      const int64_t stride = len + 5;
+      std::vector<float> got(static_cast<size_t>(std::max<int64_t>(n, 1) * stride), -7.0f);
+      std::vector<float> want = got;
+      DecodeRowsSegment(w.View(), row0, n, k0, len, got.data(), stride);
+      for (int64_t r = 0; r < n; ++r) {
+        DecodeRowSegmentRef(w.View(), row0 + r, k0, len, want.data() + r * stride);
+      }
+      EXPECT_EQ(got, want) << Name(type) << " rows " << row0 << "+" << n << " [" << k0 << ", "
+                           << k0 + len << ")";
+    }
+  }
+}
+
 TEST(Convert, RoundToBF16MatchesScalarIncludingTiesAndNaN) {
   std::vector<float> x = RandomFloats(101, 8, 100.0f);
   const uint32_t specials[] = {0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0x7F7FFFFFu, 0x7FC00001u,
