@@ -7,7 +7,11 @@
 //     writes the blocks and ggml's dequantization of them (type_traits->to_float).
 //   ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32
 //     dequantizes raw blocks with ggml's to_float.
-// TYPE is ggml's type name: q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K.
+//   ggml_oracle activations q8_0|q8_K N_VALUES IN.f32 OUT.q
+//     quantizes activations as ggml's CPU backend does before products with quantized weights:
+//     its quantize_row_q8_0 / quantize_row_q8_K (libggml-cpu, this build's x86 versions), into a
+//     zeroed buffer (ggml leaves an all-zero Q8_K block's bsums unwritten).
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "ggml-cpu.h"
 #include "ggml.h"
+
+// The CPU backend's activation quantizers (libggml-cpu; ggml-cpu/quants.h, not installed).
+extern "C" void quantize_row_q8_0(const float* x, void* y, int64_t k);
+extern "C" void quantize_row_q8_K(const float* x, void* y, int64_t k);
 
 namespace {
 
@@ -45,7 +54,8 @@ bool WriteAll(const char* path, const void* data, size_t bytes) {
 int Usage() {
   std::fprintf(stderr,
                "usage: ggml_oracle quantize TYPE ROWS N_PER_ROW IN.f32 OUT.q OUT.f32\n"
-               "       ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32\n");
+               "       ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32\n"
+               "       ggml_oracle activations q8_0|q8_K N_VALUES IN.f32 OUT.q\n");
   return 2;
 }
 
@@ -90,6 +100,20 @@ int main(int argc, char** argv) {
     std::vector<float> values(static_cast<size_t>(n));
     traits->to_float(in.data(), values.data(), n);
     return WriteAll(argv[5], values.data(), values.size() * sizeof(float)) ? 0 : 1;
+  }
+  if (verb == "activations" && argc == 6 && (type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q8_K)) {
+    const long n = std::atol(argv[3]);
+    const std::vector<char> in = ReadAll(argv[4]);
+    if (n % ggml_blck_size(type) != 0 || in.size() != static_cast<size_t>(n) * sizeof(float)) {
+      std::fprintf(stderr, "%s holds %zu bytes, expected %ld floats in whole blocks\n", argv[4],
+                   in.size(), n);
+      return 1;
+    }
+    std::vector<char> blocks(ggml_row_size(type, n), 0);
+    ggml_cpu_init();
+    (type == GGML_TYPE_Q8_0 ? quantize_row_q8_0 : quantize_row_q8_K)(
+        reinterpret_cast<const float*>(in.data()), blocks.data(), n);
+    return WriteAll(argv[5], blocks.data(), blocks.size()) ? 0 : 1;
   }
   return Usage();
 }

@@ -177,6 +177,11 @@ PROCTOR_DECLARE_BLOCK_KERNELS(Q6_K)
 // (model/gguf_quantize.h) and the tests' matrices.
 // Q8_0 / Q4_0: d = absmax / 127 or max-magnitude / -8, codes rounded to nearest.
 void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
+// Q8_0 as ggml's CPU backend quantizes activations on x86 (its AVX/AVX2 quantize_row_q8_0, also
+// in AVX-512 builds): d = absmax / 127 as f16, but codes x * (127 / absmax) rounded ties to even,
+// where the reference multiplies by 1 / d and rounds half away from zero (a code can differ by
+// one at such boundaries); a block too small for a finite 127 / absmax has d 0 and codes -128.
+void QuantizeQ8_0X86(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks);
 // Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), m = min, q = min(2^bits - 1, trunc((x - m) / d +
 // 0.5)); Q5_0: d = (signed value of largest magnitude) / -16, q = min(31, trunc(x / d + 16.5)).
@@ -191,6 +196,19 @@ void QuantizeQ3_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ6_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+
+// Q8_K: the 8-bit activation blocks ggml's CPU backend multiplies the K-quants with (their
+// vec_dot_type; never a weight type): 256 values, value = d * q with d an f32, and the sum of
+// each 16 codes. Byte-identical to ggml's quantize_row_q8_K_ref (its x86 quantize_row_q8_K):
+// d = -(signed value of largest magnitude) / 127 (so that value gets code -127), codes
+// round(x * -127 / that value) ties to even, capped at 127; an all-zero block is all zeros.
+struct BlockQ8_K {
+  float d;
+  int8_t q[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+static_assert(sizeof(BlockQ8_K) == 292, "ggml's Q8_K blocks are 292 bytes");
+void QuantizeQ8_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 
 // K-quant scale unpacking, shared by the scalar and SIMD dequantizers.
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 packed bytes.

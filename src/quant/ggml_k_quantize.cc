@@ -1,9 +1,11 @@
 // ggml's reference quantizers for the K-quant super-blocks (what llama-quantize runs without an
-// importance matrix), byte-identical to libggml's quantize_row_q{2,3,4,5,6}_K_ref.
+// importance matrix), byte-identical to libggml's quantize_row_q{2,3,4,5,6}_K_ref, and its Q8_K
+// activation blocks (quantize_row_q8_K_ref).
 // Each 16- or 32-value sub-block gets its own scale (and minimum) by a small search that
 // minimizes a weighted error; the sub-block scales are then quantized to 6 or 8 bits
 // against the super-block's largest, and every value is re-coded against its decoded scale.
 // Every f32 operation is ggml's, in ggml's order (the layer compiles with -ffp-contract=off).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -449,6 +451,26 @@ void QuantizeQ6_KRef(const float* x, int64_t n_blocks, uint8_t* blocks) {
       }
     }
     std::memcpy(blocks + b * sizeof(BlockQ6_K), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ8_KRef(const float* x, int64_t n_blocks, uint8_t* blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, x += kQK_K) {
+    BlockQ8_K block{};
+    const float max = SignedLargest(kQK_K, x);
+    if (max != 0.0f) {
+      const float iscale = -127.0f / max;
+      for (int i = 0; i < kQK_K; ++i) {
+        block.q[i] = static_cast<int8_t>(std::min(127, NearestInt(iscale * x[i])));
+      }
+      for (int g = 0; g < kQK_K / 16; ++g) {
+        int sum = 0;
+        for (int i = 0; i < 16; ++i) sum += block.q[16 * g + i];
+        block.bsums[g] = static_cast<int16_t>(sum);
+      }
+      block.d = 1.0f / iscale;
+    }
+    std::memcpy(blocks + b * sizeof(BlockQ8_K), &block, sizeof(block));
   }
 }
 

@@ -134,6 +134,26 @@ void QuantizeQ8_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
   }
 }
 
+void QuantizeQ8_0X86(const float* x, int64_t n_blocks, uint8_t* blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* xb = x + b * kQ8_0BlockElems;
+    float amax = 0.0f;
+    for (int i = 0; i < kQ8_0BlockElems; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float inv_d = amax != 0.0f ? 127.0f / amax : 0.0f;
+    BlockQ8_0 block;
+    block.d = F32ToF16(amax / 127.0f);
+    for (int i = 0; i < kQ8_0BlockElems; ++i) {
+      // Ties to even; what vcvtps2dq and the saturating packs make of anything else: a block
+      // whose absmax is below 127 / FLT_MAX has an infinite 127 / absmax (and d 0 as f16), and
+      // its products (inf or NaN) become -128.
+      const float v = std::nearbyint(xb[i] * inv_d);
+      block.q[i] = std::isfinite(v) ? static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f))
+                                    : static_cast<int8_t>(-128);
+    }
+    std::memcpy(blocks + b * sizeof(BlockQ8_0), &block, sizeof(block));
+  }
+}
+
 void QuantizeQ4_0Ref(const float* x, int64_t n_blocks, uint8_t* blocks) {
   constexpr int kHalf = kQ4_0BlockElems / 2;
   for (int64_t b = 0; b < n_blocks; ++b) {

@@ -150,5 +150,66 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GgmlOracle, ::testing::ValuesIn(kCases),
                            return std::string(Name(param.param.type));
                          });
 
+// The activation blocks ggml's CPU backend (this x86 build) multiplies quantized weights with:
+// QuantizeQ8_0X86 and QuantizeQ8_KRef give its quantize_row_q8_0's and quantize_row_q8_K's bytes
+// for random rows of several magnitudes and the blocks the rules treat specially: all zero,
+// largest value negative, ties at half a step (rounded to even), -0, subnormals. The Q8_0
+// reference (what weights are written with) differs from the activations' rule on the ties.
+TEST(GgmlOracleActivations, Q8_0AndQ8_KBlocksAreGgmls) {
+  std::string why;
+  const std::string oracle = OraclePath(&why);
+  if (oracle.empty()) GTEST_SKIP() << "ggml oracle unavailable: " << why;
+  constexpr int64_t kBlocks = 24, n = kBlocks * kQK_K;
+  std::vector<float> input = testing::RandomWeights(n, 5);
+  for (int64_t b = 0; b < kBlocks; ++b) {
+    const float scale = std::pow(10.0f, static_cast<float>(b % 7) - 3);
+    for (int i = 0; i < kQK_K; ++i) input[b * kQK_K + i] *= scale;
+  }
+  float* zero = &input[0 * kQK_K];
+  float* negative_max = &input[1 * kQK_K];
+  float* ties = &input[2 * kQK_K];
+  float* tiny = &input[3 * kQK_K];
+  for (int i = 0; i < kQK_K; ++i) {
+    zero[i] = i % 2 == 0 ? 0.0f : -0.0f;
+    // With the largest value 127 in each 32 (and in the 256): steps of exactly 1, ties at .5.
+    ties[i] = i % 32 == 31 ? 127.0f : static_cast<float>(i % 31) - 14.5f;
+    tiny[i] = static_cast<float>(i - 128) * 1e-41f;  // subnormal
+  }
+  negative_max[17] = -50.0f;
+  const std::string in = TempPath("act.f32"), out = TempPath("act.q");
+  WriteVector(in, input);
+  for (const bool k_quant : {false, true}) {
+    SCOPED_TRACE(k_quant ? "q8_K" : "q8_0");
+    ASSERT_EQ(RunCommand(fmt::format("{} activations {} {} {} {}", oracle,
+                                     k_quant ? "q8_K" : "q8_0", n, in, out)),
+              0);
+    const auto ggml = ReadVector<uint8_t>(out);
+    const size_t block_bytes = k_quant ? sizeof(BlockQ8_K) : sizeof(BlockQ8_0);
+    const int64_t blocks = k_quant ? kBlocks : n / kQ8_0BlockElems;
+    ASSERT_EQ(ggml.size(), static_cast<size_t>(blocks) * block_bytes);
+    std::vector<uint8_t> ours(ggml.size()), reference(ggml.size());
+    if (k_quant) {
+      QuantizeQ8_KRef(input.data(), blocks, ours.data());
+    } else {
+      QuantizeQ8_0X86(input.data(), blocks, ours.data());
+      QuantizeQ8_0Ref(input.data(), blocks, reference.data());
+      EXPECT_NE(reference, ours) << "the ties should round differently";
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      EXPECT_EQ(
+          std::memcmp(ours.data() + b * block_bytes, ggml.data() + b * block_bytes, block_bytes), 0)
+          << "block " << b;
+    }
+    if (k_quant) {
+      BlockQ8_K negative;
+      std::memcpy(&negative, ours.data() + sizeof(BlockQ8_K), sizeof(negative));
+      EXPECT_EQ(negative.q[17], -127);  // the rule, not only ggml's bytes
+      EXPECT_GT(negative.d, 0.0f);
+    }
+  }
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
 }  // namespace
 }  // namespace proctor::quant

@@ -186,7 +186,8 @@ llama_cpp_part() {
   # The project's own oracle programs, compiled against that build; keyed by their source.
   local lib=$llama_build/bin inc=(-I"$root/src/include" -I"$root/src/ggml/include")
   local link=(-L"$lib" -lllama -lggml -lggml-base -Wl,-rpath,"$lib")
-  tool ggml_oracle c++ -std=c++17 -O1 "${inc[@]}" "$source_dir/tools/ggml_oracle.cc" "${link[@]}"
+  tool ggml_oracle c++ -std=c++17 -O1 "${inc[@]}" "$source_dir/tools/ggml_oracle.cc" "${link[@]}" \
+    -lggml-cpu
   tool llama_quantize_oracle c++ -std=c++17 -O1 "${inc[@]}" \
     "$source_dir/tools/llama_quantize_oracle.cc" "${link[@]}"
   tool llama_cpp_logits cc -O2 "${inc[@]}" "$source_dir/tools/llama_cpp_logits.c" "${link[@]}"
