@@ -13,9 +13,10 @@ void EngineFlags::Add(CLI::App& verb) {
   verb.add_option("--compute", compute,
                   "How activations enter matrix products: f32 (default: activations and "
                   "accumulation in f32, exact for the stored weights), bf16 (activations rounded "
-                  "to bf16; faster with bf16 weights) or q8 (activations quantized to 8 bits per "
-                  "32 values before products with GGUF block weights, as llama.cpp does; integer "
-                  "dot products, faster decode). What a mode costs: proctor kl --self "
+                  "to bf16; faster with bf16 weights) or q8 (activations quantized to 8 bits "
+                  "before products with GGUF block weights exactly as llama.cpp's CPU backend "
+                  "does: per 32 values for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, per 256 for the K-quants; "
+                  "integer dot products, faster decode). What a mode costs: proctor kl --self "
                   "compute=f32:q8")
       ->check(CLI::IsMember({"f32", "bf16", "q8"}));
   verb.add_option("--kv", kv,

@@ -10,15 +10,45 @@
 namespace proctor::ops {
 namespace {
 
-constexpr int64_t kBlock = quant::kQ8_0BlockElems;
+// x[K] as `blocks`, decoded to one block view: per block its d as f32 and its codes, in buffers
+// reused by the calling thread.
+struct QuantizedRow {
+  int64_t block_elems;
+  std::vector<float> d;       // [K / block_elems]
+  std::vector<int8_t> codes;  // [K]
+};
 
-// x[K] as Q8_0 blocks in a buffer reused by the calling thread.
-const quant::BlockQ8_0* QuantizeBlocks(const float* x, int64_t K) {
-  CHECK_MSG(K % kBlock == 0, "8-bit activations need rows of whole 32-value blocks, not {}", K);
-  thread_local std::vector<quant::BlockQ8_0> blocks;
-  blocks.resize(static_cast<size_t>(K / kBlock));
-  quant::QuantizeQ8_0Ref(x, K / kBlock, reinterpret_cast<uint8_t*>(blocks.data()));
-  return blocks.data();
+const QuantizedRow& QuantizeRow(const float* x, int64_t K, Q8Blocks blocks) {
+  thread_local QuantizedRow row;
+  thread_local std::vector<uint8_t> bytes;
+  const bool k_quant = blocks == Q8Blocks::kQ8_K;
+  row.block_elems = k_quant ? quant::kQK_K : quant::kQ8_0BlockElems;
+  CHECK_MSG(K % row.block_elems == 0,
+            "8-bit activations ({}) need rows of whole {}-value blocks, not {}",
+            k_quant ? "Q8_K" : "Q8_0", row.block_elems, K);
+  const int64_t n_blocks = K / row.block_elems;
+  row.d.resize(static_cast<size_t>(n_blocks));
+  row.codes.resize(static_cast<size_t>(K));
+  if (k_quant) {
+    bytes.resize(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ8_K));
+    quant::QuantizeQ8_KRef(x, n_blocks, bytes.data());
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      quant::BlockQ8_K block;
+      std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+      row.d[b] = block.d;
+      std::memcpy(&row.codes[b * quant::kQK_K], block.q, quant::kQK_K);
+    }
+  } else {
+    bytes.resize(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ8_0));
+    quant::QuantizeQ8_0X86(x, n_blocks, bytes.data());
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      quant::BlockQ8_0 block;
+      std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+      row.d[b] = F16ToF32(block.d);
+      std::memcpy(&row.codes[b * quant::kQ8_0BlockElems], block.q, quant::kQ8_0BlockElems);
+    }
+  }
+  return row;
 }
 
 }  // namespace
@@ -27,31 +57,43 @@ bool TakesQ8Activations(const LinearWeight& w) {
   return !w.is_mlx() && quant::FindBlockTraits(w.dense().type) != nullptr;
 }
 
-void ActivationsQ8::Quantize(const float* x, int64_t K) {
-  const quant::BlockQ8_0* blocks = QuantizeBlocks(x, K);
-  codes.resize(static_cast<size_t>(K));
-  scale.resize(static_cast<size_t>(K / kBlock));
-  sum16.resize(static_cast<size_t>(K / 16));
-  sum32.resize(static_cast<size_t>(K / kBlock));
-  for (int64_t b = 0; b < K / kBlock; ++b) {
-    const quant::BlockQ8_0& block = blocks[b];
-    const float d = F16ToF32(block.d);
-    std::memcpy(&codes[b * kBlock], block.q, kBlock);
-    int halves[2] = {0, 0};
-    for (int i = 0; i < kBlock; ++i) halves[i / 16] += block.q[i];
-    // d has 11 significant bits and a half's code sum at most 11, a block's 12: exact products.
-    scale[b] = d;
-    sum16[2 * b] = d * static_cast<float>(halves[0]);
-    sum16[2 * b + 1] = d * static_cast<float>(halves[1]);
-    sum32[b] = d * static_cast<float>(halves[0] + halves[1]);
+Q8Blocks Q8BlocksFor(DType weight_type) {
+  switch (weight_type) {
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      return Q8Blocks::kQ8_K;
+    default:
+      return Q8Blocks::kQ8_0;
   }
 }
 
-void RoundTripQ8Activations(const float* x, int64_t K, float* out) {
-  const quant::BlockQ8_0* blocks = QuantizeBlocks(x, K);
-  for (int64_t b = 0; b < K / kBlock; ++b) {
-    const float d = F16ToF32(blocks[b].d);
-    for (int i = 0; i < kBlock; ++i) out[b * kBlock + i] = d * static_cast<float>(blocks[b].q[i]);
+void ActivationsQ8::Quantize(const float* x, int64_t K, Q8Blocks blocks) {
+  const QuantizedRow& row = QuantizeRow(x, K, blocks);
+  this->blocks = blocks;
+  codes = row.codes;
+  scale.resize(static_cast<size_t>(K / 32));
+  sum16.resize(static_cast<size_t>(K / 16));
+  sum32.resize(static_cast<size_t>(K / 32));
+  for (int64_t s = 0; s < K / 32; ++s) {
+    const float d = row.d[static_cast<size_t>(s * 32 / row.block_elems)];
+    int halves[2] = {0, 0};
+    for (int i = 0; i < 32; ++i) halves[i / 16] += codes[s * 32 + i];
+    // Q8_0: d has 11 significant bits and a half's code sum at most 11, a slice's 12, so the
+    // products are exact; Q8_K's f32 d rounds them once.
+    scale[s] = d;
+    sum16[2 * s] = d * static_cast<float>(halves[0]);
+    sum16[2 * s + 1] = d * static_cast<float>(halves[1]);
+    sum32[s] = d * static_cast<float>(halves[0] + halves[1]);
+  }
+}
+
+void RoundTripQ8Activations(const float* x, int64_t K, Q8Blocks blocks, float* out) {
+  const QuantizedRow& row = QuantizeRow(x, K, blocks);
+  for (int64_t k = 0; k < K; ++k) {
+    out[k] = row.d[static_cast<size_t>(k / row.block_elems)] * static_cast<float>(row.codes[k]);
   }
 }
 

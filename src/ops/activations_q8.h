@@ -1,8 +1,13 @@
 // 8-bit activations (ComputeMode::kQ8, the engine's `--compute q8`): before a product with
-// integer-coded weights (the GGUF block types), x is quantized per 32 values into GGUF Q8_0
-// blocks exactly as ggml's quantize_row_q8_0_ref does (d = absmax / 127 stored as f16, codes
-// round(x / d) half away from zero; quant::QuantizeQ8_0Ref, byte-identical to libggml). The
-// product then sees x^ = d * code, the values llama.cpp's CPU backend multiplies with these
+// integer-coded weights (the GGUF block types), x is quantized into the blocks ggml's CPU backend
+// pairs with that weight type (its vec_dot_type), exactly as ggml does:
+//  - Q8_0 for the 32-value types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): per 32 values d = absmax / 127
+//    stored as f16, codes x * (127 / absmax) rounded ties to even (quant::QuantizeQ8_0X86, the
+//    quantize_row_q8_0 of ggml's x86 CPU backend; for Q4_1 / Q5_1 ggml's Q8_1 blocks, which have
+//    the same d and codes);
+//  - Q8_K for the K-quants (Q2_K .. Q6_K): per 256 values one f32 d through the value of largest
+//    magnitude, codes rounded ties to even (quant::QuantizeQ8_KRef, ggml's quantize_row_q8_K_ref).
+// The product then sees x^ = d * code, the values llama.cpp's CPU backend multiplies with these
 // weight types. Products with float or MLX weights keep f32 activations.
 #pragma once
 
@@ -16,18 +21,25 @@ namespace proctor::ops {
 // Whether a product with `w` quantizes its activations in ComputeMode::kQ8.
 bool TakesQ8Activations(const LinearWeight& w);
 
-// One row of x quantized to Q8_0, unpacked for the integer dot-product kernels.
-struct ActivationsQ8 {
-  std::vector<int8_t> codes;  // [K]
-  std::vector<float> scale;   // [K / 32]: each block's d (the f16 value, as f32)
-  std::vector<float> sum16;   // [K / 16]: sum of x^ over each 16 values (exact in f32)
-  std::vector<float> sum32;   // [K / 32]: sum of x^ over each block (exact in f32)
+// The activation blocks of a product with GGUF block weights of `weight_type`.
+enum class Q8Blocks { kQ8_0, kQ8_K };
+Q8Blocks Q8BlocksFor(DType weight_type);
 
-  // K must be a multiple of 32 (CHECKed). Reuses the vectors' storage.
-  void Quantize(const float* x, int64_t K);
+// One row of x quantized to `blocks`, unpacked for the integer dot-product kernels: one scale per
+// 32 values either way (Q8_K's d repeated over its 8 slices of 32).
+struct ActivationsQ8 {
+  std::vector<int8_t> codes;          // [K]
+  std::vector<float> scale;           // [K / 32]: the d of the block holding each 32 values, as f32
+  std::vector<float> sum16;           // [K / 16]: sum of x^ over each 16 values
+  std::vector<float> sum32;           // [K / 32]: sum of x^ over each 32 values
+  Q8Blocks blocks = Q8Blocks::kQ8_0;  // what Quantize made
+  // (Q8_0: the sums are exact in f32; Q8_K: d times the exact code sum, rounded once.)
+
+  // K must be a multiple of the block (32 or 256; CHECKed). Reuses the vectors' storage.
+  void Quantize(const float* x, int64_t K, Q8Blocks blocks);
 };
 
-// out[K] = x^: x quantized to Q8_0 and decoded (the values the q8 products see); out may be x.
-void RoundTripQ8Activations(const float* x, int64_t K, float* out);
+// out[K] = x^: x quantized to `blocks` and decoded (the values the q8 products see); out may be x.
+void RoundTripQ8Activations(const float* x, int64_t K, Q8Blocks blocks, float* out);
 
 }  // namespace proctor::ops

@@ -91,7 +91,7 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
   if (kernel == MatMulKernel::kGgufQ8Avx2) {  // x quantized once, then the rows split
     thread_local ActivationsQ8 x_q8_storage;  // the caller's; workers see it through x_q8
     const ActivationsQ8& x_q8 = x_q8_storage;
-    x_q8_storage.Quantize(x.RowAs<float>(0), K);
+    x_q8_storage.Quantize(x.RowAs<float>(0), K, Q8BlocksFor(w.type));
     pool.ParallelForGrain(static_cast<size_t>(N), kMatVecGrain, [&](size_t begin, size_t end, int) {
       internal::MatVecGgufQ8Avx2(x_q8, w, out.Row(0), static_cast<int64_t>(begin),
                                  static_cast<int64_t>(end));
@@ -105,7 +105,9 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
   thread_local std::vector<float> rounded;
   if (mode == ComputeMode::kQ8) {
     rounded.resize(static_cast<size_t>(T * K));
-    for (int64_t t = 0; t < T; ++t) RoundTripQ8Activations(x.RowAs<float>(t), K, &rounded[t * K]);
+    for (int64_t t = 0; t < T; ++t) {
+      RoundTripQ8Activations(x.RowAs<float>(t), K, Q8BlocksFor(w.type), &rounded[t * K]);
+    }
     xs = MatView{DType::kF32, T, K, static_cast<size_t>(K) * 4,
                  reinterpret_cast<const uint8_t*>(rounded.data())};
     mode = ComputeMode::kF32;

@@ -21,7 +21,7 @@ void MatMulRef(const MatView& x, const LinearWeight& w, MutMatF32 out, ComputeMo
     for (int64_t t = 0; t < x.rows; ++t) {
       const float* xt = x.RowAs<float>(t);
       if (mode == ComputeMode::kQ8 && TakesQ8Activations(w)) {
-        RoundTripQ8Activations(xt, x.cols, x_row.data());
+        RoundTripQ8Activations(xt, x.cols, Q8BlocksFor(w.dense().type), x_row.data());
       } else {
         for (int64_t k = 0; k < x.cols; ++k) {
           x_row[k] = mode == ComputeMode::kBF16 ? RoundToBF16(xt[k]) : xt[k];

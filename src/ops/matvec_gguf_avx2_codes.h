@@ -45,6 +45,7 @@ PROCTOR_AVX2_TARGET inline __m128i BitsToBytes(uint32_t bits, int8_t bit) {
 struct Q8_0Block {
   static constexpr int kBytes = 34;
   static constexpr bool kHasMin = false;  // no kMinAt
+  static constexpr int kOffset = 0;
   PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
     *lo = Load16(b + 2);
     *hi = Load16(b + 18);
@@ -58,19 +59,29 @@ PROCTOR_AVX2_TARGET inline void SplitNibbles(__m128i bytes, __m128i* lo, __m128i
   *hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
 }
 
+// The codes minus kOffset (nothing for 0).
+template <int kOffset>
+PROCTOR_AVX2_TARGET inline void SubtractOffset(__m128i* lo, __m128i* hi) {
+  if constexpr (kOffset != 0) {
+    *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(kOffset));
+    *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(kOffset));
+  }
+}
+
 // Q4_0 (codes q - 8) / Q4_1 (codes q): value l has the low nibble of byte l, value 16 + l the
-// high one.
+// high one. StoredCodes gives q itself (0..15); kOffset is what Codes subtracts from it.
 template <bool kMin>
 struct Q4Block {
   static constexpr int kBytes = kMin ? 20 : 18;
   static constexpr bool kHasMin = kMin;
   static constexpr int kMinAt = 2;
-  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
+  static constexpr int kOffset = kMin ? 0 : 8;
+  PROCTOR_AVX2_TARGET static void StoredCodes(const uint8_t* b, __m128i* lo, __m128i* hi) {
     SplitNibbles(Load16(b + (kMin ? 4 : 2)), lo, hi);
-    if constexpr (!kMin) {
-      *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(8));
-      *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(8));
-    }
+  }
+  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
+    StoredCodes(b, lo, hi);
+    SubtractOffset<kOffset>(lo, hi);
   }
 };
 
@@ -80,17 +91,18 @@ struct Q5Block {
   static constexpr int kBytes = kMin ? 24 : 22;
   static constexpr bool kHasMin = kMin;
   static constexpr int kMinAt = 2;
-  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
+  static constexpr int kOffset = kMin ? 0 : 16;
+  PROCTOR_AVX2_TARGET static void StoredCodes(const uint8_t* b, __m128i* lo, __m128i* hi) {
     constexpr int kQh = kMin ? 4 : 2;
     uint32_t qh;
     std::memcpy(&qh, b + kQh, 4);
     SplitNibbles(Load16(b + kQh + 4), lo, hi);
     *lo = _mm_or_si128(*lo, BitsToBytes(qh, 16));
     *hi = _mm_or_si128(*hi, BitsToBytes(qh >> 16, 16));
-    if constexpr (!kMin) {
-      *lo = _mm_sub_epi8(*lo, _mm_set1_epi8(16));
-      *hi = _mm_sub_epi8(*hi, _mm_set1_epi8(16));
-    }
+  }
+  PROCTOR_AVX2_TARGET static void Codes(const uint8_t* b, __m128i* lo, __m128i* hi) {
+    StoredCodes(b, lo, hi);
+    SubtractOffset<kOffset>(lo, hi);
   }
 };
 

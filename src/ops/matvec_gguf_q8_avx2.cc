@@ -1,18 +1,23 @@
 // Matrix-vector kernels for the GGUF block types on 8-bit activations (ComputeMode::kQ8, decode,
 // T == 1) with AVX2 integer dot products, as llama.cpp's CPU backend computes them: each weight
-// block's int8 codes times the activation block's int8 codes summed exactly in int32
-// (vpmaddubsw on |w| and x signed by w, then vpmaddwd), scaled in f32 by the weight scale times
-// the activation scale. The result is w · x^ (x^ the dequantized Q8_0 activations,
-// activations_q8.h) up to f32 rounding of the scaled block sums.
+// block's codes times the activation codes (Q8_0 blocks for the 32-wide types, Q8_K for the
+// K-quants: activations_q8.h) summed exactly in int32 (vpmaddubsw, then vpmaddwd), scaled in f32
+// by the weight scale times the activation scale. The result is w · x^ (x^ the dequantized
+// activations) up to f32 rounding of the scaled block sums.
 //
 //  - 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): the block's 32 codes (matvec_gguf_avx2_codes.h)
 //    against the activation block, four rows' integer sums packed into one vector:
-//    acc += d_w d_x * isum; a block minimum m adds m * sum(x^).
+//    acc += d_w d_x * isum; a block minimum m adds m * sum(x^). Q8_0's signed codes go through
+//    the sign trick (vpmaddubsw on |w| and x signed by w); the 4- and 5-bit types' stored codes
+//    are unsigned and enter vpmaddubsw as they are, Q4_0 / Q5_0's offset o (8, 16) then a block
+//    minimum -o d_w. Q4_0 / Q4_1 run two blocks per step (RowsQ4Pairs).
 //  - Q4_K, Q5_K: per 64-value chunk the low nibbles (plus Q5_K's fifth bit) are sub-block 2c, the
-//    high ones 2c + 1; each sub-block's 6-bit scale multiplies its pair sums in vpmaddwd, so
-//    acc += d d_x * (scale * isum); dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
-//  - Q6_K: 6-bit codes assembled from ql and qh as 0..63; the per-16 scales multiply in vpmaddwd;
-//    the codes' offset 32 is subtracted once per super-block as 32 d sum_g scale_g sum(x^ of g).
+//    high ones 2c + 1; each sub-block's 6-bit scale multiplies its pair sums in vpmaddwd and the
+//    super-block's sums stay in int32 (Q8_K has one d_x per super-block): acc += d d_x * sum_j
+//    scale_j isum_j; dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
+//  - Q6_K: 6-bit codes assembled from ql and qh as 0..63; the per-16 scales multiply in vpmaddwd,
+//    summed in int32 over the super-block; the codes' offset 32 is subtracted once per
+//    super-block as 32 d sum_g scale_g sum(x^ of g).
 //  - Q2_K, Q3_K: super-blocks decoded to int8 codes with per-16 f32 scales and offsets
 //    (matvec_gguf_avx2_codes.h), then the same integer dot per 32 values.
 // Every output is one fixed chain over its row, so results do not depend on thread partitions.
@@ -20,6 +25,7 @@
 
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "ops/activations_q8.h"
 #include "ops/matmul_kernels.h"
@@ -33,11 +39,14 @@ namespace {
 
 struct Inputs {
   const int8_t* codes;  // [K]
-  const float* scale;   // [K / 32]
-  const float* sum16;   // [K / 16]
-  const float* sum32;   // [K / 32]
-  int64_t n_blocks;     // weight blocks per row
-  const float* f16;     // F16ToF32Table()
+  // [K rounded down to 64]: per pair of blocks 2p, 2p + 1, the 32 bytes [values 0..15 of 2p |
+  // values 0..15 of 2p + 1] then [16..31 of 2p | 16..31 of 2p + 1] (PairCodes; Q4 types only).
+  const int8_t* pair_codes;
+  const float* scale;  // [K / 32]
+  const float* sum16;  // [K / 16]
+  const float* sum32;  // [K / 32]
+  int64_t n_blocks;    // weight blocks per row
+  const float* f16;    // F16ToF32Table()
   mutable Prefetcher prefetch;
 };
 
@@ -67,22 +76,27 @@ PROCTOR_AVX2_TARGET inline __m256i DotScaled(__m256i w, __m256i x, __m256i scale
 
 // ---- 32-wide block types -------------------------------------------------------------------
 
-// A 32-wide block's codes as one ymm of int8: Q8_0's bytes as they are, Q4_0 / Q4_1's nibbles
-// split in ymm (low nibbles values 0..15, high 16..31), the others through the xmm pair.
+// A 32-wide block's integer dot product with the activation block x, as DotCodes' 8 int32 lanes.
+// Q8_0's signed codes go through DotCodes; the other types' stored codes are unsigned (0..15,
+// 0..31) and enter vpmaddubsw as they are (Q4_0 / Q4_1's nibbles split in ymm: low nibbles values
+// 0..15, high 16..31), so Q4_0 / Q5_0's offset is left to the caller: sum (q - o) x = sum q x -
+// o sum x.
 template <class Block>
-PROCTOR_AVX2_TARGET inline __m256i BlockCodes(const uint8_t* block) {
+PROCTOR_AVX2_TARGET inline __m256i BlockDot(const uint8_t* block, __m256i x) {
   if constexpr (std::is_same_v<Block, Q8_0Block>) {
-    return Load32(block + 2);
-  } else if constexpr (std::is_same_v<Block, Q4Block<false>> ||
-                       std::is_same_v<Block, Q4Block<true>>) {
-    const __m128i packed = Load16(block + (Block::kHasMin ? 4 : 2));
-    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
-                                           _mm256_set1_epi8(0x0F));
-    return Block::kHasMin ? codes : _mm256_sub_epi8(codes, _mm256_set1_epi8(8));
+    return DotCodes(Load32(block + 2), x);
   } else {
-    __m128i lo, hi;
-    Block::Codes(block, &lo, &hi);
-    return _mm256_set_m128i(hi, lo);
+    __m256i codes;
+    if constexpr (std::is_same_v<Block, Q4Block<false>> || std::is_same_v<Block, Q4Block<true>>) {
+      const __m128i packed = Load16(block + (Block::kHasMin ? 4 : 2));
+      codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                               _mm256_set1_epi8(0x0F));
+    } else {
+      __m128i lo, hi;
+      Block::StoredCodes(block, &lo, &hi);
+      codes = _mm256_set_m128i(hi, lo);
+    }
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, x), _mm256_set1_epi16(1));
   }
 }
 
@@ -94,6 +108,18 @@ PROCTOR_AVX2_TARGET inline __m128 Halves4(const uint8_t* const* blocks, int at) 
   uint64_t packed;
   std::memcpy(&packed, h, 8);
   return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(packed)));
+}
+
+// The f16 values at byte `at` of the R rows' blocks b (lanes 0..3) and b + 1 (lanes 4..7), the
+// blocks `bytes` apart (rows >= R: 0), as 8 f32 lanes.
+template <int R>
+PROCTOR_AVX2_TARGET inline __m256 Halves8(const uint8_t* const* blocks, int at, int bytes) {
+  alignas(16) uint16_t h[8] = {};
+  for (int r = 0; r < R; ++r) {
+    std::memcpy(&h[r], blocks[r] + at, 2);
+    std::memcpy(&h[4 + r], blocks[r] + bytes + at, 2);
+  }
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
 // Up to 4 rows at once: each row's 8 int32 lanes of a block are summed exactly by two rounds of
@@ -111,14 +137,18 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
                        _mm256_setzero_si256()};
     for (int r = 0; r < R; ++r) {
       blocks[r] = rows[r] + b * Block::kBytes;
-      isum[r] = DotCodes(BlockCodes<Block>(blocks[r]), x);
+      isum[r] = BlockDot<Block>(blocks[r], x);
     }
     const __m256i sums =
         _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
-    const __m128 d = _mm_mul_ps(Halves4<R>(blocks, 0), _mm_set1_ps(in.scale[b]));
+    const __m128 d_w = Halves4<R>(blocks, 0);
+    const __m128 d = _mm_mul_ps(d_w, _mm_set1_ps(in.scale[b]));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(d, d), acc);
     if constexpr (Block::kHasMin) {
       min_acc = _mm_fmadd_ps(Halves4<R>(blocks, Block::kMinAt), _mm_set1_ps(in.sum32[b]), min_acc);
+    } else if constexpr (Block::kOffset != 0) {
+      // -o d_w sum(x^), the product -o sum(x^) exact (o a power of two).
+      min_acc = _mm_fmadd_ps(d_w, _mm_set1_ps(-Block::kOffset * in.sum32[b]), min_acc);
     }
   }
   const __m128 rows_sum =
@@ -126,6 +156,90 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
   alignas(16) float lanes[4];
   _mm_store_ps(lanes, rows_sum);
   for (int r = 0; r < R; ++r) out[r] = lanes[r];
+}
+
+// Q4_0 / Q4_1 two blocks at a time: one 32-byte load holds the nibbles of both (the row's blocks
+// b and b + 1 in the two 128-bit lanes), so splitting them gives block b's values 0..15 and
+// b + 1's in one ymm and their values 16..31 in another, which meet the activations in
+// PairCodes' order. The two vpmaddubsw results add in int16 (pair sums at most 2 * 15 * 127, so
+// their sum stays below 2^15) and one vpmaddwd leaves block b in lanes 0..3 and b + 1 in 4..7;
+// two rounds of vphaddd then put row r's block b in lane r and its block b + 1 in lane 4 + r,
+// against 8 weight scales loaded at once. An odd last block runs Rows32's single-block step.
+template <class Block, int R>
+PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* rows, float* out) {
+  static_assert(R <= 4);
+  constexpr int kQs = Block::kHasMin ? 4 : 2;
+  constexpr int kBytes = Block::kBytes;
+  __m256 acc = _mm256_setzero_ps();      // lane r: row r (even blocks), 4 + r: row r (odd)
+  __m256 min_acc = _mm256_setzero_ps();  // the same lanes
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const uint8_t* blocks[4] = {};
+  const int64_t pairs = in.n_blocks / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t b = 2 * p;
+    const __m256i x_lo = Load32(in.pair_codes + 64 * p), x_hi = Load32(in.pair_codes + 64 * p + 32);
+    in.prefetch.Advance(b + 2);
+    __m256i isum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                       _mm256_setzero_si256()};
+    for (int r = 0; r < R; ++r) {
+      blocks[r] = rows[r] + b * kBytes;
+      const __m256i packed =
+          _mm256_set_m128i(Load16(blocks[r] + kBytes + kQs), Load16(blocks[r] + kQs));
+      const __m256i lo = _mm256_and_si256(packed, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+      const __m256i pair_sums =
+          _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+      isum[r] = _mm256_madd_epi16(pair_sums, ones);
+    }
+    const __m256i sums =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
+    const __m256 d_w = Halves8<R>(blocks, 0, kBytes);
+    const __m256 d_x = _mm256_set_m128(_mm_set1_ps(in.scale[b + 1]), _mm_set1_ps(in.scale[b]));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_w, d_x), acc);
+    if constexpr (Block::kHasMin) {
+      const __m256 x_sums = _mm256_set_m128(_mm_set1_ps(in.sum32[b + 1]), _mm_set1_ps(in.sum32[b]));
+      min_acc = _mm256_fmadd_ps(Halves8<R>(blocks, Block::kMinAt, kBytes), x_sums, min_acc);
+    } else {
+      // -o d_w sum(x^), the product -o sum(x^) exact (o = 8).
+      const __m256 x_sums = _mm256_set_m128(_mm_set1_ps(-Block::kOffset * in.sum32[b + 1]),
+                                            _mm_set1_ps(-Block::kOffset * in.sum32[b]));
+      min_acc = _mm256_fmadd_ps(d_w, x_sums, min_acc);
+    }
+  }
+  __m128 rows_sum =
+      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)),
+                 _mm_add_ps(_mm256_castps256_ps128(min_acc), _mm256_extractf128_ps(min_acc, 1)));
+  in.prefetch.Advance(in.n_blocks);
+  if (in.n_blocks % 2 != 0) {
+    float tail[4];
+    const uint8_t* tail_rows[4] = {};
+    const int64_t last = in.n_blocks - 1;
+    for (int r = 0; r < R; ++r) tail_rows[r] = rows[r] + last * kBytes;
+    Inputs one = in;
+    one.codes = in.codes + 32 * last;
+    one.scale = in.scale + last;
+    one.sum32 = in.sum32 + last;
+    one.n_blocks = 1;
+    one.prefetch = Prefetcher{};
+    Rows32<Block, R>(one, tail_rows, tail);
+    alignas(16) float padded[4] = {0, 0, 0, 0};
+    for (int r = 0; r < R; ++r) padded[r] = tail[r];
+    rows_sum = _mm_add_ps(rows_sum, _mm_load_ps(padded));
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, rows_sum);
+  for (int r = 0; r < R; ++r) out[r] = lanes[r];
+}
+
+// PairCodes' order of x's codes for RowsQ4Pairs (the K / 64 whole pairs of blocks).
+PROCTOR_AVX2_TARGET void PairCodes(const int8_t* codes, int64_t K, int8_t* pairs) {
+  for (int64_t p = 0; p < K / 64; ++p) {
+    const __m256i even = Load32(codes + 64 * p), odd = Load32(codes + 64 * p + 32);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs + 64 * p),
+                        _mm256_permute2x128_si256(even, odd, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs + 64 * p + 32),
+                        _mm256_permute2x128_si256(even, odd, 0x31));
+  }
 }
 
 // ---- Q4_K, Q5_K, Q6_K: one f32 accumulator per super-block ---------------------------------
@@ -188,12 +302,10 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
       min_acc[r] = _mm256_fmadd_ps(mins, xs32, min_acc[r]);
     }
     const int8_t* x = in.codes + 256 * sb;
-    __m256 sb_acc[R];
-    for (int r = 0; r < R; ++r) sb_acc[r] = _mm256_setzero_ps();
+    __m256i sb_sum[R];
+    for (int r = 0; r < R; ++r) sb_sum[r] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i x_lo = Load32(x + 64 * c), x_hi = Load32(x + 64 * c + 32);
-      const __m256 dx_lo = _mm256_set1_ps(in.scale[8 * sb + 2 * c]);
-      const __m256 dx_hi = _mm256_set1_ps(in.scale[8 * sb + 2 * c + 1]);
       for (int r = 0; r < R; ++r) {
         const uint8_t* block = rows[r] + sb * kBytes;
         const __m256i qs = Load32(block + kQs + 32 * c);
@@ -208,14 +320,16 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
         }
         const __m256i s_lo = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c]));
         const __m256i s_hi = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c + 1]));
-        sb_acc[r] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotScaled(lo, x_lo, s_lo)), dx_lo, sb_acc[r]);
-        sb_acc[r] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotScaled(hi, x_hi, s_hi)), dx_hi, sb_acc[r]);
+        sb_sum[r] = _mm256_add_epi32(
+            sb_sum[r], _mm256_add_epi32(DotScaled(lo, x_lo, s_lo), DotScaled(hi, x_hi, s_hi)));
       }
     }
+    // Q8_K: one d_x for the super-block. Per lane sb_sum is at most 4 chunks x 2 x 2 pairs x
+    // 31 x 127 x 63 < 2^26.
+    const float d_x = in.scale[8 * sb];
     for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(sb_acc[r], _mm256_set1_ps(Half(rows[r] + sb * kBytes)), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sb_sum[r]),
+                               _mm256_set1_ps(Half(rows[r] + sb * kBytes) * d_x), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) - SumLanes(min_acc[r]);
@@ -238,6 +352,7 @@ PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, 
     const __m256 xs0 = _mm256_loadu_ps(in.sum16 + 16 * sb);
     const __m256 xs1 = _mm256_loadu_ps(in.sum16 + 16 * sb + 8);
     __m256 sb_acc[R];
+    __m256i sb_sum[R];
     for (int r = 0; r < R; ++r) {
       const uint8_t* block = rows[r] + sb * kBytes;
       const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192));
@@ -246,12 +361,12 @@ PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, 
       const __m256 s0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
       const __m256 s1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
       sb_acc[r] = _mm256_mul_ps(_mm256_fmadd_ps(s1, xs1, _mm256_mul_ps(s0, xs0)), minus32);
+      sb_sum[r] = _mm256_setzero_si256();
     }
     for (int h = 0; h < 2; ++h) {
       for (int i = 0; i < 4; ++i) {
         const int j = 4 * h + i;  // 32-value slice: groups 2j, 2j + 1
         const __m256i x = Load32(in.codes + 256 * sb + 32 * j);
-        const __m256 dx = _mm256_set1_ps(in.scale[8 * sb + j]);
         for (int r = 0; r < R; ++r) {
           const uint8_t* block = rows[r] + sb * kBytes;
           const __m256i ql = Load32(block + 64 * h + 32 * (i & 1));
@@ -262,12 +377,15 @@ PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, 
               i < 2 ? _mm256_slli_epi16(qh, 4 - 2 * i) : _mm256_srli_epi16(qh, 2 * i - 4),
               two_bits);
           const __m256i scales = _mm256_shuffle_epi8(scales16[r][h], Mask(kPickWordPair.bytes[i]));
-          const __m256i isum = DotScaled(_mm256_or_si256(low, high), x, scales);
-          sb_acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dx, sb_acc[r]);
+          sb_sum[r] = _mm256_add_epi32(sb_sum[r], DotScaled(_mm256_or_si256(low, high), x, scales));
         }
       }
     }
+    // Q8_K: one d_x for the super-block. Per lane sb_sum is at most 8 slices x 2 pairs x 63 x
+    // 127 x 128 < 2^26.
+    const __m256 d_x = _mm256_set1_ps(in.scale[8 * sb]);
     for (int r = 0; r < R; ++r) {
+      sb_acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sb_sum[r]), d_x, sb_acc[r]);
       acc[r] =
           _mm256_fmadd_ps(sb_acc[r], _mm256_set1_ps(Half(rows[r] + sb * kBytes + 208)), acc[r]);
     }
@@ -317,9 +435,9 @@ PROCTOR_AVX2_TARGET void RunRows(DType type, const Inputs& in, const uint8_t* co
     case DType::kQ8_0:
       return Rows32<Q8_0Block, R>(in, rows, out);
     case DType::kQ4_0:
-      return Rows32<Q4Block<false>, R>(in, rows, out);
+      return RowsQ4Pairs<Q4Block<false>, R>(in, rows, out);
     case DType::kQ4_1:
-      return Rows32<Q4Block<true>, R>(in, rows, out);
+      return RowsQ4Pairs<Q4Block<true>, R>(in, rows, out);
     case DType::kQ5_0:
       return Rows32<Q5Block<false>, R>(in, rows, out);
     case DType::kQ5_1:
@@ -346,13 +464,17 @@ void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int6
   CHECK(FusedGgufMatVecCovers(w.type) && CpuFeatures::Host().avx2_fma);
   CHECK_MSG(static_cast<int64_t>(x.codes.size()) == w.cols, "{} activation codes for rows of {}",
             x.codes.size(), w.cols);
-  Inputs in{x.codes.data(),
-            x.scale.data(),
-            x.sum16.data(),
-            x.sum32.data(),
-            w.cols / static_cast<int64_t>(Info(w.type).block_elems),
-            F16ToF32Table(),
-            {}};
+  CHECK_MSG(x.blocks == Q8BlocksFor(w.type), "{} weights need the activations of Q8BlocksFor",
+            Name(w.type));
+  thread_local std::vector<int8_t> pair_codes;
+  if (w.type == DType::kQ4_0 || w.type == DType::kQ4_1) {
+    pair_codes.resize(x.codes.size());
+    PairCodes(x.codes.data(), w.cols, pair_codes.data());
+  }
+  Inputs in{x.codes.data(),  pair_codes.data(),
+            x.scale.data(),  x.sum16.data(),
+            x.sum32.data(),  w.cols / static_cast<int64_t>(Info(w.type).block_elems),
+            F16ToF32Table(), {}};
   WalkRowPasses(w, out, n_begin, n_end, in,
                 [&]<int R>(const Inputs& inputs, const uint8_t* const* row_ptrs, float* row_out) {
                   RunRows<R>(w.type, inputs, row_ptrs, row_out);

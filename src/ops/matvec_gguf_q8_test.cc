@@ -26,17 +26,17 @@ MatView RowView(const std::vector<float>& x, int64_t T, int64_t K) {
                  reinterpret_cast<const uint8_t*>(x.data())};
 }
 
-TEST(ActivationsQ8, AreGgmlQ8_0BlocksUnpacked) {
+TEST(ActivationsQ8, AreGgmlsX86Q8_0BlocksUnpacked) {
   constexpr int64_t K = 160;
   std::vector<float> x = quant::testing::RandomWeights(K, 3);
   for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block: d = 0, codes 0
   x[70] = 1e4f;                               // a block dominated by one value
   std::vector<quant::BlockQ8_0> blocks(K / 32);
-  quant::QuantizeQ8_0Ref(x.data(), K / 32, reinterpret_cast<uint8_t*>(blocks.data()));
+  quant::QuantizeQ8_0X86(x.data(), K / 32, reinterpret_cast<uint8_t*>(blocks.data()));
   ActivationsQ8 q;
-  q.Quantize(x.data(), K);
+  q.Quantize(x.data(), K, Q8Blocks::kQ8_0);
   std::vector<float> round_trip(K);
-  RoundTripQ8Activations(x.data(), K, round_trip.data());
+  RoundTripQ8Activations(x.data(), K, Q8Blocks::kQ8_0, round_trip.data());
   for (int64_t b = 0; b < K / 32; ++b) {
     const float d = F16ToF32(blocks[b].d);
     EXPECT_EQ(q.scale[b], d) << b;
@@ -55,11 +55,50 @@ TEST(ActivationsQ8, AreGgmlQ8_0BlocksUnpacked) {
   EXPECT_EQ(q.scale[1], 0.0f);
 }
 
+// The K-quants take ggml's Q8_K blocks (one f32 d per 256 values), unpacked per 32 values.
+TEST(ActivationsQ8, AreGgmlQ8_KBlocksUnpackedForTheKQuants) {
+  for (const DType type : kTypes) {
+    const bool k_quant = Info(type).block_elems == 256;
+    EXPECT_EQ(Q8BlocksFor(type), k_quant ? Q8Blocks::kQ8_K : Q8Blocks::kQ8_0) << Name(type);
+  }
+  constexpr int64_t K = 768;
+  std::vector<float> x = quant::testing::RandomWeights(K, 5);
+  for (int i = 256; i < 512; ++i) x[i] = 0.0f;  // an all-zero block
+  x[600] = -30.0f;                              // a block whose largest value is negative
+  std::vector<quant::BlockQ8_K> blocks(K / 256);
+  quant::QuantizeQ8_KRef(x.data(), K / 256, reinterpret_cast<uint8_t*>(blocks.data()));
+  ActivationsQ8 q;
+  q.Quantize(x.data(), K, Q8Blocks::kQ8_K);
+  std::vector<float> round_trip(K);
+  RoundTripQ8Activations(x.data(), K, Q8Blocks::kQ8_K, round_trip.data());
+  for (int64_t b = 0; b < K / 256; ++b) {
+    const quant::BlockQ8_K& block = blocks[b];
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(q.codes[b * 256 + i], block.q[i]) << b << " " << i;
+      ASSERT_EQ(round_trip[b * 256 + i], block.d * static_cast<float>(block.q[i]));
+    }
+    for (int g = 0; g < 16; ++g) {
+      EXPECT_EQ(q.sum16[16 * b + g], block.d * static_cast<float>(block.bsums[g])) << b << " " << g;
+    }
+    for (int s = 0; s < 8; ++s) {
+      EXPECT_EQ(q.scale[8 * b + s], block.d);
+      EXPECT_EQ(q.sum32[8 * b + s],
+                block.d * static_cast<float>(block.bsums[2 * s] + block.bsums[2 * s + 1]));
+    }
+  }
+  EXPECT_EQ(blocks[1].d, 0.0f);
+  EXPECT_EQ(q.codes[600], -127);
+  // Half a step of the block's d, as for Q8_0 but with an f32 d.
+  for (int64_t k = 0; k < K; ++k) {
+    EXPECT_LE(std::fabs(round_trip[k] - x[k]), 0.5001 * std::fabs(blocks[k / 256].d)) << k;
+  }
+}
+
 TEST(MatVecGgufQ8, EveryTypeIsTheProductWithTheDequantizedActivations) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   for (const DType type : kTypes) {
     const int64_t block = static_cast<int64_t>(Info(type).block_elems);
-    for (const int64_t blocks_per_row : {1, 3, 7}) {
+    for (const int64_t blocks_per_row : {1, 2, 3, 7, 8}) {
       const int64_t K = blocks_per_row * block;
       for (const int64_t N : {1, 2, 3, 5, 9}) {
         SCOPED_TRACE(fmt::format("{} K={} N={}", Name(type), K, N));
@@ -68,9 +107,9 @@ TEST(MatVecGgufQ8, EveryTypeIsTheProductWithTheDequantizedActivations) {
         const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
         const auto x = quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K));
         ActivationsQ8 q;
-        q.Quantize(x.data(), K);
+        q.Quantize(x.data(), K, Q8BlocksFor(type));
         std::vector<float> x_hat(K);
-        RoundTripQ8Activations(x.data(), K, x_hat.data());
+        RoundTripQ8Activations(x.data(), K, Q8BlocksFor(type), x_hat.data());
         std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
         internal::MatVecGgufQ8Avx2(q, w, out.data(), 0, N);
         internal::MatVecGgufQ8Avx2(q, w, split.data(), 0, N / 2);
@@ -105,7 +144,7 @@ TEST(MatVecGgufQ8, ExtremeCodesDoNotSaturate) {
   std::vector<float> x(K);
   for (int64_t k = 0; k < K; ++k) x[k] = k % 2 == 0 ? -1.0f : 1.0f;  // codes -127, 127
   ActivationsQ8 q;
-  q.Quantize(x.data(), K);
+  q.Quantize(x.data(), K, Q8Blocks::kQ8_0);
   const MatView w{DType::kQ8_0, 1, K, BytesFor(DType::kQ8_0, K),
                   reinterpret_cast<const uint8_t*>(w_blocks.data())};
   ASSERT_EQ(q.codes[0], -127);
@@ -136,7 +175,9 @@ TEST(MatMulQ8, ContractForEveryRowCount) {
     EXPECT_EQ(std::memcmp(fast.bytes(), single.bytes(), fast.size_bytes()), 0);
     MatMulRef(RowView(x, 1, K), w, ref.MutF32(), ComputeMode::kQ8);
     std::vector<float> x_hat(static_cast<size_t>(T * K)), a, b;
-    for (int64_t t = 0; t < T; ++t) RoundTripQ8Activations(&x[t * K], K, &x_hat[t * K]);
+    for (int64_t t = 0; t < T; ++t) {
+      RoundTripQ8Activations(&x[t * K], K, Q8BlocksFor(type), &x_hat[t * K]);
+    }
     for (int64_t n = 0; n < N; ++n) {
       testing::SplitWeightRow(w, n, a, b);
       double magnitude = 0.0;
