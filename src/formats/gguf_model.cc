@@ -308,6 +308,7 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
                   fmt::format("metadata \"{}context_length\" is 0: a model has a context", p));
   }
   c.rms_norm_eps = gguf.FindFloat(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  c.norm_sums_like_ggml = true;  // the file's reference engine is llama.cpp
   c.rope.theta = gguf.FindFloat(p + "rope.freq_base").value_or(10000.0f);
   // RoPE scaling: "<arch>.rope.scaling.type" (none, linear, yarn) and its parameters.
   const std::string scaling(gguf.FindString(p + "rope.scaling.type").value_or("none"));

@@ -79,6 +79,9 @@ struct ModelConfig {
   // RMSNorm multiplies by (1 + weight): Gemma's HF checkpoints (its GGUF files store 1 + weight
   // and use plain RMSNorm).
   bool norm_adds_one = false;
+  // How RMSNorm sums its squares: as ggml does for GGUF files (llama.cpp's order), else in f32
+  // lanes (ops::RmsNormSum).
+  bool norm_sums_like_ggml = false;
   // Attention scores are q.k / sqrt(query_pre_attn_scalar) (Gemma's config key); 0 = head_dim.
   double query_pre_attn_scalar = 0.0;
   // Soft-capping, cap * tanh(x / cap), of attention scores (after scaling, before the mask) and

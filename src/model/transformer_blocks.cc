@@ -12,7 +12,8 @@ namespace proctor {
 using namespace activations;  // NOLINT(google-build-using-namespace): the buffer names
 
 void RuntimeModel::Norm(const MatView& x, const MatView& weight, MutMatF32 out) const {
-  ops::RmsNorm(x, weight, config_.rms_norm_eps, config_.norm_adds_one, out);
+  ops::RmsNorm(x, weight, config_.rms_norm_eps, config_.norm_adds_one, out,
+               config_.norm_sums_like_ggml ? ops::RmsNormSum::kGgml : ops::RmsNormSum::kF32Lanes);
 }
 
 MutMatF32 RuntimeModel::Attention(int layer, const MatView& normed,

@@ -32,9 +32,20 @@ TEST(RmsNorm, MatchesDoubleFormulaAllWeightTypes) {
         std::vector<float> w_f32(static_cast<size_t>(K));
         DequantizeRow(w.View(), 0, w_f32);
         Tensor out = Tensor::F32(T, K), ref = Tensor::F32(T, K);
+        Tensor ggml = Tensor::F32(T, K);
         RmsNorm(F32View(x, T, K), w.View(), 1e-5f, add_one, out.MutF32());
+        RmsNorm(F32View(x, T, K), w.View(), 1e-5f, add_one, ggml.MutF32(), RmsNormSum::kGgml);
         RmsNormRef(F32View(x, T, K), w.View(), 1e-5f, add_one, ref.MutF32());
         for (int64_t t = 0; t < T; ++t) {
+          // ggml_compute_forward_rms_norm_f32's arithmetic, written out: the kGgml bits.
+          double ggml_sum = 0.0;
+          for (int64_t i = 0; i < K; ++i) ggml_sum += double{x[t * K + i] * x[t * K + i]};
+          const float ggml_mean = static_cast<float>(ggml_sum / static_cast<double>(K));
+          const float ggml_scale = 1.0f / std::sqrt(ggml_mean + 1e-5f);
+          for (int64_t i = 0; i < K; ++i) {
+            const float w_i = add_one ? w_f32[i] + 1.0f : w_f32[i];
+            ASSERT_EQ(ggml.RowF32(t)[i], x[t * K + i] * ggml_scale * w_i) << t << " " << i;
+          }
           double ss = 0.0;
           for (int64_t i = 0; i < K; ++i) ss += static_cast<double>(x[t * K + i]) * x[t * K + i];
           const double inv = 1.0 / std::sqrt(ss / K + 1e-5);
