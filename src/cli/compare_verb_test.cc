@@ -148,10 +148,17 @@ TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
                                 (d / "study" / "candidates" / "affine4-g64").string()};
   for (size_t i = 0; i < 3; ++i) {
     const fs::path kl = d / fmt::format("kl{}.json", i), ppl = d / fmt::format("ppl{}.json", i);
-    r = Proctor(fmt::format("kl --reference-logits {} --model {} --chunk 32 --json {}",
-                            (d / "dump").string(), models[i], kl.string()));
+    const fs::path positions = d / fmt::format("kl{}.positions", i);
+    r =
+        Proctor(fmt::format("kl --reference-logits {} --model {} --chunk 32 --json {} "
+                            "--per-position {}",
+                            (d / "dump").string(), models[i], kl.string(), positions.string()));
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(KlStatistics(ReadJson(kl)["results"]), KlStatistics(rows[i]["kl"])) << models[i];
+    // The teacher's row comes from the floor its dump scored: the same per-position bytes.
+    EXPECT_EQ(ReadBytes(positions),
+              ReadBytes(d / "study" / rows[i]["per_position"].get<std::string>()))
+        << models[i];
     r = Proctor(fmt::format("ppl {} --data {} --n-seqs -1 --chunk 32 --json {}", models[i],
                             (d / "corpus").string(), ppl.string()));
     ASSERT_EQ(r.status, 0) << r.out;

@@ -404,6 +404,8 @@ class CompareRun {
     if (!r_.dump_reused) {
       if (!resume) fs::remove_all(r_.dump_dir);
       steps_.Record("dump", dump_key_, {{"complete", false}});
+      const std::string per_position = PerPositionPath(TeacherStep());
+      fs::create_directories(o_.out_dir / "positions");
       r_.dump = DumpTeacher({.teacher = o_.teacher,
                              .corpus_dir = r_.corpus_dir,
                              .out_dir = r_.dump_dir,
@@ -413,8 +415,11 @@ class CompareRun {
                              .runtime = o_.runtime,
                              .quiet = o_.quiet,
                              .opened = teacher_.model,
-                             .model_sha256 = teacher_.sha256});
+                             .model_sha256 = teacher_.sha256,
+                             .floor_perplexity = true,
+                             .floor_per_position = o_.out_dir / per_position});
       steps_.Record("dump", dump_key_, {{"complete", true}});
+      TeacherRowFromFloor(per_position);
     }
     Log(r_.dump_reused
             ? fmt::format("3. the teacher's top-{} logits: reused -> {}", r_.top_k,
@@ -427,15 +432,47 @@ class CompareRun {
                           r_.dump.elapsed_seconds, r_.dump_dir.string()));
   }
 
+  static std::string PerPositionPath(const std::string& step) {
+    return "positions/" + step + ".kl";
+  }
+  Json ScoreKey(const OpenedModel& model) const {
+    return {{"dump", dump_key_}, {"candidate_sha256", model.sha256}};
+  }
+  std::string TeacherName() const {
+    return fmt::format("teacher ({})", ShortDType(teacher_.model->config().stored_dtype));
+  }
+  std::string TeacherStep() const { return StepSlug("teacher", TeacherName(), o_.teacher); }
+
+  // The teacher's row from the dump just written: its floor is the teacher scored against its
+  // own records, and the dump kept the floor's per-position scores and the teacher's perplexity,
+  // so the row needs no second teacher pass. Recorded as the teacher's scoring step.
+  void TeacherRowFromFloor(const std::string& per_position) {
+    CHECK(r_.dump.floor && r_.dump.floor_perplexity);
+    KlEvalResult floor = *r_.dump.floor;
+    floor.candidate = TeacherName();
+    CompareRow row{.candidate = TeacherName(),
+                   .kind = "teacher",
+                   .model = o_.teacher,
+                   .bits_per_weight = 8.0 *
+                                      static_cast<double>(teacher_.model->weights().TotalBytes()) /
+                                      r_.teacher_parameters,
+                   .kl = KlEvalResultToJson(floor),
+                   .perplexity = *r_.dump.floor_perplexity,
+                   .seconds = r_.dump.elapsed_seconds,
+                   .per_position = per_position};
+    steps_.Record(TeacherStep(), ScoreKey(teacher_), RowToJson(row));
+    teacher_row_ = std::move(row);
+  }
+
   // Scores `model` against the dump with its perplexity, or reuses the recorded row.
   CompareRow Score(const std::string& name, const std::string& kind, const OpenedModel& model,
                    const std::string& spec) {
-    const Json key = {{"dump", dump_key_}, {"candidate_sha256", model.sha256}};
+    const Json key = ScoreKey(model);
     const std::string step = StepSlug(kind, name, spec);
     if (const auto done = steps_.Find(step, key)) return RowFromJson(*done);
     const double start = MonotonicSeconds();
     CheckVocabulary(*model.model, name);
-    const std::string per_position = "positions/" + step + ".kl";
+    const std::string per_position = PerPositionPath(step);
     fs::create_directories(o_.out_dir / "positions");
     auto nll = std::make_shared<std::vector<double>>();
     TeacherForcedLogits forward = [inner = model.model->Forward(o_.runtime),
@@ -477,10 +514,15 @@ class CompareRun {
                         model.Identity(fmt::format("candidate '{}'", name)));
   }
 
+  // The teacher's row: the floor of the dump just written, a recorded row, or (a dump reused
+  // without its teacher row) the teacher scored against its own dump.
   void ScoreTeacher() {
-    CompareRow row =
-        Score(fmt::format("teacher ({})", ShortDType(teacher_.model->config().stored_dtype)),
-              "teacher", teacher_, o_.teacher);
+    if (teacher_row_) {
+      Log("4. the teacher against its own dump (the floor): scored while dumping");
+      r_.rows.push_back(std::move(*teacher_row_));
+      return;
+    }
+    CompareRow row = Score(TeacherName(), "teacher", teacher_, o_.teacher);
     Log(fmt::format("4. scored the teacher against its own dump (the floor){}",
                     row.reused ? ": reused" : fmt::format(" in {:.2f} s", row.seconds)));
     r_.rows.push_back(std::move(row));
@@ -565,6 +607,7 @@ class CompareRun {
   StepRecords steps_;
   OpenedModel teacher_;
   Json dump_key_;
+  std::optional<CompareRow> teacher_row_;  // from the floor of the dump this run wrote
 };
 
 }  // namespace

@@ -108,7 +108,8 @@ std::string CompareLegend(const CompareResult& result) {
       "  delta-ppl   the candidate's perplexity minus the teacher's\n"
       "  bits/w      stored bits (codes, scales, biases, unquantized tensors) per teacher "
       "parameter\n"
-      "  seconds     the model's scoring pass (forward + KL + NLL){}\n"
+      "  seconds     the model's scoring pass (forward + KL + NLL); the teacher's is its dump,\n"
+      "              which scores the floor as it writes{}\n"
       "The teacher scored against its own dump is the floor set by storing logits as fp16: "
       "differences below\nit mean nothing.\n",
       result.top_k, result.top_k,

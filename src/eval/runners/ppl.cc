@@ -78,6 +78,18 @@ double NextTokenNll(std::span<const float> logits, int32_t target) {
   return static_cast<double>(max) + std::log(sum) - static_cast<double>(logits[target]);
 }
 
+void NextTokenNlls(const MatView& logits, int64_t count, std::span<const int32_t> targets,
+                   ThreadPool& pool, double* out) {
+  CHECK(count <= logits.rows && static_cast<size_t>(count) <= targets.size());
+  pool.ParallelFor(static_cast<size_t>(count), [&](size_t b, size_t e, int) {
+    for (size_t i = b; i < e; ++i) {
+      out[i] = NextTokenNll(std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
+                                                   static_cast<size_t>(logits.cols)),
+                            targets[i]);
+    }
+  });
+}
+
 PerplexityStats PerplexityFromNlls(std::span<const double> nlls, int64_t positions_per_row) {
   CHECK_MSG(positions_per_row > 0 && nlls.size() % static_cast<size_t>(positions_per_row) == 0,
             "nlls {} per row {}", nlls.size(), positions_per_row);
@@ -126,21 +138,12 @@ PerplexityScores ScorePerplexityRows(std::span<const int32_t> rows, int64_t sequ
                                   static_cast<size_t>(sequence_length));
     double* row_nll = out.nlls.data() + r * positions;
     // mlx_lm's way: the row's last token is only a target, never an input.
-    driver.RunSequence(
-        row.first(static_cast<size_t>(positions)), positions, fmt::format("row {}", r),
-        [&](const LogitsChunk& chunk) {
-          const MatView& logits = chunk[0];
-          driver.pool().ParallelFor(
-              static_cast<size_t>(chunk.scored), [&](size_t b, size_t e, int) {
-                for (size_t i = b; i < e; ++i) {
-                  const int64_t p = chunk.start + static_cast<int64_t>(i);
-                  row_nll[p] = NextTokenNll(
-                      std::span<const float>(logits.RowAs<float>(static_cast<int64_t>(i)),
-                                             static_cast<size_t>(logits.cols)),
-                      row[static_cast<size_t>(p + 1)]);
-                }
-              });
-        });
+    driver.RunSequence(row.first(static_cast<size_t>(positions)), positions,
+                       fmt::format("row {}", r), [&](const LogitsChunk& chunk) {
+                         NextTokenNlls(chunk[0], chunk.scored,
+                                       row.subspan(static_cast<size_t>(chunk.start + 1)),
+                                       driver.pool(), row_nll + chunk.start);
+                       });
   }
   driver.Finish();
   out.forward_seconds = driver.forward_seconds();

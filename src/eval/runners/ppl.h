@@ -45,6 +45,11 @@ std::vector<int32_t> PackPerplexityRows(std::span<const int32_t> stream, int64_t
 // NaN logit or a target outside [0, logits.size()).
 double NextTokenNll(std::span<const float> logits, int32_t target);
 
+// NextTokenNll of logits rows [0, count) with targets[0, count), across `pool` (each row's value
+// independent of the thread count), into out[0, count).
+void NextTokenNlls(const MatView& logits, int64_t count, std::span<const int32_t> targets,
+                   ThreadPool& pool, double* out);
+
 struct PerplexityStats {
   int64_t rows = 0;
   int64_t positions = 0;           // rows * (L - 1)

@@ -103,6 +103,8 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   // The floor: the teacher's own logits scored against the records just made from them.
   std::vector<std::vector<PositionScore>> floor_scores(options.floor ? static_cast<size_t>(n_seqs)
                                                                      : 0);
+  const bool floor_nlls = options.floor && options.floor_perplexity;
+  std::vector<double> nlls(floor_nlls ? static_cast<size_t>(n_seqs * positions) : 0);
   ReferenceRecords records;
   double kept_io = 0;  // reading back the records of kept sequences
   int threads = ThreadPool::Global().num_threads();
@@ -157,6 +159,11 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
         ScoreChunk(records, chunk[0], chunk.scored, where, driver.pool(),
                    floor_scores[static_cast<size_t>(s)].data() + chunk.start,
                    seq_tokens.data() + chunk.start + 1);
+        if (floor_nlls) {
+          NextTokenNlls(chunk[0], chunk.scored,
+                        seq_tokens.subspan(static_cast<size_t>(chunk.start + 1)), driver.pool(),
+                        nlls.data() + s * positions + chunk.start);
+        }
       });
       if (!kept) {
         writer.EndSequence();
@@ -191,12 +198,18 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
     floor.candidate_vocab = result.vocab;
     floor.chunk_size = options.chunk_size;
     floor.threads = threads;
-    FinishKlRun({}, {}, floor_scores, start_time, /*worst=*/20, &floor);
+    FinishKlRun(options.floor_per_position,
+                {.flags = 0,
+                 .positions_per_seq = static_cast<uint64_t>(positions),
+                 .top_k = static_cast<uint64_t>(top_k),
+                 .vocab = static_cast<uint64_t>(result.vocab)},
+                floor_scores, start_time, /*worst=*/20, &floor);
     floor.stats.elapsed_seconds = 0;  // scored inside the dump: no time of its own
     floor.stats.positions_per_second = 0;
     floor.timings = {};
     WriteDumpFloor(options.out_dir, floor);
     result.floor = std::move(floor);
+    if (floor_nlls) result.floor_perplexity = PerplexityFromNlls(nlls, positions);
   }
   timings.total_seconds = MonotonicSeconds() - start_time;
   result.elapsed_seconds = timings.total_seconds;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "eval/runners/kl_eval.h"
+#include "eval/runners/ppl.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
 #include "model/runtime_model.h"
@@ -50,6 +51,12 @@ struct TeacherDumpOptions {
   // the dump's floor (eval/runners/dump_floor.h). Sequences kept from an interrupted run are run
   // through the teacher again for it (their records are read back, not rewritten).
   bool floor = true;
+  // With `floor`, what a study's teacher row needs besides the floor, so that `compare` runs no
+  // second teacher pass: the teacher's perplexity over the dumped positions
+  // (TeacherDumpResult::floor_perplexity; NextTokenNll in float64, the numbers `proctor ppl`
+  // gives) and the floor's per-position scores, written to `floor_per_position` (empty: not).
+  bool floor_perplexity = false;
+  std::filesystem::path floor_per_position{};
 };
 
 struct TeacherDumpResult {
@@ -62,7 +69,8 @@ struct TeacherDumpResult {
   double elapsed_seconds = 0;
   ResultsTimings timings;  // forward / scoring (top-k, logsumexp, the floor) / I/O split
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
-  std::optional<KlEvalResult> floor;  // with options.floor: also in DIR/floor.json
+  std::optional<KlEvalResult> floor;                // with options.floor: also in DIR/floor.json
+  std::optional<PerplexityStats> floor_perplexity;  // with options.floor_perplexity
 };
 
 // Errors: Error("[dump] ...") for bad options, a corpus/teacher mismatch (vocabulary, token ids
