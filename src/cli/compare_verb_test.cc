@@ -173,16 +173,29 @@ TEST_F(CompareVerb, RowsEqualTheSeparateCorpusDumpKlAndPplRuns) {
   ASSERT_EQ(csv_rows.size(), 3u);
   EXPECT_EQ(csv_rows[0].at("verdict"), "floor");
   EXPECT_EQ(csv_rows[0].at("kl_difference_vs_above"), "");
+  EXPECT_EQ(csv_rows[0].at("top1_difference_vs_above"), "");
+  EXPECT_TRUE(rows[0]["vs_above"].is_null());
   for (size_t i = 1; i < 3; ++i) {
     const fs::path diff = d / fmt::format("diff{}.json", i);
     r = Proctor(fmt::format("kl-diff {} {} --json {}",
                             (d / fmt::format("kl{}.json", i - 1)).string(),
                             (d / fmt::format("kl{}.json", i)).string(), diff.string()));
     ASSERT_EQ(r.status, 0) << r.out;
-    const json kl = ReadJson(diff)["results"]["metrics"]["kl"];
+    const json metrics = ReadJson(diff)["results"]["metrics"];
+    const json& kl = metrics["kl"];
     EXPECT_EQ(std::stod(csv_rows[i].at("kl_difference_vs_above")), kl["difference"].get<double>());
     EXPECT_EQ(std::stod(csv_rows[i].at("kl_difference_standard_error")),
               kl["standard_error"].get<double>());
+    // The JSON row has all of kl-diff's pairing (KL, top-1, NLL, its bootstrap), the CSV the
+    // intervals and the top-1 and NLL differences.
+    EXPECT_EQ(rows[i]["vs_above"]["metrics"], metrics);
+    EXPECT_EQ(rows[i]["vs_above"]["candidate"], rows[i - 1]["candidate"]);
+    EXPECT_EQ(std::stod(csv_rows[i].at("kl_difference_bootstrap_low")),
+              kl["bootstrap_interval_95"][0].get<double>());
+    EXPECT_EQ(std::stod(csv_rows[i].at("top1_difference_vs_above")),
+              metrics["top1"]["difference"].get<double>());
+    EXPECT_EQ(std::stod(csv_rows[i].at("nll_difference_standard_error")),
+              metrics["nll"]["standard_error"].get<double>());
     if (i == 2) {
       EXPECT_TRUE(kl["distinguishable"].get<bool>());
       EXPECT_EQ(csv_rows[i].at("verdict"), "worse");

@@ -11,8 +11,8 @@ namespace proctor::cli {
 void RegisterKlDiffVerb(CLI::App& app) {
   struct Args {
     std::string a, b, json;
-    int bootstrap = 1000;
-    uint32_t seed = 42;
+    int bootstrap = kDefaultBootstrapDraws;
+    uint32_t seed = kDefaultBootstrapSeed;
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
@@ -25,9 +25,11 @@ void RegisterKlDiffVerb(CLI::App& app) {
   verb->add_option("a", args->a, "Candidate A's results file (the reference side)")->required();
   verb->add_option("b", args->b, "Candidate B's results file")->required();
   verb->add_option("--bootstrap", args->bootstrap,
-                   "Bootstrap resamples of the sequences (default 1000; 0: none)")
+                   fmt::format("Bootstrap resamples of the sequences (default {}; 0: none)",
+                               kDefaultBootstrapDraws))
       ->check(CLI::Range(0, 1000000));
-  verb->add_option("--seed", args->seed, "Bootstrap seed (default 42)");
+  verb->add_option("--seed", args->seed,
+                   fmt::format("Bootstrap seed (default {})", kDefaultBootstrapSeed));
   verb->add_option("--json", args->json, "Also write the comparison as JSON to this file");
   verb->callback([args] {
     const KlDiffResult result = CompareKlResults(args->a, args->b, args->bootstrap, args->seed);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "eval/compare/compare_table.h"
 #include "eval/compare/step_records.h"
 #include "eval/formats/corpus.h"
 #include "eval/formats/ref_logits.h"
@@ -650,10 +651,17 @@ nlohmann::ordered_json CompareResultToJson(const CompareResult& result) {
                {"seconds", result.dump.elapsed_seconds}};
   const double teacher_ppl = result.rows.empty() ? 0.0 : result.rows.front().perplexity.ppl;
   Json rows = Json::array();
-  for (const auto& r : result.rows) {
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const CompareRow& r = result.rows[i];
     Json row = RowToJson(r);
     row["delta_perplexity"] = r.perplexity.ppl - teacher_ppl;
     row["reused"] = r.reused;
+    const auto paired = PairedWithAbove(result, i);
+    row["vs_above"] = paired ? Json{{"candidate", result.rows[i - 1].candidate},
+                                    {"bootstrap_draws", kDefaultBootstrapDraws},
+                                    {"seed", kDefaultBootstrapSeed},
+                                    {"metrics", KlDiffMetricsToJson(*paired)}}
+                             : Json(nullptr);
     rows.push_back(std::move(row));
   }
   j["candidates"] = std::move(rows);

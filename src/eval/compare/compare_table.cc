@@ -63,7 +63,26 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
+bool HasSequenceLists(const nlohmann::ordered_json& kl) {
+  for (const char* key : {"sequence_mean_kl", "sequence_top1", "sequence_mean_nll"}) {
+    if (!kl.contains(key) || !kl.at(key).is_array()) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<std::vector<KlDiffMetric>> PairedWithAbove(const CompareResult& result, size_t i) {
+  if (i == 0 || i >= result.rows.size()) return std::nullopt;
+  const CompareRow& above = result.rows[i - 1];
+  const CompareRow& row = result.rows[i];
+  if (!HasSequenceLists(above.kl) || !HasSequenceLists(row.kl) ||
+      above.kl.at("sequence_mean_kl").size() != row.kl.at("sequence_mean_kl").size()) {
+    return std::nullopt;
+  }
+  return PairKlMetrics(nlohmann::json(above.kl), nlohmann::json(row.kl), above.candidate,
+                       row.candidate, kDefaultBootstrapDraws, kDefaultBootstrapSeed);
+}
 
 std::string FormatCompareTable(const CompareResult& result) {
   size_t width = 9;
@@ -141,7 +160,10 @@ std::string FormatCompareCsv(const CompareResult& result) {
       "candidate,kind,model,bits_per_weight,kl_mean,kl_standard_error,"
       "kl_difference_vs_above,kl_difference_standard_error,verdict,kl_median,kl_p95,"
       "top1_agreement,mean_captured_mass,perplexity,perplexity_standard_error,delta_perplexity,"
-      "prepare_seconds,seconds,reused\n";
+      "prepare_seconds,seconds,reused,kl_difference_interval_low,kl_difference_interval_high,"
+      "kl_difference_bootstrap_low,kl_difference_bootstrap_high,kl_difference_distinguishable,"
+      "top1_difference_vs_above,top1_difference_standard_error,nll_difference_vs_above,"
+      "nll_difference_standard_error\n";
   const double teacher_ppl = TeacherPpl(result);
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const CompareRow& r = result.rows[i];
@@ -149,11 +171,22 @@ std::string FormatCompareCsv(const CompareResult& result) {
     const RowAgainstAbove v = VsAboveOf(result, i);
     const std::string difference = v.known ? fmt::format("{}", v.difference) : "";
     const std::string difference_se = v.known ? fmt::format("{}", v.standard_error) : "";
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                        CsvField(r.candidate), r.kind, CsvField(r.model), r.bits_per_weight,
                        n.kl_mean, n.kl_se, difference, difference_se, v.verdict, n.kl_median,
                        n.kl_p95, n.top1, n.mass, n.ppl, n.ppl_se, n.delta_ppl, r.prepare_seconds,
                        r.seconds, r.reused ? "true" : "false");
+    const auto paired = PairedWithAbove(result, i);
+    if (!paired) {
+      out += ",,,,,,,,,\n";
+      continue;
+    }
+    const PairedDifference& kl = (*paired)[0].paired;
+    const PairedDifference& top1 = (*paired)[1].paired;
+    const PairedDifference& nll = (*paired)[2].paired;
+    out += fmt::format(",{},{},{},{},{},{},{},{},{}\n", kl.low, kl.high, kl.bootstrap_low,
+                       kl.bootstrap_high, kl.distinguishable ? "true" : "false", top1.difference,
+                       top1.standard_error, nll.difference, nll.standard_error);
   }
   return out;
 }

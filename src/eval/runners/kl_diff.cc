@@ -40,17 +40,20 @@ std::string DumpSha(const Json& envelope) {
   return "";
 }
 
-std::vector<double> Values(const Json& results, const char* key, const fs::path& path) {
+std::vector<double> Values(const Json& results, const char* key, const std::string& name) {
   std::vector<double> out;
   if (!results.contains(key) || !results[key].is_array()) {
-    Fail("kl-diff", "'{}' has no {} (written by an older proctor? score it again)", path.string(),
-         key);
+    Fail("kl-diff", "'{}' has no {} (written by an older proctor? score it again)", name, key);
   }
   for (const Json& v : results[key]) {
     out.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
   }
   return out;
 }
+
+// The per-sequence lists of a kl result that pair, and the metric each is.
+constexpr const char* kSequenceLists[] = {"sequence_mean_kl", "sequence_top1", "sequence_mean_nll"};
+constexpr const char* kMetricNames[] = {"kl", "top1", "nll"};
 
 }  // namespace
 
@@ -81,15 +84,26 @@ KlDiffResult CompareKlResults(const fs::path& a, const fs::path& b, int bootstra
   result.candidate_a = ra.value("candidate", a.string());
   result.candidate_b = rb.value("candidate", b.string());
   result.reference = ra["reference"].value("path", "");
-  const std::pair<const char*, const char*> metrics[] = {
-      {"kl", "sequence_mean_kl"}, {"top1", "sequence_top1"}, {"nll", "sequence_mean_nll"}};
-  for (const auto& [name, key] : metrics) {
-    const std::vector<double> va = Values(ra, key, a), vb = Values(rb, key, b);
-    if (va.size() != vb.size())
-      same(fmt::format("number of {}", key), Json(va.size()), Json(vb.size()));
-    result.metrics.push_back({name, ComparePairedSequences(va, vb, bootstrap_draws, seed)});
+  for (const char* key : kSequenceLists) {
+    const Json na = ra.contains(key) && ra[key].is_array() ? Json(ra[key].size()) : Json();
+    const Json nb = rb.contains(key) && rb[key].is_array() ? Json(rb[key].size()) : Json();
+    if (!na.is_null() && !nb.is_null()) same(fmt::format("number of {}", key), na, nb);
   }
+  result.metrics = PairKlMetrics(ra, rb, a.string(), b.string(), bootstrap_draws, seed);
   return result;
+}
+
+std::vector<KlDiffMetric> PairKlMetrics(const Json& a, const Json& b, const std::string& a_name,
+                                        const std::string& b_name, int bootstrap_draws,
+                                        uint32_t seed) {
+  std::vector<KlDiffMetric> metrics;
+  for (size_t m = 0; m < std::size(kSequenceLists); ++m) {
+    const char* key = kSequenceLists[m];
+    const std::vector<double> va = Values(a, key, a_name), vb = Values(b, key, b_name);
+    CHECK_MSG(va.size() == vb.size(), "{}: {} vs {} sequences", key, va.size(), vb.size());
+    metrics.push_back({kMetricNames[m], ComparePairedSequences(va, vb, bootstrap_draws, seed)});
+  }
+  return metrics;
 }
 
 std::string FormatKlDiff(const KlDiffResult& r) {
@@ -116,8 +130,15 @@ std::string FormatKlDiff(const KlDiffResult& r) {
 }
 
 nlohmann::ordered_json KlDiffToJson(const KlDiffResult& r) {
+  return {{"a", r.candidate_a},
+          {"b", r.candidate_b},
+          {"reference", r.reference},
+          {"metrics", KlDiffMetricsToJson(r.metrics)}};
+}
+
+nlohmann::ordered_json KlDiffMetricsToJson(const std::vector<KlDiffMetric>& all) {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
-  for (const KlDiffMetric& m : r.metrics) {
+  for (const KlDiffMetric& m : all) {
     const PairedDifference& p = m.paired;
     metrics[m.name] = {{"sequences", p.sequences},
                        {"mean_a", p.mean_a},
@@ -129,8 +150,7 @@ nlohmann::ordered_json KlDiffToJson(const KlDiffResult& r) {
                        {"bootstrap_interval_95", {p.bootstrap_low, p.bootstrap_high}},
                        {"distinguishable", p.distinguishable}};
   }
-  return {
-      {"a", r.candidate_a}, {"b", r.candidate_b}, {"reference", r.reference}, {"metrics", metrics}};
+  return metrics;
 }
 
 }  // namespace proctor
