@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "eval/runners/eval_model.h"
+#include "eval/runners/kl_diff.h"
 #include "eval/runners/logits_chunks.h"
 #include "eval/scoring/paired_difference.h"
 #include "util/error.h"
@@ -86,6 +87,8 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
          .bytes_per_token = KvBytesPerToken(schemes[i], kv_dim, config.num_layers),
          .stats = run.stats,
          .sequence_mean_kl = run.sequence_mean_kl,
+         .sequence_top1 = run.sequence_top1,
+         .sequence_mean_nll = run.sequence_mean_nll,
          .decode_tokens_per_second =
              run.candidate_decode_seconds > 0
                  ? static_cast<double>(run.decode_steps_run) / run.candidate_decode_seconds
@@ -145,9 +148,26 @@ ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& r, const KvCurveOpti
                   {"prefill", r.prefill},
                   {"chunk_size", options.chunk_size},
                   {"compute", std::string(ComputeModeName(options.compute))}};
+  // A row's per-sequence lists as a kl result has them, for PairKlMetrics.
+  const auto lists = [](const KvCurveRow& row) {
+    return nlohmann::json{{"sequence_mean_kl", row.sequence_mean_kl},
+                          {"sequence_top1", row.sequence_top1},
+                          {"sequence_mean_nll", row.sequence_mean_nll}};
+  };
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const KvCurveRow& row : r.rows) {
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const KvCurveRow& row = r.rows[i];
     const KlRunStats& s = row.stats;
+    nlohmann::ordered_json vs_above = nullptr;
+    if (i > 0) {
+      const KvCurveRow& above = r.rows[i - 1];
+      vs_above = {{"kv", above.scheme.Name()},
+                  {"bootstrap_draws", kDefaultBootstrapDraws},
+                  {"seed", kDefaultBootstrapSeed},
+                  {"metrics", KlDiffMetricsToJson(PairKlMetrics(
+                                  lists(above), lists(row), above.scheme.Name(), row.scheme.Name(),
+                                  kDefaultBootstrapDraws, kDefaultBootstrapSeed))}};
+    }
     rows.push_back({{"kv", row.scheme.Name()},
                     {"effective_bits", row.effective_bits},
                     {"bytes_per_token", row.bytes_per_token},
@@ -160,7 +180,8 @@ ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& r, const KvCurveOpti
                       {"max", s.kl.max}}},
                     {"top1_agreement", s.top1_agreement},
                     {"positions", s.positions},
-                    {"decode_tokens_per_second", row.decode_tokens_per_second}});
+                    {"decode_tokens_per_second", row.decode_tokens_per_second},
+                    {"vs_above", vs_above}});
   }
   env.results = {{"sequences", r.sequences}, {"ctx_len", r.ctx_len}, {"rows", rows}};
   env.timings = r.timings;

@@ -32,11 +32,13 @@ struct KvCurveOptions {
 
 struct KvCurveRow {
   KvScheme scheme;
-  double effective_bits = 0;             // per key or value element
-  int64_t bytes_per_token = 0;           // keys and values of every layer
-  KlRunStats stats;                      // the decode steps against the f32 cache
-  std::vector<double> sequence_mean_kl;  // per sequence (what the table pairs)
-  double decode_tokens_per_second = 0;   // the scheme's arm, one-token steps only
+  double effective_bits = 0;              // per key or value element
+  int64_t bytes_per_token = 0;            // keys and values of every layer
+  KlRunStats stats;                       // the decode steps against the f32 cache
+  std::vector<double> sequence_mean_kl;   // per sequence (what the table pairs)
+  std::vector<double> sequence_top1;      // per sequence: both arms' argmax agree
+  std::vector<double> sequence_mean_nll;  // per sequence: the scheme arm's next-token NLL
+  double decode_tokens_per_second = 0;    // the scheme's arm, one-token steps only
 };
 
 struct KvCurveResult {
@@ -61,6 +63,8 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options);
 // f32 cache itself, whose KL is exactly 0, which is also every row's floor):
 // eval/scoring/paired_difference.h CompareRowWithAbove.
 std::string FormatKvCurveTable(const KvCurveResult& result);
+// The results' rows carry `vs_above` (null for the first): the row paired with the row above
+// as `kl-diff` pairs two kl results (KL, top-1 and NLL; its default bootstrap).
 ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& result, const KvCurveOptions& options);
 
 }  // namespace proctor

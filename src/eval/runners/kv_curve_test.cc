@@ -76,6 +76,8 @@ TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
     EXPECT_EQ(row.stats.kl.p95, kl.stats.kl.p95) << row.scheme.Name();
     EXPECT_EQ(row.stats.top1_agreement, kl.stats.top1_agreement) << row.scheme.Name();
     EXPECT_EQ(row.sequence_mean_kl, kl.sequence_mean_kl) << row.scheme.Name();
+    EXPECT_EQ(row.sequence_top1, kl.sequence_top1) << row.scheme.Name();
+    EXPECT_EQ(row.sequence_mean_nll, kl.sequence_mean_nll) << row.scheme.Name();
   }
   // The paired column: the f32 cache is its own floor, 2-bit values are worse than 4-bit ones.
   const std::string table = FormatKvCurveTable(curve);
@@ -105,6 +107,24 @@ TEST_F(KvCurve, RowsAreTheKvArmRunsWithTheirStorageSizes) {
   const nlohmann::ordered_json json = KvCurveResultsEnvelope(curve, options).results;
   EXPECT_EQ(json["rows"][2]["kv"], "affine:4:g32");
   EXPECT_EQ(json["rows"][2]["bytes_per_token"], expected_bytes[2]);
+  // The JSON pairs each row with the row above as kl-diff does: KL, top-1 and NLL, against
+  // the means of the per-sequence differences worked here.
+  EXPECT_TRUE(json["rows"][0]["vs_above"].is_null());
+  const nlohmann::ordered_json& paired = json["rows"][3]["vs_above"];
+  EXPECT_EQ(paired["kv"], "affine:4:g32");
+  const auto mean_difference = [](const std::vector<double>& x, const std::vector<double>& y) {
+    double sum = 0;
+    for (size_t s = 0; s < x.size(); ++s) sum += y[s] - x[s];
+    return sum / static_cast<double>(x.size());
+  };
+  EXPECT_NEAR(paired["metrics"]["kl"]["difference"].get<double>(), mean, 1e-12 * std::abs(mean));
+  EXPECT_NEAR(paired["metrics"]["kl"]["standard_error"].get<double>(), se, 1e-9 * se);
+  const double top1 = mean_difference(curve.rows[2].sequence_top1, curve.rows[3].sequence_top1);
+  EXPECT_NEAR(paired["metrics"]["top1"]["difference"].get<double>(), top1, 1e-12);
+  const double nll =
+      mean_difference(curve.rows[2].sequence_mean_nll, curve.rows[3].sequence_mean_nll);
+  EXPECT_NEAR(paired["metrics"]["nll"]["difference"].get<double>(), nll, 1e-12 * std::abs(nll));
+  EXPECT_EQ(paired["metrics"]["kl"]["bootstrap_draws"], 1000);
 }
 
 TEST_F(KvCurve, DefaultSchemesFitTheHeadAndTheVerbRefusesBadInputBeforeRunning) {
