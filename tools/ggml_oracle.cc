@@ -11,6 +11,9 @@
 //     quantizes activations as ggml's CPU backend does before products with quantized weights:
 //     its quantize_row_q8_0 / quantize_row_q8_K (libggml-cpu, this build's x86 versions), into a
 //     zeroed buffer (ggml leaves an all-zero Q8_K block's bsums unwritten).
+//   ggml_oracle rows TYPE ROWS N_PER_ROW IN.f32 OUT.q
+//     quantizes each row with the CPU backend's from_float for TYPE (what llama.cpp's CPU
+//     backend writes a quantized KV cache's rows with), one call per row.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +58,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: ggml_oracle quantize TYPE ROWS N_PER_ROW IN.f32 OUT.q OUT.f32\n"
                "       ggml_oracle dequantize TYPE N_VALUES IN.q OUT.f32\n"
-               "       ggml_oracle activations q8_0|q8_K N_VALUES IN.f32 OUT.q\n");
+               "       ggml_oracle activations q8_0|q8_K N_VALUES IN.f32 OUT.q\n"
+               "       ggml_oracle rows TYPE ROWS N_PER_ROW IN.f32 OUT.q\n");
   return 2;
 }
 
@@ -114,6 +118,25 @@ int main(int argc, char** argv) {
     (type == GGML_TYPE_Q8_0 ? quantize_row_q8_0 : quantize_row_q8_K)(
         reinterpret_cast<const float*>(in.data()), blocks.data(), n);
     return WriteAll(argv[5], blocks.data(), blocks.size()) ? 0 : 1;
+  }
+  if (verb == "rows" && argc == 7) {
+    const long rows = std::atol(argv[3]), n_per_row = std::atol(argv[4]);
+    const std::vector<char> in = ReadAll(argv[5]);
+    ggml_cpu_init();
+    const ggml_from_float_t from_float = ggml_get_type_traits_cpu(type)->from_float;
+    if (from_float == nullptr || n_per_row % ggml_blck_size(type) != 0 ||
+        in.size() != static_cast<size_t>(rows * n_per_row) * sizeof(float)) {
+      std::fprintf(stderr, "%s: no from_float, or not %ld rows of %ld floats in whole blocks\n",
+                   argv[5], rows, n_per_row);
+      return 1;
+    }
+    const size_t row_bytes = ggml_row_size(type, n_per_row);
+    std::vector<char> blocks(row_bytes * rows, 0);
+    for (long r = 0; r < rows; ++r) {
+      from_float(reinterpret_cast<const float*>(in.data()) + r * n_per_row,
+                 blocks.data() + r * row_bytes, n_per_row);
+    }
+    return WriteAll(argv[6], blocks.data(), blocks.size()) ? 0 : 1;
   }
   return Usage();
 }

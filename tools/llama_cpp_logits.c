@@ -3,7 +3,9 @@
 // Built by tools/oracle/setup.sh against libllama from the llama-cpp-python 0.3.36 sdist's
 // llama.cpp source; used by src/model/llama_cpp_oracle_test.cc.
 //
-//   llama_cpp_logits BACKEND_DIR MODEL.gguf IDS(comma-separated) OUT.f32 [THREADS]
+//   llama_cpp_logits BACKEND_DIR MODEL.gguf IDS(comma-separated) OUT.f32 [THREADS] [norepack]
+// `norepack` keeps the weights in their file layout (use_extra_bufts off): the CPU backend then
+// multiplies with each type's own vec_dot instead of its repacked interleaved kernels.
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,7 @@ static bool silent_progress(float progress, void* user) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: %s BACKEND_DIR MODEL.gguf IDS OUT.f32 [THREADS]\n", argv[0]);
+    fprintf(stderr, "usage: %s BACKEND_DIR MODEL.gguf IDS OUT.f32 [THREADS] [norepack]\n", argv[0]);
     return 2;
   }
   const int threads = argc > 5 ? atoi(argv[5]) : 1;
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   llama_backend_init();
   struct llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
+  if (argc > 6 && strcmp(argv[6], "norepack") == 0) mp.use_extra_bufts = false;
   mp.progress_callback = silent_progress;
   struct llama_model* model = llama_model_load_from_file(argv[2], mp);
   if (!model) {

@@ -28,11 +28,12 @@ void RegisterBenchVerb(CLI::App& app) {
   verb->add_option("--synthetic", args->synthetic,
                    fmt::format("Random weights with the shapes of a real model ({})",
                                fmt::join(SyntheticModelNames(), ", ")));
-  verb->add_option("--dtype", args->dtype,
-                   "Weight type of a --synthetic model: f32, f16, bf16 (default), a GGUF "
-                   "block type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k) or "
-                   "MLX quantization (affine<bits>-g<group> such as affine4-g64, mxfp4, mxfp8, "
-                   "nvfp4)");
+  verb->add_option(
+      "--dtype", args->dtype,
+      "Weight type of a --synthetic model: f32, f16, bf16 (default), a GGUF "
+      "block type (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl) or "
+      "MLX quantization (affine<bits>-g<group> such as affine4-g64, mxfp4, mxfp8, "
+      "nvfp4)");
   verb->add_option("--prompt-tokens", args->prompt_tokens, "Prefill length (default 512)")
       ->check(CLI::PositiveNumber);
   verb->add_option("--decode-tokens", args->decode_tokens, "Tokens to decode (default 32)")

@@ -19,18 +19,19 @@ void EngineFlags::Add(CLI::App& verb) {
                   "integer dot products, faster decode). What a mode costs: proctor kl --self "
                   "compute=f32:q8")
       ->check(CLI::IsMember({"f32", "bf16", "q8"}));
-  verb.add_option("--kv", kv,
-                  "KV cache scheme: f32 (default), bf16, f16, ggml:TYPE (llama.cpp's cache types "
-                  "q8_0, q4_0, q4_1, q5_0, q5_1; ggml:KTYPE/VTYPE for keys and values apart), or "
-                  "affine:BITS[:gGROUP] (mlx-lm's quantized KV cache: bits 2, 3, 4, 5, 6, 8; "
-                  "group g32, g64 (default), g128 along each head), e.g. --kv affine:4:g64, or "
-                  "turbo:kKvV (TurboQuant: affine keys of K bits 2, 4, 5, 8 per 32 with fp16 "
-                  "scale and offset; Hadamard-rotated values, Lloyd-Max codes of V bits 2, 3, 4, "
-                  "8; 'turbo' is turbo:k8v3), or config:FILE (per-layer affine bits from a JSON "
-                  "list, one entry per layer; 'config': the model directory's kv_config.json)");
+  verb.add_option(
+      "--kv", kv,
+      "KV cache scheme: f32 (default), bf16, f16, ggml:TYPE (llama.cpp's cache types "
+      "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl; ggml:KTYPE/VTYPE for keys and values apart), or "
+      "affine:BITS[:gGROUP] (mlx-lm's quantized KV cache: bits 2, 3, 4, 5, 6, 8; "
+      "group g32, g64 (default), g128 along each head), e.g. --kv affine:4:g64, or "
+      "turbo:kKvV (TurboQuant: affine keys of K bits 2, 4, 5, 8 per 32 with fp16 "
+      "scale and offset; Hadamard-rotated values, Lloyd-Max codes of V bits 2, 3, 4, "
+      "8; 'turbo' is turbo:k8v3), or config:FILE (per-layer affine bits from a JSON "
+      "list, one entry per layer; 'config': the model directory's kv_config.json)");
   verb.add_option("--kv-k", kv_k,
                   "The keys' cache type, as llama.cpp's --cache-type-k (f32, f16, bf16, q8_0, "
-                  "q4_0, q4_1, q5_0, q5_1); the values keep --kv's");
+                  "q4_0, q4_1, q5_0, q5_1, iq4_nl); the values keep --kv's");
   verb.add_option("--kv-v", kv_v,
                   "The values' cache type, as llama.cpp's --cache-type-v; the keys keep --kv's");
   verb.add_option("--kv-start", kv_start,

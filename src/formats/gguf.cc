@@ -265,6 +265,8 @@ std::optional<DType> DTypeFromGgml(uint32_t ggml_type) {
       return DType::kQ5_K;
     case 14:
       return DType::kQ6_K;
+    case 20:
+      return DType::kIQ4_NL;
     case 24:
       return DType::kI8;
     case 25:

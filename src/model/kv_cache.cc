@@ -20,6 +20,8 @@ namespace proctor {
 namespace {
 
 // ggml's reference quantizer of a cache block type (quant/ggml_blocks.h); null for the others.
+// IQ4_NL takes the row quantizer of ggml's CPU backend (its from_float, which llama.cpp's cache
+// writes with), not llama-quantize's searching one.
 using QuantizeBlocksFn = void (*)(const float* x, int64_t n_blocks, uint8_t* blocks);
 QuantizeBlocksFn BlockQuantizer(DType t) {
   switch (t) {
@@ -33,6 +35,8 @@ QuantizeBlocksFn BlockQuantizer(DType t) {
       return quant::QuantizeQ5_0Ref;
     case DType::kQ5_1:
       return quant::QuantizeQ5_1Ref;
+    case DType::kIQ4_NL:
+      return quant::QuantizeIQ4_NLRowRef;
     default:
       return nullptr;
   }
@@ -111,7 +115,7 @@ DType ParseKvStorage(std::string_view name, std::string_view flag) {
                 !IsBlockType(*type))) {
     Fail("model",
          "{}: unknown KV cache type '{}' (expected f32, f16, bf16, q8_0, q4_0, q4_1, "
-         "q5_0 or q5_1)",
+         "q5_0, q5_1 or iq4_nl)",
          flag, name);
   }
   return *type;
@@ -119,7 +123,8 @@ DType ParseKvStorage(std::string_view name, std::string_view flag) {
 
 KvScheme ParseKvScheme(std::string_view name) {
   constexpr const char* kAllowed =
-      "f32, bf16, f16, ggml:TYPE or ggml:KTYPE/VTYPE (q8_0, q4_0, q4_1, q5_0, q5_1, f16, ...), "
+      "f32, bf16, f16, ggml:TYPE or ggml:KTYPE/VTYPE (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, f16, "
+      "...), "
       "affine:BITS or affine:BITS:gGROUP (bits 2, 3, 4, 5, 6, 8; group 32, 64, 128), turbo or "
       "turbo:kKvV (keys 2, 4, 5, 8 bits; values 2, 3, 4, 8)";
   const auto number = [&](std::string_view text) {

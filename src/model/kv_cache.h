@@ -53,8 +53,9 @@ class KvLayerBits {
 
 // How a KV cache stores keys and values.
 //   dense:  keys and values each f32, bf16 or f16 (rounded to nearest even on append), or a
-//           ggml block type as llama.cpp's --cache-type-k / -v (q8_0, q4_0, q4_1, q5_0, q5_1:
-//           each row quantized on append with ggml's reference quantizer, byte for byte);
+//           ggml block type as llama.cpp's --cache-type-k / -v (q8_0, q4_0, q4_1, q5_0, q5_1,
+//           iq4_nl: each row quantized on append with ggml's reference quantizer, byte for
+//           byte; iq4_nl with ggml's row quantizer, QuantizeIQ4_NLRowRef);
 //   affine: MLX affine codes of `bits` (2, 3, 4, 6, 8) per element with an f32 scale and bias per
 //           `group_size` (32, 64, 128) elements of a head, quantized exactly as mx.quantize does
 //           (quant/mlx_quant.h). Full precision (f32) until a forward step ends with the cache
@@ -107,7 +108,7 @@ struct KvScheme {
 int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers);
 
 // Parses --kv: "f32", "bf16", "f16", "ggml:TYPE" or "ggml:KTYPE/VTYPE" (TYPE one of f32, f16,
-// bf16, q8_0, q4_0, q4_1, q5_0, q5_1), "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
+// bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl), "affine:BITS" or "affine:BITS:gGROUP" (group 64 by
 // default), "turbo" (k8v3) or "turbo:kKvV" (keys 2, 4, 5, 8; values 2, 3, 4, 8 bits); `start`
 // is the scheme's default: kDefaultKvStart, 0 for turbo (quantized from the first step's end).
 // "affine:B0-B1-...:gGROUP" gives each layer its bits; "config:FILE" reads them from a JSON file
@@ -118,7 +119,7 @@ KvScheme ParseKvScheme(std::string_view name);
 // first step's end). Error naming the file and the entry otherwise.
 KvScheme ReadKvConfig(const std::filesystem::path& path);
 // One cache element type of --kv-k / --kv-v / ggml:...: f32, f16, bf16, q8_0, q4_0, q4_1,
-// q5_0, q5_1 (llama.cpp's cache types that proctor stores). Error naming `flag` otherwise.
+// q5_0, q5_1, iq4_nl (llama.cpp's cache types that proctor stores). Error naming `flag` otherwise.
 DType ParseKvStorage(std::string_view name, std::string_view flag);
 
 // Error unless `scheme` fits a model whose heads are head_dim wide (affine groups and ggml blocks

@@ -174,6 +174,10 @@ TEST(KvScheme, GgmlCacheTypesAsLlamaCppNamesThem) {
   EXPECT_EQ(mixed.BytesPerToken(64), 2 * 34 + 2 * 18);
   EXPECT_DOUBLE_EQ(mixed.EffectiveBits(), (8.5 + 4.5) / 2);
   EXPECT_DOUBLE_EQ(ParseKvScheme("ggml:q5_1").EffectiveBits(), 6.0);
+  // iq4_nl: 18-byte blocks of 32 as q4_0, its 16 levels non-uniform.
+  EXPECT_DOUBLE_EQ(ParseKvScheme("ggml:iq4_nl").EffectiveBits(), 4.5);
+  EXPECT_EQ(ParseKvScheme("ggml:iq4_nl").BytesPerToken(64), 2 * 18 + 2 * 18);
+  EXPECT_EQ(ParseKvScheme("ggml:q8_0/iq4_nl").Name(), "ggml:q8_0/iq4_nl");
   EXPECT_ERROR_CONTAINS(ParseKvScheme("ggml:q4_k"), "'q4_k'", "q8_0");
   EXPECT_ERROR_CONTAINS(ParseKvScheme("ggml:q8_0/iq9"), "'iq9'");
   EXPECT_ERROR_CONTAINS(CheckKvSchemeFits(q8, 16, 1), "head_dim is 16");
@@ -198,6 +202,20 @@ TEST(KvCache, GgmlRowsAreGgmlsQuantizerBytes) {
               q51);
   }
   EXPECT_FALSE(cache.EndStep());  // llama.cpp's types are quantized from the first row
+  // iq4_nl rows are ggml's row quantizer's (its CPU backend's from_float), which differs from
+  // llama-quantize's searching one on some rows.
+  FullAttentionKvCache iq4(64, 64, ParseKvScheme("ggml:iq4_nl"), 4);
+  iq4.Append(rows.View(), rows.View());
+  std::vector<uint8_t> row_bytes(36), searched_bytes(36);
+  int differ = 0;
+  for (int64_t r = 0; r < 9; ++r) {
+    quant::QuantizeIQ4_NLRowRef(rows.RowF32(r), 2, row_bytes.data());
+    quant::QuantizeIQ4_NLRef(rows.RowF32(r), 2, searched_bytes.data());
+    EXPECT_EQ(std::vector<uint8_t>(iq4.Keys().dense.Row(r), iq4.Keys().dense.Row(r) + 36),
+              row_bytes);
+    differ += row_bytes != searched_bytes;
+  }
+  EXPECT_GT(differ, 0);
 }
 
 TEST(KvCache, F16StorageRoundsToNearestEven) {
@@ -266,7 +284,7 @@ TEST(QuantizedKvAttention, EqualsTheFloat64ReferenceOverTheSameCodes) {
   const int64_t kv_dim = int64_t{n_kv_heads} * head_dim;
   for (const char* name :
        {"affine:4:g32", "affine:3:g64", "affine:8:g64", "affine:2:g32", "ggml:q8_0", "ggml:q4_0",
-        "ggml:q4_1/q5_0", "turbo:k8v3", "turbo:k4v2", "turbo:k5v4", "turbo:k2v8"}) {
+        "ggml:q4_1/q5_0", "ggml:iq4_nl", "turbo:k8v3", "turbo:k4v2", "turbo:k5v4", "turbo:k2v8"}) {
     for (const int64_t length : {1, 7, 129, 301}) {
       for (const int64_t queries : {int64_t{1}, std::min<int64_t>(length, 5)}) {
         for (const int window : {0, 50}) {

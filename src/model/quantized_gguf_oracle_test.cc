@@ -1,8 +1,8 @@
 // Files made by llama.cpp's own quantizer, read by proctor: a random F32 llama GGUF whose widths
 // are multiples of 256 (tools/write_quant_test_model.py) is quantized with llama_model_quantize
-// for each file type (Q4_0 ... Q6_K, Q3_K_M / Q4_K_M / Q5_K_M mixes), and every tensor proctor
-// reads from the result (GgufFile + the quant layer's reference and SIMD dequantizers) must be
-// bit-identical to ggml's own dequantization of it (tools/llama_quantize_oracle.cc, built by
+// for each file type (Q4_0 ... Q6_K, Q3_K_M / Q4_K_M / Q5_K_M mixes, IQ4_NL), and every tensor
+// proctor reads from the result (GgufFile + the quant layer's reference and SIMD dequantizers) must
+// be bit-identical to ggml's own dequantization of it (tools/llama_quantize_oracle.cc, built by
 // tools/oracle/setup.sh against the llama.cpp source of the llama-cpp-python 0.3.36 sdist).
 // Skips when that oracle or /usr/bin/python3 with numpy is unavailable.
 #include <fmt/format.h>
@@ -99,15 +99,13 @@ TEST_P(LlamaQuantizedGguf, EveryTensorDequantizesLikeGgml) {
   std::filesystem::remove_all(work);
 }
 
-INSTANTIATE_TEST_SUITE_P(FileTypes, LlamaQuantizedGguf,
-                         ::testing::Values(FileType{"Q4_0", 2}, FileType{"Q4_1", 3},
-                                           FileType{"Q8_0", 7}, FileType{"Q5_0", 8},
-                                           FileType{"Q5_1", 9}, FileType{"Q2_K", 10},
-                                           FileType{"Q3_K_M", 12}, FileType{"Q4_K_M", 15},
-                                           FileType{"Q5_K_M", 17}, FileType{"Q6_K", 18}),
-                         [](const ::testing::TestParamInfo<FileType>& param) {
-                           return std::string(param.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    FileTypes, LlamaQuantizedGguf,
+    ::testing::Values(FileType{"Q4_0", 2}, FileType{"Q4_1", 3}, FileType{"Q8_0", 7},
+                      FileType{"Q5_0", 8}, FileType{"Q5_1", 9}, FileType{"Q2_K", 10},
+                      FileType{"Q3_K_M", 12}, FileType{"Q4_K_M", 15}, FileType{"Q5_K_M", 17},
+                      FileType{"Q6_K", 18}, FileType{"IQ4_NL", 25}),
+    [](const ::testing::TestParamInfo<FileType>& param) { return std::string(param.param.name); });
 
 }  // namespace
 }  // namespace proctor

@@ -44,7 +44,7 @@ ScaleFields ScaleFieldsOf(DType type) {
       return {108, -1};
     case DType::kQ6_K:
       return {208, -1};
-    default:  // Q8_0, Q4_0, Q5_0
+    default:  // Q8_0, Q4_0, Q5_0, IQ4_NL
       return {0, -1};
   }
 }

@@ -128,7 +128,8 @@ MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t
   if (mode == ComputeMode::kQ8) {
     // Integer dot products where they exist; everything else runs the f32 kernels (on the
     // round-tripped activations for block weights, on x itself for the others).
-    if (T == 1 && overrides.fused_gguf_matvec && TakesQ8Activations(w) && cpu.avx2_fma) {
+    if (T == 1 && overrides.fused_gguf_matvec && TakesQ8Activations(w) &&
+        internal::FusedGgufMatVecCovers(w.dense().type) && cpu.avx2_fma) {
       return MatMulKernel::kGgufQ8Avx2;
     }
     mode = ComputeMode::kF32;

@@ -1,5 +1,5 @@
 // The traits table of the GGUF block types: size, scalar references and SIMD kernels per type
-// (the kernels are in ggml_legacy_blocks*.cc and ggml_k_quants*.cc).
+// (the kernels are in ggml_legacy_blocks*.cc, ggml_k_quants*.cc and ggml_iq4_nl.cc).
 #include "quant/ggml_blocks.h"
 
 namespace proctor::quant {
@@ -21,6 +21,7 @@ const BlockTraits* FindBlockTraits(DType type) {
       PROCTOR_TRAITS(Q4_K, kQK_K, QuantizeQ4_KRef),
       PROCTOR_TRAITS(Q5_K, kQK_K, QuantizeQ5_KRef),
       PROCTOR_TRAITS(Q6_K, kQK_K, QuantizeQ6_KRef),
+      PROCTOR_TRAITS(IQ4_NL, kQK, QuantizeIQ4_NLRef),
   };
   // clang-format on
 #undef PROCTOR_TRAITS

@@ -1,6 +1,6 @@
 // GGUF block-quantized weight formats (ggml's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K): block structs with size checks, a traits table, scalar reference dequantizers and
-// dot products, and their Highway versions.
+// Q5_K, Q6_K, IQ4_NL): block structs with size checks, a traits table, scalar reference
+// dequantizers and dot products, and their Highway versions.
 //
 // A quantized row of K values is K/block_elems consecutive blocks. Q8_0: value = d * q (q int8).
 // Q4_0: value = (q - 8) * d with q a 4-bit code; byte j holds value j in its low nibble and
@@ -64,6 +64,17 @@ struct BlockQ5_1 {
   uint8_t qs[kQK / 2];
 };
 static_assert(sizeof(BlockQ5_1) == 24, "GGUF Q5_1 blocks are 24 bytes");
+
+// IQ4_NL: value = d * kIQ4_NLValues[q], q a 4-bit index laid out as in Q4_0 (byte j: value j
+// in its low nibble, value j + 16 in its high one); the 16 levels are ggml's kvalues_iq4nl, a
+// non-uniform grid denser near zero.
+struct BlockIQ4_NL {
+  uint16_t d;  // fp16 scale
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "GGUF IQ4_NL blocks are 18 bytes");
+inline constexpr int8_t kIQ4_NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                             1,    13,   25,  38,  53,  69,  89,  113};
 
 // K-quants: 256-value super-blocks of 16- or 32-value sub-blocks whose scales (and mins) are
 // themselves quantized and packed.
@@ -164,6 +175,8 @@ PROCTOR_DECLARE_BLOCK_KERNELS(Q4_0)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q4_1)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q5_0)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q5_1)
+// IQ4_NL (ggml_iq4_nl.cc; its SIMD dequantizer beside the legacy blocks').
+PROCTOR_DECLARE_BLOCK_KERNELS(IQ4_NL)
 // The K-quants (ggml_k_quants.cc, ggml_k_quants_simd.cc).
 PROCTOR_DECLARE_BLOCK_KERNELS(Q2_K)
 PROCTOR_DECLARE_BLOCK_KERNELS(Q3_K)
@@ -196,6 +209,20 @@ void QuantizeQ3_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ4_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ5_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 void QuantizeQ6_KRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+// IQ4_NL has two quantizers in ggml, both fitting d by weighted least squares (weights x^2) to
+// the indices nearest to x / d0, d0 = (signed value of largest magnitude) / -127:
+//  - QuantizeIQ4_NLRef, what ggml_quantize_chunk (llama-quantize without an importance matrix)
+//    runs (quantize_iq4_nl): it also tries d0 = value / (l - 127) for l in -7..7, keeps the d of
+//    the best weighted fit, and codes every value again with that d;
+//  - QuantizeIQ4_NLRowRef, what ggml's CPU backend quantizes rows with (its from_float,
+//    quantize_row_iq4_nl_ref: llama.cpp's `--cache-type-k iq4_nl` cache): the first fit only,
+//    the codes those nearest to x / d0, the stored d the fitted one.
+// A block whose largest magnitude is below 1e-15 gets d = 0. Its codes are 8 (the level
+// nearest 0) from QuantizeIQ4_NLRef; the row quantizer leaves them as ggml leaves them, the
+// previous block's codes of the same call (0 for a first block: ggml's there are
+// uninitialised), values 0 either way.
+void QuantizeIQ4_NLRef(const float* x, int64_t n_blocks, uint8_t* blocks);
+void QuantizeIQ4_NLRowRef(const float* x, int64_t n_blocks, uint8_t* blocks);
 
 // Q8_K: the 8-bit activation blocks ggml's CPU backend multiplies the K-quants with (their
 // vec_dot_type; never a weight type): 256 values, value = d * q with d an f32, and the sum of

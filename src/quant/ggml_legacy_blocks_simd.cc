@@ -1,4 +1,4 @@
-// Highway versions of the legacy 32-value block kernels, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (see
+// Highway versions of the 32-value block kernels, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (see
 // ggml_blocks.h), bit-identical to the scalar references in ggml_legacy_blocks.cc when
 // dequantizing. Q8_0 and Q4_0 dot products accumulate q * x per block in lanes and scale once per
 // block; the others dequantize one block at a time (ggml_simd_helpers-inl.h).
@@ -163,9 +163,31 @@ void DequantizeQ5_1Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   DequantizeQ5Impl<true>(blocks, n_blocks, out);
 }
 
+// IQ4_NL: each nibble indexes the 16 levels (gathered as f32), times d.
+void DequantizeIQ4_NLImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto mask = hn::Set(DI32(), 0x0F);
+  static constexpr float kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                        1,    13,   25,  38,  53,  69,  89,  113};
+  static_assert(kLevels[0] == kIQ4_NLValues[0] && kLevels[15] == kIQ4_NLValues[15]);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = blocks + b * sizeof(BlockIQ4_NL);
+    const auto d = hn::Set(df, HalfAt(block));
+    float* o = out + b * kQK;
+    for (size_t i = 0; i < kQK / 2; i += N) {
+      const auto bytes = LoadBytes(block + 2 + i);
+      hn::StoreU(hn::Mul(d, hn::GatherIndex(df, kLevels, hn::And(bytes, mask))), df, o + i);
+      hn::StoreU(hn::Mul(d, hn::GatherIndex(df, kLevels, hn::ShiftRight<4>(bytes))), df,
+                 o + kQK / 2 + i);
+    }
+  }
+}
+
 PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q4_1, kQK)
 PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q5_0, kQK)
 PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(Q5_1, kQK)
+PROCTOR_DEFINE_DOT_VIA_DEQUANTIZE_IMPL(IQ4_NL, kQK)
 
 }  // namespace HWY_NAMESPACE
 }  // namespace proctor::quant
@@ -179,6 +201,7 @@ PROCTOR_EXPORT_BLOCK_KERNELS(Q4_0)
 PROCTOR_EXPORT_BLOCK_KERNELS(Q4_1)
 PROCTOR_EXPORT_BLOCK_KERNELS(Q5_0)
 PROCTOR_EXPORT_BLOCK_KERNELS(Q5_1)
+PROCTOR_EXPORT_BLOCK_KERNELS(IQ4_NL)
 
 }  // namespace proctor::quant
 #endif  // HWY_ONCE

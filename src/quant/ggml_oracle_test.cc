@@ -62,9 +62,10 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {DType::kQ8_0, "q8_0"}, {DType::kQ4_0, "q4_0"}, {DType::kQ4_1, "q4_1"}, {DType::kQ5_0, "q5_0"},
-    {DType::kQ5_1, "q5_1"}, {DType::kQ2_K, "q2_K"}, {DType::kQ3_K, "q3_K"}, {DType::kQ4_K, "q4_K"},
-    {DType::kQ5_K, "q5_K"}, {DType::kQ6_K, "q6_K"},
+    {DType::kQ8_0, "q8_0"}, {DType::kQ4_0, "q4_0"},     {DType::kQ4_1, "q4_1"},
+    {DType::kQ5_0, "q5_0"}, {DType::kQ5_1, "q5_1"},     {DType::kQ2_K, "q2_K"},
+    {DType::kQ3_K, "q3_K"}, {DType::kQ4_K, "q4_K"},     {DType::kQ5_K, "q5_K"},
+    {DType::kQ6_K, "q6_K"}, {DType::kIQ4_NL, "iq4_nl"},
 };
 
 void ExpectBitIdentical(const std::vector<float>& ours, const std::vector<float>& ggml,
@@ -207,6 +208,47 @@ TEST(GgmlOracleActivations, Q8_0AndQ8_KBlocksAreGgmls) {
       EXPECT_GT(negative.d, 0.0f);
     }
   }
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+}
+
+// What llama.cpp's CPU backend writes an iq4_nl KV cache's rows with (its from_float, one call
+// per row): QuantizeIQ4_NLRowRef gives the same bytes, including a zero block after the first
+// (ggml keeps the previous block's codes there), a block below ggml's 1e-15 threshold, values on
+// a level boundary, and rows of several magnitudes; llama-quantize's searching quantizer differs.
+TEST(GgmlOracleRows, Iq4NlCacheRowsAreGgmls) {
+  std::string why;
+  const std::string oracle = OraclePath(&why);
+  if (oracle.empty()) GTEST_SKIP() << "ggml oracle unavailable: " << why;
+  constexpr int64_t kRows = 24, kCols = 256, kBlocksPerRow = kCols / kQK;
+  std::vector<float> input = testing::RandomWeights(kRows * kCols, 9);
+  for (int64_t r = 0; r < kRows; ++r) {
+    const float scale = std::pow(10.0f, static_cast<float>(r % 9) - 4);
+    for (int64_t c = 0; c < kCols; ++c) input[r * kCols + c] *= scale;
+  }
+  for (int i = 0; i < kQK; ++i) {
+    input[1 * kCols + 3 * kQK + i] = 0.0f;              // a zero block mid-row
+    input[2 * kCols + 5 * kQK + i] = 1e-16f * (i - 9);  // below the threshold
+    // The largest -127 (d0 = 1): the others on midpoints between neighbouring levels.
+    input[3 * kCols + i] =
+        i == 0 ? -127.0f : (kIQ4_NLValues[i % 15] + kIQ4_NLValues[i % 15 + 1]) / 2.0f;
+  }
+  const std::string in = TempPath("rows.f32"), out = TempPath("rows.q");
+  WriteVector(in, input);
+  ASSERT_EQ(RunCommand(fmt::format("{} rows iq4_nl {} {} {} {}", oracle, kRows, kCols, in, out)),
+            0);
+  const auto ggml = ReadVector<uint8_t>(out);
+  const size_t row_bytes = kBlocksPerRow * sizeof(BlockIQ4_NL);
+  ASSERT_EQ(ggml.size(), kRows * row_bytes);
+  std::vector<uint8_t> ours(row_bytes), searched(row_bytes);
+  int differ = 0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    QuantizeIQ4_NLRowRef(&input[r * kCols], kBlocksPerRow, ours.data());
+    QuantizeIQ4_NLRef(&input[r * kCols], kBlocksPerRow, searched.data());
+    EXPECT_EQ(std::memcmp(ours.data(), ggml.data() + r * row_bytes, row_bytes), 0) << "row " << r;
+    differ += ours != searched;
+  }
+  EXPECT_GT(differ, kRows / 2);
   std::filesystem::remove(in);
   std::filesystem::remove(out);
 }

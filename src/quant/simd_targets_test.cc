@@ -28,8 +28,9 @@ TEST_F(EveryTarget, KernelsMatchReferences) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
     std::printf("target %s\n", hwy::TargetName(target));
-    for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                       DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (DType type :
+         {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
+          DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL}) {
       const BlockTraits* traits = FindBlockTraits(type);
       const int n_blocks = 5;
       const auto raw = testing::RandomBlocks(type, n_blocks, 41);

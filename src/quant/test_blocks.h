@@ -32,6 +32,7 @@ inline std::vector<int> HalfFieldOffsets(DType type) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ5_0:
+    case DType::kIQ4_NL:
       return {0};
     case DType::kQ4_1:
     case DType::kQ5_1:

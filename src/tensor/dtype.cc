@@ -19,7 +19,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo = {{
     {"bool", 1, 1, false},     {"q8_0", 32, 34, false},   {"q4_0", 32, 18, false},
     {"q4_1", 32, 20, false},   {"q5_0", 32, 22, false},   {"q5_1", 32, 24, false},
     {"q2_k", 256, 84, false},  {"q3_k", 256, 110, false}, {"q4_k", 256, 144, false},
-    {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false},
+    {"q5_k", 256, 176, false}, {"q6_k", 256, 210, false}, {"iq4_nl", 32, 18, false},
 }};
 
 }  // namespace

@@ -38,6 +38,7 @@ enum class DType : uint8_t {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  kIQ4_NL,
   kCount,
 };
 

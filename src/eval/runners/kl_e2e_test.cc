@@ -384,6 +384,12 @@ TEST(KvSchemes, DecodePathKvArmIsExactlyZeroForIdenticalArmsAndMatchesNumpy) {
       kSteps, q8["results"]["kl"]["mean"].get<double>(), q4["results"]["kl"]["mean"].get<double>());
   EXPECT_LT(q8["results"]["kl"]["mean"].get<double>(), q4["results"]["kl"]["mean"].get<double>());
   EXPECT_GT(q4["results"]["kl"]["mean"].get<double>(), 1e-7);
+  // iq4_nl: the same 4.5 bits as q4_0 on non-uniform levels with a fitted scale.
+  const auto iq4 = decode_kl("ggml:iq4_nl");
+  fmt::print("[ kv ] qwen3-f32 decode-path KL ({} steps), --kv-arm ggml:iq4_nl: {:.6g}\n", kSteps,
+             iq4["results"]["kl"]["mean"].get<double>());
+  EXPECT_LT(q8["results"]["kl"]["mean"].get<double>(), iq4["results"]["kl"]["mean"].get<double>());
+  EXPECT_LT(iq4["results"]["kl"]["mean"].get<double>(), q4["results"]["kl"]["mean"].get<double>());
 
   for (const auto& [out, flags] :
        {std::pair<std::string, std::string>{"ref.f32", ""},
