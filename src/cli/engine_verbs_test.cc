@@ -368,6 +368,103 @@ TEST(ComputeQ8, IntegerDecodeMatchesTeacherForcedQ8AndTheSelfAbPricesIt) {
   EXPECT_LT(decode_kl, 1e-2);
 }
 
+// kl and kv-curve on the decode path over a prompt file: each row a prompt of its own length,
+// counted and reported; the f32 cache scores exactly 0; a prompt scores what a corpus made of
+// that row alone (`proctor corpus`, ctx-len its length) scores; kv-curve's rows are kl's runs.
+TEST(KlVerb, PromptsFileOnTheDecodePath) {
+  const fs::path model = Fixtures() / "stories260K" / "stories260K.gguf";
+  const fs::path text = Fixtures() / "tinystories" / "tinystories_sample.txt";
+  if (!fs::exists(model) || !fs::exists(text)) GTEST_SKIP() << "fixtures absent";
+  TempDir tmp;
+  std::vector<std::string> rows;
+  {
+    std::ifstream in(text);
+    for (std::string line; std::getline(in, line) && rows.size() < 4;) {
+      if (line.size() > 40) rows.push_back(nlohmann::json{{"text", line}}.dump());
+    }
+  }
+  rows.insert(rows.begin() + 1, nlohmann::json{{"text", "Hi."}}.dump());  // too short for 4 steps
+  const fs::path prompts = tmp.path() / "prompts.jsonl";
+  {
+    std::ofstream out(prompts);
+    for (const auto& row : rows) out << row << "\n";
+  }
+  const auto kl = [&](const std::string& extra, const fs::path& json) {
+    const Result r = Proctor(fmt::format("kl --model {} --decode-steps 4 --json {} {}",
+                                         model.string(), json.string(), extra));
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::ifstream in(json);
+    return std::make_pair(r.out, nlohmann::json::parse(in));
+  };
+  const auto [same_out, same] =
+      kl(fmt::format("--kv-arm f32 --prompts {} --seq 48", prompts.string()),
+         tmp.path() / "same.json");
+  EXPECT_EQ(same["results"]["kl"]["mean"].get<double>(), 0.0);
+  EXPECT_TRUE(Contains(same_out, "prompts: 4 scored of 5 rows")) << same_out;
+  const auto& summary = same["settings"]["prompts"];
+  EXPECT_EQ(summary["skipped_short"], 1);
+  EXPECT_EQ(summary["min_tokens"], 6);
+  EXPECT_EQ(same["settings"]["seq"], 48);
+  EXPECT_EQ(same["settings"]["kv_start"], nullptr);
+  const auto lengths = summary["lengths"].get<std::vector<int64_t>>();
+  ASSERT_EQ(lengths.size(), 4u);
+  EXPECT_LE(summary["longest"].get<int64_t>(), 48);
+  EXPECT_EQ(same["results"]["positions"], 16);
+
+  const fs::path all_bin = tmp.path() / "all.bin";
+  const auto [bf16_out, bf16] =
+      kl(fmt::format("--kv-arm bf16 --prompts {} --seq 48 --per-position {}", prompts.string(),
+                     all_bin.string()),
+         tmp.path() / "bf16.json");
+  EXPECT_GT(bf16["results"]["kl"]["mean"].get<double>(), 0.0);
+  // The third prompt (file row 4) alone, as a corpus of one sequence of its length.
+  const fs::path row_file = tmp.path() / "row.jsonl", corpus = tmp.path() / "corpus";
+  std::ofstream(row_file) << rows[3] << "\n";
+  const Result made =
+      Proctor(fmt::format("corpus {} --tokenizer {} --out {} --ctx-len {} --n-seqs 1",
+                          row_file.string(), model.string(), corpus.string(), lengths[2]));
+  ASSERT_EQ(made.status, 0) << made.out;
+  const fs::path one_bin = tmp.path() / "one.bin";
+  kl(fmt::format("--kv-arm bf16 --corpus {} --per-position {}", corpus.string(), one_bin.string()),
+     tmp.path() / "one.json");
+  const auto bytes = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string all = bytes(all_bin), one = bytes(one_bin);
+  ASSERT_EQ(all.size(), 64u + 16 * 64);
+  ASSERT_EQ(one.size(), 64u + 4 * 64);
+  for (size_t p = 0; p < 4; ++p) {  // each record but its sequence index (bytes 0-3)
+    EXPECT_EQ(all.substr(64 + (2 * 4 + p) * 64 + 4, 60), one.substr(64 + p * 64 + 4, 60)) << p;
+  }
+
+  const fs::path curve = tmp.path() / "curve.json";
+  const Result r = Proctor(
+      fmt::format("kv-curve {} --prompts {} --seq 48 --decode-steps 4 --schemes f32,bf16 --json {}",
+                  model.string(), prompts.string(), curve.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "4 prompts of")) << r.out;
+  std::ifstream in(curve);
+  const nlohmann::json table = nlohmann::json::parse(in);
+  EXPECT_EQ(table["settings"]["prompts"]["lengths"].get<std::vector<int64_t>>(), lengths);
+  EXPECT_EQ(table["settings"]["prefill"], nullptr);
+  EXPECT_EQ(table["results"]["rows"][1]["kl"]["mean"], bf16["results"]["kl"]["mean"]);
+
+  // Prompts are for the decode path, and not with a corpus.
+  Result bad = Proctor(
+      fmt::format("kl --model {} --kv-arm bf16 --prompts {}", model.string(), prompts.string()));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(Contains(bad.out, "--prompts needs --decode-steps")) << bad.out;
+  bad = Proctor(fmt::format("kl --model {} --kv-arm bf16 --decode-steps 400 --seq 500 --prompts {}",
+                            model.string(), prompts.string()));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_TRUE(Contains(bad.out, "no prompt has the 402 tokens needed")) << bad.out;
+  bad = Proctor(fmt::format("kl --model {} --kv-arm bf16 --decode-steps 4 --prompts {} --corpus {}",
+                            model.string(), prompts.string(), corpus.string()));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_TRUE(Contains(bad.out, "excludes")) << bad.out;
+}
+
 TEST(EngineVerbs, BadKvSchemesAreClearErrors) {
   Result r = Proctor("bench --synthetic tiny --prompt-tokens 4 --decode-tokens 1 --kv affine:7");
   EXPECT_EQ(r.status, 1);

@@ -95,7 +95,7 @@ void PrintKlWhere(const KlEvalResult& result, const std::string& reference_logit
   if (!reference_logits.empty()) {
     auto dump = std::make_shared<ReferenceLogitsDump>(ReferenceLogitsDump::Open(reference_logits));
     context.tokens = [dump](int64_t seq) { return dump->Tokens(seq); };
-  } else {
+  } else if (!corpus_dir.empty()) {  // over --prompts no context is shown
     auto corpus = std::make_shared<Corpus>(ReadCorpus(corpus_dir));
     context.tokens = [corpus](int64_t seq) {
       const std::span<const int32_t> tokens = corpus->Sequence(seq);
@@ -113,6 +113,8 @@ void RegisterKlVerb(CLI::App& app) {
     std::string reference_logits;
     std::string reference;
     std::string corpus;
+    std::string prompts;  // the decode path over prompts of their own lengths
+    int64_t seq = 256;
     std::string candidate;
     int64_t n = 0;
     std::string json;
@@ -139,6 +141,17 @@ void RegisterKlVerb(CLI::App& app) {
       "Reference model (two-model mode: both resident, full-vocabulary KL over --corpus)");
   auto* corpus = verb->add_option("--corpus", args->corpus,
                                   "Corpus directory (tokens.bin + manifest.json) for --reference");
+  auto* prompts = verb->add_option(
+      "--prompts", args->prompts,
+      "With --decode-steps S, instead of --corpus: a .jsonl file ({\"text\"} or {\"messages\"} "
+      "rows, tokenized as `proctor corpus` does, a chat row with the reference's template) or a "
+      "text file; each row is a prompt of its own length, prefilled but for its last S + 1 "
+      "tokens, then decoded; rows shorter than S + 2 tokens are skipped and counted. The first "
+      "--n-seqs (default 64) prompts are scored");
+  verb->add_option("--seq", args->seq,
+                   "With --prompts: a longer prompt keeps its first N tokens (default 256)")
+      ->check(CLI::PositiveNumber)
+      ->needs(prompts);
   auto* kv_arm = verb->add_option(
       "--kv-arm", args->kv_arm,
       "KV-arm A/B over --corpus: the reference is the candidate model itself with the f32 cache, "
@@ -150,6 +163,7 @@ void RegisterKlVerb(CLI::App& app) {
       "positions are scored in chunks of the larger); the reference arm runs A, the candidate "
       "arm B, e.g. --self kv=f32:affine:4 (A = B scores exactly 0)");
   saved->excludes(resident)->excludes(corpus)->excludes(kv_arm)->excludes(self_ab);
+  prompts->excludes(corpus)->excludes(saved);
   resident->excludes(kv_arm)->excludes(self_ab);
   kv_arm->excludes(self_ab);
   verb->add_option("model,--model,--candidate", args->candidate,
@@ -160,7 +174,8 @@ void RegisterKlVerb(CLI::App& app) {
                    "last S scored positions run one token per step (a quantized candidate cache is "
                    "converted when the prefill ends) and only they are scored")
       ->check(CLI::PositiveNumber);
-  verb->add_option("--n-seqs", args->n, "Score only the first N sequences (default: all)")
+  verb->add_option("--n-seqs", args->n,
+                   "Score only the first N sequences (default: all) or prompts (default 64)")
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--json", args->json,
                    "Also write the results JSON (docs/results-json.md) to this file");
@@ -226,8 +241,11 @@ void RegisterKlVerb(CLI::App& app) {
            "kl needs a teacher: --reference-logits DIR, --reference MODEL --corpus DIR, or "
            "--kv-arm SCHEME --corpus DIR");
     }
-    if (!args->reference.empty() && args->corpus.empty()) {
-      Fail("cli", "{} needs --corpus DIR (the tokens both arms run over)",
+    if (!args->prompts.empty() && args->decode_steps == 0) {
+      Fail("cli", "--prompts needs --decode-steps S: prompts are scored on the decode path");
+    }
+    if (!args->reference.empty() && args->corpus.empty() && args->prompts.empty()) {
+      Fail("cli", "{} needs --corpus DIR or --prompts FILE (the tokens both arms run over)",
            !args->kv_arm.empty()    ? "--kv-arm"
            : !args->self_ab.empty() ? "--self"
                                     : "--reference");
@@ -268,24 +286,37 @@ void RegisterKlVerb(CLI::App& app) {
           reference_engine.kv_k.clear();
           reference_engine.kv_v.clear();
         }
-        KlTwoModelOptions options{.reference = args->reference,
-                                  .candidate = args->candidate,
-                                  .corpus_dir = args->corpus,
-                                  .max_seqs = args->n,
-                                  .chunk_size = args->engine.chunk,
-                                  .decode_steps = args->decode_steps,
-                                  .runtime = args->engine.Options(args->candidate),
-                                  .reference_runtime = reference_engine.Options(),
-                                  .quiet = quiet,
-                                  .per_position = args->per_position,
-                                  .worst = args->worst,
-                                  .describe_inputs = json};
+        KlTwoModelOptions options{
+            .reference = args->reference,
+            .candidate = args->candidate,
+            .corpus_dir = args->corpus,
+            .max_seqs = args->n,
+            .chunk_size = args->engine.chunk,
+            .decode_steps = args->decode_steps,
+            .prompts_file = args->prompts,
+            .prompt_options = {.max_prompts = args->n > 0 ? args->n : 64, .max_tokens = args->seq},
+            .runtime = args->engine.Options(args->candidate),
+            .reference_runtime = reference_engine.Options(),
+            .quiet = quiet,
+            .per_position = args->per_position,
+            .worst = args->worst,
+            .describe_inputs = json};
         options.runtime.pool = candidate_pool.get();
         options.reference_runtime.pool = reference_pool.get();
         options.runtime.forward_chunk = candidate_forward_chunk;
         options.reference_runtime.forward_chunk = reference_forward_chunk;
         result = EvaluateKlTwoModels(options);
         if (json) envelope = KlResultsEnvelope(result, options);
+        if (!result.prompts.is_null()) {
+          const auto& p = result.prompts;
+          fmt::print(
+              "prompts: {} scored of {} rows in '{}' ({} shorter than {} tokens skipped, {} cut to "
+              "--seq {}; {} to {} tokens)\n",
+              p["scored"].get<int64_t>(), p["rows"].get<int64_t>(), p["path"].get<std::string>(),
+              p["skipped_short"].get<int64_t>(), p["min_tokens"].get<int64_t>(),
+              p["truncated"].get<int64_t>(), args->seq, p["shortest"].get<int64_t>(),
+              p["longest"].get<int64_t>());
+        }
       } else {
         const KlEvalOptions options{.reference_dir = args->reference_logits,
                                     .candidate = args->candidate,

@@ -1,6 +1,6 @@
-// `proctor kv-curve MODEL --corpus DIR [--schemes LIST] [--n-seqs 8] [--decode-steps 32]`: every KV
-// cache scheme of a list against the f32 cache on the decode path, one model load, one table
-// (eval/runners/kv_curve.h).
+// `proctor kv-curve MODEL --corpus DIR | --prompts FILE [--schemes LIST] [--n-seqs 8]
+// [--decode-steps 32]`: every KV cache scheme of a list against the f32 cache on the decode
+// path, one model load, one table (eval/runners/kv_curve.h).
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
@@ -14,6 +14,8 @@ void RegisterKvCurveVerb(CLI::App& app) {
   struct Args {
     std::string model;
     std::string corpus;
+    std::string prompts;
+    int64_t seq = 256;
     std::vector<std::string> schemes;
     int64_t n = 8;
     int64_t decode_steps = 32;
@@ -30,16 +32,26 @@ void RegisterKvCurveVerb(CLI::App& app) {
       "--decode-steps 32 --json curve.json");
   verb->add_option("model,--model", args->model, "Model: directory, .gguf file or cached HF id")
       ->required();
-  verb->add_option("--corpus", args->corpus,
-                   "Corpus directory (`proctor corpus`): its sequences are the prompts")
-      ->required();
+  auto* corpus =
+      verb->add_option("--corpus", args->corpus,
+                       "Corpus directory (`proctor corpus`): its sequences are the prompts");
+  auto* prompts = verb->add_option(
+      "--prompts", args->prompts,
+      "Instead of --corpus: a .jsonl file ({\"text\"} or {\"messages\"} rows, tokenized as "
+      "`proctor corpus` does) or a text file; each row is a prompt of its own length, its last S "
+      "tokens decoded; rows shorter than S + 2 tokens are skipped and counted");
+  verb->add_option("--seq", args->seq,
+                   "With --prompts: a longer prompt keeps its first N tokens (default 256)")
+      ->check(CLI::PositiveNumber)
+      ->needs(prompts);
+  corpus->excludes(prompts);
   verb->add_option("--schemes", args->schemes,
                    "Comma-separated --kv schemes (default: f32, bf16, f16, ggml:q8_0, ggml:q4_0 "
                    "and affine 8, 6, 4, 3, 2 bits at group 64, or 32 when 64 does not divide "
                    "head_dim; turbo:k8v8, k8v4, k8v3, k8v2, k4v3, k4v2 when head_dim is a power "
                    "of two of at least 32)")
       ->delimiter(',');
-  verb->add_option("--n-seqs", args->n, "Sequences (default 8; 0: all)")
+  verb->add_option("--n-seqs", args->n, "Sequences or prompts (default 8; 0: all)")
       ->check(CLI::NonNegativeNumber);
   verb->add_option("--decode-steps", args->decode_steps,
                    "Decode steps scored at the end of each sequence (default 32)")
@@ -53,8 +65,13 @@ void RegisterKvCurveVerb(CLI::App& app) {
   old->Add(*verb, "--n", "--n-seqs", args->n);
   verb->callback([args, verb, old] {
     old->Check(*verb);
+    if (args->corpus.empty() && args->prompts.empty()) {
+      Fail("cli", "kv-curve needs the prompts: --corpus DIR or --prompts FILE");
+    }
     const KvCurveOptions options{.model = args->model,
                                  .corpus_dir = args->corpus,
+                                 .prompts_file = args->prompts,
+                                 .prompt_options = {.max_tokens = args->seq},
                                  .schemes = args->schemes,
                                  .max_seqs = args->n,
                                  .decode_steps = args->decode_steps,

@@ -52,6 +52,14 @@ class EvalModel : public std::enable_shared_from_this<EvalModel> {
   const std::filesystem::path& tokenizer_source() const {
     return tokenizer_source_.empty() ? path_ : tokenizer_source_;
   }
+  // Where chat rows look for the chat template (TokenStreamOptions::chat_model_dir): the
+  // tokenizer's source when it is a model folder or a .gguf file, else that file's folder.
+  std::filesystem::path chat_template_source() const {
+    const std::filesystem::path& source = tokenizer_source();
+    return std::filesystem::is_directory(source) || source.extension() == ".gguf"
+               ? source
+               : source.parent_path();
+  }
 
   // The engine with `options`; it keeps this model alive.
   std::shared_ptr<const RuntimeModel> Runtime(const RuntimeOptions& options) const;

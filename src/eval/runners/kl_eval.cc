@@ -324,18 +324,24 @@ ResultsEnvelope KlResultsEnvelope(const KlEvalResult& result, const KlTwoModelOp
   const auto kv_start = [&](const RuntimeOptions& runtime, bool candidate) -> nlohmann::json {
     if (!runtime.kv.quantized()) return nullptr;
     if (candidate && options.decode_steps > 0) {
+      // Over prompts each converts at its own prefill's end (length - 1 - decode_steps).
+      if (!result.prompts.is_null()) return nullptr;
       return result.manifest.ctx_len - 1 - options.decode_steps;
     }
     return runtime.kv.start;
   };
   env.settings["kv_start"] = kv_start(options.runtime, true);
   env.settings["reference_kv_start"] = kv_start(options.reference_runtime, false);
+  if (!result.prompts.is_null()) {
+    env.settings["prompts"] = result.prompts;
+    env.settings["seq"] = options.prompt_options.max_tokens;
+  }
   return env;
 }
 
 std::string KlLegend(const std::vector<KlEvalResult>& results, bool with_floor) {
   if (results.empty()) return "";
-  const bool two_model = results.front().mode == "two-model";
+  const bool two_model = results.front().mode == "two-model" || results.front().mode == "decode";
   const std::string over =
       two_model ? "over the full vocabulary"
                 : fmt::format("over the reference's top-{} logits", results.front().manifest.top_k);

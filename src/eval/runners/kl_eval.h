@@ -18,6 +18,7 @@
 
 #include "eval/formats/per_position.h"
 #include "eval/formats/ref_logits.h"
+#include "eval/runners/prompt_set.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_forced.h"
 #include "eval/scoring/kl_score.h"
@@ -75,6 +76,9 @@ struct KlEvalResult {
   // sequence's last token) and the candidate's seconds in them (its decode speed).
   int64_t decode_steps_run = 0;
   double candidate_decode_seconds = 0;
+  // The decode path over --prompts: the file, its rows, the prompts scored, skipped (too short)
+  // and cut (to --seq tokens), their shortest and longest length; null over a corpus.
+  nlohmann::ordered_json prompts = nullptr;
   // The inputs as the results file lists them (with describe_inputs; eval/runners/results_json.h).
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
 };
@@ -101,6 +105,13 @@ struct KlTwoModelOptions {
   // (runtime.kv affine) is converted when the prefill ends (its start becomes L-1-S): the
   // decode steps read the quantized cache, as a server's do.
   int64_t decode_steps = 0;
+  // The decode path over prompts of their own lengths instead of the corpus' sequences
+  // (eval/runners/prompt_set.h): `prompts` when already read, else `prompts_file` read with the
+  // reference's tokenizer (min_tokens = decode_steps + 2). A prompt of L tokens is prefilled to
+  // L-1-S, where its candidate cache converts.
+  std::shared_ptr<const PromptSet> prompts{};
+  std::filesystem::path prompts_file{};
+  PromptSetOptions prompt_options{};
   TeacherForcedLogits reference_forward{};  // empty: the engine's (EvalModel::Open(reference))
   TeacherForcedLogits candidate_forward{};
   // Set: this opened model runs both sides (the specs only name them), e.g. one load for many

@@ -10,6 +10,7 @@
 #include "eval/runners/eval_model.h"
 #include "eval/runners/kl_eval.h"
 #include "eval/runners/logits_chunks.h"
+#include "eval/runners/prompt_set.h"
 #include "eval/runners/vocab_check.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -25,30 +26,33 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   const double start = MonotonicSeconds();
   CheckChunkSize(options.chunk_size, kComponent);
   if (options.max_seqs < 0) Fail(kComponent, "--n must be >= 0, got {}", options.max_seqs);
+  const bool over_prompts = options.prompts != nullptr || !options.prompts_file.empty();
+  if (over_prompts && options.decode_steps < 1) {
+    Fail(kComponent, "--prompts needs --decode-steps: prompts are scored on the decode path");
+  }
+  if (options.decode_steps < 0) {
+    Fail(kComponent, "--decode-steps must be >= 1, got {}", options.decode_steps);
+  }
   KlEvalResult result;
   ResultsTimings& timings = result.timings;
   std::optional<Corpus> read;
-  {
-    ScopedSeconds io(&timings.io_seconds);
-    read.emplace(ReadCorpus(options.corpus_dir));
+  if (!over_prompts) {
+    {
+      ScopedSeconds io(&timings.io_seconds);
+      read.emplace(ReadCorpus(options.corpus_dir));
+    }
+    if (read->ctx_len < 2) {
+      Fail(kComponent, "corpus '{}' has ctx_len {}: scoring needs at least 2 tokens per sequence",
+           read->dir.string(), read->ctx_len);
+    }
+    // The decode path: prefill [0, decode_from) in chunks, then one token per step.
+    if (options.decode_steps > 0 && read->ctx_len - 1 - options.decode_steps < 1) {
+      Fail(kComponent,
+           "--decode-steps {}: the corpus' sequences of {} tokens allow 1 to {} decode steps (at "
+           "least one token of prefill, and each step predicts a corpus token)",
+           options.decode_steps, read->ctx_len, read->ctx_len - 2);
+    }
   }
-  const Corpus& corpus = *read;
-  if (corpus.ctx_len < 2) {
-    Fail(kComponent, "corpus '{}' has ctx_len {}: scoring needs at least 2 tokens per sequence",
-         corpus.dir.string(), corpus.ctx_len);
-  }
-
-  // The decode path: prefill [0, decode_from) in chunks, then one token per step.
-  const int64_t decode_from =
-      options.decode_steps > 0 ? corpus.ctx_len - 1 - options.decode_steps : -1;
-  if (options.decode_steps < 0 || (options.decode_steps > 0 && decode_from < 1)) {
-    Fail(kComponent,
-         "--decode-steps {}: the corpus' sequences of {} tokens allow 1 to {} decode steps (at "
-         "least one token of prefill, and each step predicts a corpus token)",
-         options.decode_steps, corpus.ctx_len, corpus.ctx_len - 2);
-  }
-  RuntimeOptions candidate_runtime = options.runtime;
-  if (decode_from > 0) candidate_runtime.kv.start = decode_from;
 
   // Open both models once (or take the injected forwards) and compare their vocabularies: with
   // each other, and with what the corpus recorded. The same spec on both sides (a self A/B of a
@@ -61,66 +65,112 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     const auto open = [&](const std::string& spec) {
       return options.opened ? options.opened : EvalModel::Open(spec);
     };
-    if (!reference_forward) {
-      reference = open(options.reference);
-      reference_forward = reference->Forward(options.reference_runtime);
-    }
+    if (!reference_forward) reference = open(options.reference);
     if (!candidate_forward) {
       candidate =
           options.reference == options.candidate && reference ? reference : open(options.candidate);
-      candidate_forward = candidate->Forward(candidate_runtime);
     }
   }
   if (options.check_tokenizer && reference && candidate) {
     CheckSameVocabulary(reference->Identity("reference"), candidate->Identity("candidate"));
   }
-  if (options.check_tokenizer) {
-    const VocabularyIdentity recorded = RecordedVocabularyIdentity(corpus);
+  if (options.check_tokenizer && read) {
+    const VocabularyIdentity recorded = RecordedVocabularyIdentity(*read);
     if (reference) CheckRecordedVocabulary(recorded, reference->Identity("reference"));
     if (candidate) CheckRecordedVocabulary(recorded, candidate->Identity("candidate"));
   }
+  std::shared_ptr<const PromptSet> prompts = options.prompts;
+  if (over_prompts && !prompts) {
+    const EvalModel* model = reference ? reference.get() : candidate.get();
+    if (model == nullptr || model->tokenizer() == nullptr) {
+      Fail(kComponent, "--prompts '{}': the reference '{}' has no tokenizer to encode them",
+           options.prompts_file.string(), options.reference);
+    }
+    PromptSetOptions prompt_options = options.prompt_options;
+    prompt_options.min_tokens = options.decode_steps + 2;
+    prompt_options.chat_model_dir = model->chat_template_source();
+    prompt_options.quiet = options.quiet;
+    ScopedSeconds io(&timings.io_seconds);
+    prompts = std::make_shared<const PromptSet>(
+        ReadPromptSet(options.prompts_file, *model->tokenizer(), prompt_options));
+  }
+  const RuntimeOptions& candidate_runtime = options.runtime;
+  // The candidate's forward for a sequence whose decode path begins at decode_from: its
+  // quantized cache converts when the prefill ends.
+  const auto candidate_forward_from = [&](int64_t decode_from) {
+    RuntimeOptions runtime = candidate_runtime;
+    if (decode_from > 0) runtime.kv.start = decode_from;
+    return candidate->Forward(runtime);
+  };
+  if (reference) reference_forward = reference->Forward(options.reference_runtime);
 
+  // The sequences scored: the corpus' (every one ctx_len tokens) or the prompts.
+  const int64_t available = prompts ? prompts->size() : read->n_seqs;
   const int64_t n_seqs =
-      options.max_seqs > 0 ? std::min(options.max_seqs, corpus.n_seqs) : corpus.n_seqs;
+      options.max_seqs > 0 && !prompts ? std::min(options.max_seqs, available) : available;
+  const auto sequence = [&](int64_t s) { return prompts ? prompts->Prompt(s) : read->Sequence(s); };
+  const auto where_of = [&](int64_t s) {
+    if (!prompts) return fmt::format("sequence {} of corpus '{}'", s, read->dir.string());
+    return fmt::format("prompt {} ('{}' line {})", s, prompts->path.string(),
+                       prompts->lines[static_cast<size_t>(s)]);
+  };
+  const auto decode_from_of = [&](int64_t s) -> int64_t {
+    if (options.decode_steps == 0) return -1;
+    return static_cast<int64_t>(sequence(s).size()) - 1 - options.decode_steps;
+  };
+  // A corpus fixes one schedule for every sequence; prompts set theirs one by one.
+  if (candidate) candidate_forward = candidate_forward_from(decode_from_of(0));
+
   // Scored positions per sequence: every one that predicts a corpus token, or the decode steps.
-  const int64_t positions = decode_from > 0 ? options.decode_steps : corpus.ctx_len - 1;
-  const int64_t first_scored = std::max<int64_t>(decode_from, 0);
-  result.mode = decode_from > 0 ? "decode" : "two-model";
+  const bool decode = options.decode_steps > 0;
+  const int64_t positions = decode ? options.decode_steps : read->ctx_len - 1;
+  const std::string source =
+      prompts ? fmt::format("prompts '{}'", prompts->path.string()) : read->dir.string();
+  result.mode = decode ? "decode" : "two-model";
   result.label = fmt::format("{}:{} full-vocab{} ({})", result.mode, options.reference,
-                             decode_from > 0 ? fmt::format(", last {} steps", positions) : "",
-                             options.corpus_dir.string());
+                             decode ? fmt::format(", last {} steps", positions) : "", source);
   result.candidate = options.candidate;
   result.reference = options.reference;
   result.manifest.model = options.reference;
-  result.manifest.corpus_sha256 = corpus.tokens_sha256;
-  result.manifest.ctx_len = corpus.ctx_len;
-  result.manifest.n_seqs = corpus.n_seqs;
+  result.manifest.corpus_sha256 = prompts ? prompts->tokens_sha256 : read->tokens_sha256;
+  result.manifest.ctx_len = prompts ? prompts->longest() : read->ctx_len;
+  result.manifest.n_seqs = available;
   result.manifest.top_k = 0;
   result.manifest.positions_per_seq = positions;
   result.positions_per_seq = positions;
   result.chunk_size = options.chunk_size;
+  if (prompts) result.prompts = PromptSetSummary(*prompts, options.decode_steps + 2);
 
+  uint64_t total_positions = 0;
+  for (int64_t s = 0; s < n_seqs; ++s) total_positions += sequence(s).size() - 1;
   LogitsChunkDriver driver({{fmt::format("reference '{}'", options.reference), reference_forward},
                             {fmt::format("candidate '{}'", options.candidate), candidate_forward}},
                            {.component = kComponent,
                             .chunk_size = options.chunk_size,
-                            .decode_from = decode_from,
+                            .decode_from = decode_from_of(0),
                             .progress_label = "kl",
-                            .total_positions = static_cast<uint64_t>(n_seqs * (corpus.ctx_len - 1)),
+                            .total_positions = total_positions,
                             .pool = options.pool,
                             .quiet = options.quiet});
   result.threads = driver.pool().num_threads();
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   for (int64_t s = 0; s < n_seqs; ++s) {
-    const std::span<const int32_t> tokens = corpus.Sequence(s);
-    const std::string where = fmt::format("sequence {} of corpus '{}'", s, corpus.dir.string());
+    const std::span<const int32_t> tokens = sequence(s);
+    const auto length = static_cast<int64_t>(tokens.size());
+    const int64_t decode_from = decode_from_of(s);
+    const int64_t first_scored = std::max<int64_t>(decode_from, 0);
+    if (prompts && s > 0) {
+      driver.SetDecodeFrom(decode_from);
+      if (candidate) driver.SetArmForward(1, candidate_forward_from(decode_from));
+    }
+    const std::string where = where_of(s);
     auto& seq_scores = scores[s];
     seq_scores.resize(static_cast<size_t>(positions));
     // Chunks cover the whole sequence (as `dump`, saved-teacher `kl` and `logits` run it, so the
     // same chunk size gives the same logits in every mode); the last position predicts no
     // corpus token and is not scored; on the decode path the prefill's rows are not either
     // (a prefill chunk ends exactly where the decode steps begin).
-    driver.RunSequence(tokens, corpus.ctx_len - 1, where, [&](const LogitsChunk& chunk) {
+    driver.RunSequence(tokens, length - 1, where, [&](const LogitsChunk& chunk) {
       if (chunk.start < first_scored) return;
       ScopedSeconds scoring(&timings.scoring_seconds);
       ScoreFullVocabularyChunk(chunk[0], chunk[1], chunk.scored, chunk.start, where, driver.pool(),
@@ -142,7 +192,11 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
               scores, start, options.worst, &result);
   DescribeInputsAfterRun(options.describe_inputs, timings, [&] {
     result.inputs.push_back(EvalModel::Describe(reference.get(), "reference", options.reference));
-    result.inputs.push_back(DescribeCorpusInput("corpus", corpus));
+    if (prompts) {
+      result.inputs.push_back(DescribePromptsInput("prompts", *prompts));
+    } else {
+      result.inputs.push_back(DescribeCorpusInput("corpus", *read));
+    }
     result.inputs.push_back(EvalModel::Describe(candidate.get(), "candidate", options.candidate));
   });
   return result;

@@ -58,6 +58,23 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
     CheckKvSchemeFits(schemes.back(), config.head_dim, config.num_layers);
   }
   const int64_t kv_dim = int64_t{config.num_kv_heads} * config.head_dim;
+  std::shared_ptr<const PromptSet> prompts;
+  if (!options.prompts_file.empty()) {
+    if (model->tokenizer() == nullptr) {
+      Fail(kComponent, "--prompts '{}': model '{}' has no tokenizer to encode them",
+           options.prompts_file.string(), options.model);
+    }
+    PromptSetOptions prompt_options = options.prompt_options;
+    prompt_options.max_prompts = options.max_seqs;
+    prompt_options.min_tokens = options.decode_steps + 2;
+    prompt_options.chat_model_dir = model->chat_template_source();
+    prompt_options.component = kComponent;
+    prompt_options.quiet = options.quiet;
+    ScopedSeconds io(&result.timings.io_seconds);
+    prompts = std::make_shared<const PromptSet>(
+        ReadPromptSet(options.prompts_file, *model->tokenizer(), prompt_options));
+    result.prompts = PromptSetSummary(*prompts, prompt_options.min_tokens);
+  }
   for (size_t i = 0; i < schemes.size(); ++i) {
     if (!options.quiet) {
       fmt::print(stderr, "kv-curve: {} ({} of {})\n", schemes[i].Name(), i + 1, schemes.size());
@@ -71,6 +88,7 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
                                                   .max_seqs = options.max_seqs,
                                                   .chunk_size = options.chunk_size,
                                                   .decode_steps = options.decode_steps,
+                                                  .prompts = prompts,
                                                   .opened = model,
                                                   .runtime = candidate_runtime,
                                                   .reference_runtime = reference_runtime,
@@ -95,20 +113,34 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
                  : 0.0});
   }
   result.decode_steps = options.decode_steps;
-  result.prefill = result.ctx_len - 1 - options.decode_steps;
+  result.prefill = prompts ? -1 : result.ctx_len - 1 - options.decode_steps;
   result.timings.total_seconds = MonotonicSeconds() - start;
   DescribeInputsAfterRun(options.describe_inputs, result.timings, [&] {
     result.inputs.push_back(model->Describe("model"));
-    result.inputs.push_back(DescribeCorpusInput("corpus", options.corpus_dir));
+    if (prompts) {
+      result.inputs.push_back(DescribePromptsInput("prompts", *prompts));
+    } else {
+      result.inputs.push_back(DescribeCorpusInput("corpus", options.corpus_dir));
+    }
   });
   return result;
 }
 
 std::string FormatKvCurveTable(const KvCurveResult& r) {
-  std::string out = fmt::format(
-      "kv-curve: {}, {} sequences, each a {}-token prefill at full precision then {} decode "
-      "steps, against the f32 cache\n",
-      r.model, r.sequences, r.prefill, r.decode_steps);
+  std::string out =
+      r.prompts.is_null()
+          ? fmt::format(
+                "kv-curve: {}, {} sequences, each a {}-token prefill at full precision then {} "
+                "decode steps, against the f32 cache\n",
+                r.model, r.sequences, r.prefill, r.decode_steps)
+          : fmt::format(
+                "kv-curve: {}, {} prompts of {} to {} tokens from '{}' ({} shorter than {} "
+                "skipped), each prefilled at full precision but for its last {} tokens, then {} "
+                "decode steps, against the f32 cache\n",
+                r.model, r.sequences, r.prompts["shortest"].get<int64_t>(),
+                r.prompts["longest"].get<int64_t>(), r.prompts["path"].get<std::string>(),
+                r.prompts["skipped_short"].get<int64_t>(), r.prompts["min_tokens"].get<int64_t>(),
+                r.decode_steps + 1, r.decode_steps);
   out += fmt::format("{:<14}  {:>6}  {:>11}  {:>21}  {:>20}  {:>8}  {:>9}  {:>9}  {:>7}  {:>9}\n",
                      "scheme", "bits", "bytes/token", "KL mean +- SE", "dKL vs above +- SE",
                      "verdict", "median", "p95", "top-1", "decode/s");
@@ -145,7 +177,8 @@ ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& r, const KvCurveOpti
   env.settings = {{"model", r.model},
                   {"max_seqs", options.max_seqs},
                   {"decode_steps", r.decode_steps},
-                  {"prefill", r.prefill},
+                  {"prefill", r.prefill >= 0 ? nlohmann::ordered_json(r.prefill)
+                                             : nlohmann::ordered_json(nullptr)},
                   {"chunk_size", options.chunk_size},
                   {"compute", std::string(ComputeModeName(options.compute))}};
   // A row's per-sequence lists as a kl result has them, for PairKlMetrics.
@@ -182,6 +215,10 @@ ResultsEnvelope KvCurveResultsEnvelope(const KvCurveResult& r, const KvCurveOpti
                     {"positions", s.positions},
                     {"decode_tokens_per_second", row.decode_tokens_per_second},
                     {"vs_above", vs_above}});
+  }
+  if (!r.prompts.is_null()) {
+    env.settings["prompts"] = r.prompts;
+    env.settings["seq"] = options.prompt_options.max_tokens;
   }
   env.results = {{"sequences", r.sequences}, {"ctx_len", r.ctx_len}, {"rows", rows}};
   env.timings = r.timings;

@@ -20,6 +20,10 @@ namespace proctor {
 struct KvCurveOptions {
   std::string model{};
   std::filesystem::path corpus_dir{};  // the prompts: the corpus' sequences
+  // Or prompts of their own lengths (eval/runners/prompt_set.h), read once with the model's
+  // tokenizer: the first max_seqs long enough, each cut to prompt_options.max_tokens.
+  std::filesystem::path prompts_file{};
+  PromptSetOptions prompt_options{};
   std::vector<std::string> schemes{};  // --kv spellings; empty: DefaultKvCurveSchemes
   int64_t max_seqs = 8;                // the first N sequences; 0 = all
   int64_t decode_steps = 32;
@@ -43,8 +47,9 @@ struct KvCurveRow {
 
 struct KvCurveResult {
   std::string model;
-  int64_t sequences = 0, ctx_len = 0, decode_steps = 0, prefill = 0;
-  std::vector<KvCurveRow> rows;  // in the order asked
+  int64_t sequences = 0, ctx_len = 0, decode_steps = 0, prefill = 0;  // prefill -1: per prompt
+  nlohmann::ordered_json prompts = nullptr;  // over --prompts: what kl reports of them
+  std::vector<KvCurveRow> rows;              // in the order asked
   ResultsTimings timings;
   int threads = 0;
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();

@@ -35,6 +35,11 @@ LogitsChunkDriver::LogitsChunkDriver(std::vector<LogitsArm> arms, const LogitsCh
   for (const LogitsArm& arm : arms_) CHECK_MSG(arm.forward != nullptr, "arm {}", arm.name);
 }
 
+void LogitsChunkDriver::SetArmForward(size_t arm, TeacherForcedLogits forward) {
+  CHECK_MSG(arm < arms_.size() && forward != nullptr, "arm {} of {}", arm, arms_.size());
+  arms_[arm].forward = std::move(forward);
+}
+
 double LogitsChunkDriver::forward_seconds() const {
   double sum = 0;
   for (const double s : arm_seconds_) sum += s;

@@ -73,6 +73,12 @@ class LogitsChunkDriver {
   void RunSequence(std::span<const int32_t> tokens, int64_t scored_end, const std::string& where,
                    const ChunkFn& on_chunk);
 
+  // For the sequences run from now on: where the decode path begins (LogitsChunkOptions::
+  // decode_from), and arm `arm`'s forward (e.g. a cache that converts at that point). Prompts of
+  // their own lengths set both before each sequence.
+  void SetDecodeFrom(int64_t decode_from) { options_.decode_from = decode_from; }
+  void SetArmForward(size_t arm, TeacherForcedLogits forward);
+
   // Ends the progress line.
   void Finish() { progress_.Finish(); }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -191,7 +192,12 @@ TokenStream BuildTokenStream(const TextRows& rows, const text::Tokenizer& tokeni
                              const TokenStreamOptions& options) {
   TokenStream out;
   const auto n_rows = static_cast<int64_t>(rows.rows.size());
-  const std::vector<int64_t> order = ShuffledIndices(n_rows, options.seed);
+  std::vector<int64_t> order(static_cast<size_t>(n_rows));
+  if (options.shuffle) {
+    order = ShuffledIndices(n_rows, options.seed);
+  } else {
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
   const int32_t eos = tokenizer.EosId();
   ChatRenderer renderer(options);
   ThreadPool& pool = ThreadPool::Global();
@@ -253,6 +259,8 @@ TokenStream BuildTokenStream(const TextRows& rows, const text::Tokenizer& tokeni
       if (row.kind == TextRow::Kind::kChat) ++out.chat_rows_used;
       if (row.kind == TextRow::Kind::kText && row.text.empty()) ++out.rows_skipped_empty;
       out.tokens.insert(out.tokens.end(), ids[k].begin(), ids[k].end());
+      out.row_index.push_back(order[static_cast<size_t>(first + k)]);
+      out.row_tokens.push_back(static_cast<int64_t>(ids[k].size()));
       done = options.tokens_needed >= 0 &&
              static_cast<int64_t>(out.tokens.size()) >= options.tokens_needed;
     }

@@ -62,6 +62,7 @@ TextRows ReadTextRows(const std::vector<std::filesystem::path>& inputs);
 
 struct TokenStreamOptions {
   uint32_t seed = 123;
+  bool shuffle = true;         // false: the rows in the order read (step 2 skipped)
   int64_t tokens_needed = -1;  // stop once the stream holds this many tokens; -1: every row
   // Where chat rows get their template: a model folder (tokenizer_config.json chat_template or
   // chat_template.jinja), or chat_template_file when set. Only read when a chat row is used.
@@ -78,6 +79,9 @@ struct TokenStream {
   int64_t chat_rows_used = 0;
   std::string chat_template_origin;  // "" when no chat row was used
   std::string chat_template_sha256;  // of the template source; "" likewise
+  // Per row taken, in stream order: its index in TextRows::rows and how many tokens it gave.
+  std::vector<int64_t> row_index;
+  std::vector<int64_t> row_tokens;
 };
 
 // Steps 2-4 above. Rows are tokenized in parallel batches (ThreadPool::Global()); the result
