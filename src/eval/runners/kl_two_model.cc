@@ -161,7 +161,10 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     const int64_t first_scored = std::max<int64_t>(decode_from, 0);
     if (prompts && s > 0) {
       driver.SetDecodeFrom(decode_from);
-      if (candidate) driver.SetArmForward(1, candidate_forward_from(decode_from));
+      // Only a cache that converts depends on where the prefill ends (kv.start).
+      if (candidate && candidate_runtime.kv.quantized()) {
+        driver.SetArmForward(1, candidate_forward_from(decode_from));
+      }
     }
     const std::string where = where_of(s);
     auto& seq_scores = scores[s];
