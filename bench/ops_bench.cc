@@ -17,6 +17,8 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/test_util.h"
+#include "quant/mlx_quant.h"
+#include "quant/turbo_quant.h"
 #include "tinyllama_layer.h"  // same folder
 
 namespace proctor::ops {
@@ -226,6 +228,63 @@ void BM_AttentionDecodeCache(benchmark::State& state) {
 BENCHMARK(BM_AttentionDecodeCache)
     ->ArgNames({"type", "pos0", "threads"})
     ->ArgsProduct({{0, 1, 2, 3}, {4095}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The same over coded caches: MLX affine codes (4 and 8 bits, group 64, mlx-lm's quantized KV
+// cache) and TurboQuant k8v3 (keys 8-bit affine per 32, values rotated 3-bit Lloyd-Max).
+void BM_AttentionDecodeCodedCache(benchmark::State& state) {
+  const int64_t kind = state.range(0), pos0 = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  constexpr int64_t kKvDim = 4 * 64;
+  const Tensor q = testing::RandomMatrix(DType::kF32, 1, 32 * 64, 1);
+  const Tensor k = testing::RandomMatrix(DType::kF32, pos0 + 1, kKvDim, 2);
+  const Tensor v = testing::RandomMatrix(DType::kF32, pos0 + 1, kKvDim, 3);
+  Tensor out = Tensor::F32(1, 32 * 64);
+  const AttentionShape shape{.n_heads = 32, .n_kv_heads = 4, .head_dim = 64, .scale = 0.125f};
+  const int64_t rows = pos0 + 1;
+  std::string label;
+  int64_t bytes = 0;
+  if (kind < 2) {
+    const int bits = kind == 0 ? 4 : 8;
+    const auto kq =
+        quant::QuantizeMlx(k.RowF32(0), rows, kKvDim, quant::MlxMode::kAffine, bits, 64);
+    const auto vq =
+        quant::QuantizeMlx(v.RowF32(0), rows, kKvDim, quant::MlxMode::kAffine, bits, 64);
+    const KvRows keys(kq.View()), values(vq.View());
+    for (auto _ : state) Attention(q.View(), keys, values, pos0, shape, out.MutF32(), pool);
+    label = fmt::format("affine:{}:g64", bits);
+    bytes = 2 * rows * (kKvDim * bits / 8 + 8 * kKvDim / 64);
+  } else {
+    Tensor kp(DType::kU8, rows, kKvDim), vp(DType::kU8, rows, kKvDim * 3 / 8);
+    Tensor ks(DType::kF16, rows, kKvDim / 32), ko(DType::kF16, rows, kKvDim / 32);
+    Tensor vs(DType::kF16, rows, kKvDim / 32);
+    quant::EncodeTurboKeys(k.RowF32(0), rows * kKvDim, 8, kp.bytes(),
+                           reinterpret_cast<uint16_t*>(ks.bytes()),
+                           reinterpret_cast<uint16_t*>(ko.bytes()), "keys");
+    quant::EncodeTurboValues(v.RowF32(0), rows * kKvDim, 64, 3, vp.bytes(),
+                             reinterpret_cast<uint16_t*>(vs.bytes()), "values");
+    const KvRows keys(quant::TurboRows{.part = quant::TurboPart::kKeys,
+                                       .bits = 8,
+                                       .head_dim = 64,
+                                       .packed = kp.View(),
+                                       .scales = ks.View(),
+                                       .offsets = ko.View()});
+    const KvRows values(quant::TurboRows{.part = quant::TurboPart::kValues,
+                                         .bits = 3,
+                                         .head_dim = 64,
+                                         .packed = vp.View(),
+                                         .scales = vs.View(),
+                                         .offsets = MatView{}});
+    for (auto _ : state) Attention(q.View(), keys, values, pos0, shape, out.MutF32(), pool);
+    label = "turbo:k8v3";
+    bytes = rows * (kKvDim + 4 * kKvDim / 32 + kKvDim * 3 / 8 + 2 * kKvDim / 32);
+  }
+  state.SetLabel(label);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+}
+BENCHMARK(BM_AttentionDecodeCodedCache)
+    ->ArgNames({"kind", "pos0", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {4095}, {1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -67,35 +67,10 @@ void DecodeKvRows(const KvRows& m, int64_t s0, int64_t n, int64_t k0, int64_t le
     DecodeRowsSegment(m.dense, s0, n, k0, len, out, stride);
     return;
   }
-  // As DecodeRowsSegment, the segment a few rows ahead is prefetched by hand: in each view of the
-  // codes (packed codes, scales, biases or offsets) it is the same fraction of the row.
-  constexpr int64_t kAhead = 8;
-  const int64_t width = m.cols();
-  const auto prefetch = [&](const MatView& view, int64_t row) {
-    if (view.rows == 0) return;
-    const auto row_bytes = static_cast<int64_t>(BytesFor(view.type, view.cols));
-    const uint8_t* base = view.Row(row);
-    const int64_t begin = k0 * row_bytes / width, end = (k0 + len) * row_bytes / width;
-    for (int64_t b = begin; b < end; b += 64) __builtin_prefetch(base + b);
-  };
-  for (int64_t j = 0; j < n; ++j) {
-    if (j + kAhead < n) {
-      const int64_t ahead = s0 + j + kAhead;
-      if (m.quantized) {
-        prefetch(m.quantized->packed, ahead);
-        prefetch(m.quantized->scales, ahead);
-        prefetch(m.quantized->biases, ahead);
-      } else {
-        prefetch(m.turbo->packed, ahead);
-        prefetch(m.turbo->scales, ahead);
-        prefetch(m.turbo->offsets, ahead);
-      }
-    }
-    if (m.quantized) {
-      quant::DecodeMlxRowSegment(*m.quantized, s0 + j, k0, len, out + j * stride);
-    } else {  // TurboQuant values stay rotated
-      quant::DecodeTurboRowSegment(*m.turbo, s0 + j, k0, len, out + j * stride);
-    }
+  if (m.quantized) {
+    quant::DecodeMlxRowsSegment(*m.quantized, s0, n, k0, len, out, stride);
+  } else {  // TurboQuant values stay rotated
+    quant::DecodeTurboRowsSegment(*m.turbo, s0, n, k0, len, out, stride);
   }
 }
 

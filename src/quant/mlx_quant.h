@@ -104,6 +104,10 @@ void DecodeMlxRowSegmentRef(const MlxQuantizedMatrix& m, int64_t row, int64_t k0
 // SIMD (Highway) version: bit-identical to the reference.
 void DecodeMlxRowSegment(const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
                          float* out);
+// The same segment of rows s0 .. s0 + n - 1, row j at out + j * stride: one check and one
+// dispatch for them all, each row's segment prefetched a few rows ahead (a KV cache's tiles).
+void DecodeMlxRowsSegment(const MlxQuantizedMatrix& m, int64_t s0, int64_t n, int64_t k0,
+                          int64_t len, float* out, int64_t stride);
 
 // sum over k of W[row, k] * x[k] for a whole row. Reference: f32 in k order; SIMD: lane order
 // (agrees to f32 rounding).

@@ -1,9 +1,11 @@
-// Highway kernels for MLX quantized rows (see mlx_quant.h). 8-bit codes are byte loads; the other
-// widths are unpacked with one 32-bit gather per lane (byte offset bit/8, shift bit%8: a code of
-// up to 8 bits always fits the 4-byte window; windows that would read past the end of the row
-// fall back to scalar unpacking).
+// Highway kernels for MLX quantized rows (see mlx_quant.h). 8-bit codes are byte loads; 2-, 3- and
+// 4-bit codes, eight at a time, one load of the `bits` bytes that hold them shifted per lane; the
+// other widths are unpacked with one 32-bit gather per lane (byte offset bit/8, shift bit%8: a
+// code of up to 8 bits always fits the 4-byte window; windows that would read past the end of the
+// row fall back to scalar unpacking).
 // Values are then formed with the reference's f32 operations, so the decode is bit-identical to
 // DecodeMlxRowSegmentRef; E2M1 / E4M3 codes go through 16- / 256-entry tables.
+#include <array>
 #include <cstring>
 
 #include "quant/mlx_quant.h"
@@ -14,6 +16,7 @@
 #define HWY_TARGET_INCLUDE "quant/mlx_quant_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "quant/packed_codes-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -24,8 +27,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using DI32 = hn::Rebind<int32_t, DF>;
 using DU32 = hn::Rebind<uint32_t, DF>;
-// At most 8 lanes for the 8-bit byte path (measured faster than wider vectors with gathers).
-using D8 = hn::CappedTag<float, 8>;
+// D8 (packed_codes-inl.h), at most 8 lanes, for the byte and shift paths (measured faster than
+// wider vectors with gathers).
 
 // Codes of elements [e0, e0 + Lanes) of a packed row of row_bytes bytes, as int32 lanes, for any
 // width: one 32-bit gather per lane.
@@ -52,20 +55,26 @@ HWY_INLINE hn::Vec<DI32> LoadCodesGather(const uint8_t* row, int64_t row_bytes, 
   return hn::Load(di, codes);
 }
 
-// 8-bit codes are bytes: widened directly.
-HWY_INLINE hn::Vec<hn::Rebind<int32_t, D8>> LoadCodesWord(const uint8_t* row, int64_t e0) {
-  return hn::PromoteTo(hn::Rebind<int32_t, D8>(), hn::LoadU(hn::Rebind<uint8_t, D8>(), row + e0));
+// How a row's codes are read: bytes (8 bits), shifted out of one small load (2, 3, 4 bits: eight
+// codes fill exactly `bits` bytes, e0 a multiple of 8), or gathered (5, 6 bits).
+enum class CodePath { kBytes, kShift, kGather };
+
+CodePath PathFor(int bits) {
+  if (bits == 8) return CodePath::kBytes;
+  return bits <= 4 ? CodePath::kShift : CodePath::kGather;
 }
 
-// Dequantized values of elements [e0, e0 + Lanes) (all in one group).
-// kWord: the D8 byte path (width 8), else the gather path (D = DF).
-template <bool kWord, class D>
+// Dequantized values of elements [e0, e0 + Lanes) (all in one group). kBytes and kShift run on
+// D8 (8 lanes), kGather on DF.
+template <CodePath kPath, class D>
 HWY_INLINE hn::Vec<D> GroupValues(D d, const MlxQuantizedMatrix& m, const uint8_t* row,
                                   int64_t row_bytes, int64_t e0, hn::Vec<D> scale,
                                   hn::Vec<D> bias) {
   hn::Vec<hn::Rebind<int32_t, D>> codes;
-  if constexpr (kWord) {
+  if constexpr (kPath == CodePath::kBytes) {
     codes = LoadCodesWord(row, e0);
+  } else if constexpr (kPath == CodePath::kShift) {
+    codes = LoadCodesShift(row, row_bytes, e0, m.bits);
   } else {
     codes = LoadCodesGather(row, row_bytes, e0, m.bits);
   }
@@ -81,22 +90,70 @@ HWY_INLINE hn::Vec<D> GroupValues(D d, const MlxQuantizedMatrix& m, const uint8_
   return hn::Zero(d);
 }
 
-template <bool kWord, class D>
-void DecodeSegment(D d, const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
-                   float* out) {
+// Group g's scale and bias of row `row`: f32 affine scales (a KV cache's) read in place, the
+// others through the shared decoders.
+HWY_INLINE float GroupScale(const MlxQuantizedMatrix& m, int64_t row, int64_t g) {
+  if (m.mode == MlxMode::kAffine && m.scales.type == DType::kF32) {
+    float v;
+    std::memcpy(&v, m.scales.Row(row) + 4 * g, 4);
+    return v;
+  }
+  return internal::MlxGroupScale(m, row, g);
+}
+
+HWY_INLINE float GroupBias(const MlxQuantizedMatrix& m, int64_t row, int64_t g) {
+  if (m.mode == MlxMode::kAffine && m.biases.type == DType::kF32) {
+    float v;
+    std::memcpy(&v, m.biases.Row(row) + 4 * g, 4);
+    return v;
+  }
+  return internal::MlxGroupBias(m, row, g);
+}
+
+// Affine codes (a KV cache's): scale * code + bias, with the mode, width and group hoisted out
+// of the loop (the same f32 operations as GroupValues).
+template <CodePath kPath, class D>
+void DecodeAffineSegment(D d, const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
+                         float* out) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const uint8_t* packed = m.packed.Row(row);
   const int64_t row_bytes = m.packed.cols * 4;
-  for (int64_t g = k0 / m.group_size; g < (k0 + len) / m.group_size; ++g) {
-    const auto scale = hn::Set(d, internal::MlxGroupScale(m, row, g));
-    const auto bias = hn::Set(d, internal::MlxGroupBias(m, row, g));
-    for (int64_t e = g * m.group_size; e < (g + 1) * m.group_size; e += N) {
-      hn::StoreU(GroupValues<kWord>(d, m, packed, row_bytes, e, scale, bias), d, out + (e - k0));
+  const int bits = m.bits;
+  const int64_t group = m.group_size;
+  for (int64_t g = k0 / group; g < (k0 + len) / group; ++g) {
+    const auto scale = hn::Set(d, GroupScale(m, row, g));
+    const auto bias = hn::Set(d, GroupBias(m, row, g));
+    for (int64_t e = g * group; e < (g + 1) * group; e += N) {
+      hn::Vec<hn::Rebind<int32_t, D>> codes;
+      if constexpr (kPath == CodePath::kBytes) {
+        codes = LoadCodesWord(packed, e);
+      } else if constexpr (kPath == CodePath::kShift) {
+        codes = LoadCodesShift(packed, row_bytes, e, bits);
+      } else {
+        codes = LoadCodesGather(packed, row_bytes, e, bits);
+      }
+      hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), bias), d, out + (e - k0));
     }
   }
 }
 
-template <bool kWord, class D>
+template <CodePath kPath, class D>
+void DecodeSegment(D d, const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
+                   float* out) {
+  if (m.mode == MlxMode::kAffine) return DecodeAffineSegment<kPath>(d, m, row, k0, len, out);
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const uint8_t* packed = m.packed.Row(row);
+  const int64_t row_bytes = m.packed.cols * 4;
+  for (int64_t g = k0 / m.group_size; g < (k0 + len) / m.group_size; ++g) {
+    const auto scale = hn::Set(d, GroupScale(m, row, g));
+    const auto bias = hn::Set(d, GroupBias(m, row, g));
+    for (int64_t e = g * m.group_size; e < (g + 1) * m.group_size; e += N) {
+      hn::StoreU(GroupValues<kPath>(d, m, packed, row_bytes, e, scale, bias), d, out + (e - k0));
+    }
+  }
+}
+
+template <CodePath kPath, class D>
 float DotRow(D d, const MlxQuantizedMatrix& m, int64_t row, const float* x) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const uint8_t* packed = m.packed.Row(row);
@@ -106,7 +163,7 @@ float DotRow(D d, const MlxQuantizedMatrix& m, int64_t row, const float* x) {
     const auto scale = hn::Set(d, internal::MlxGroupScale(m, row, g));
     const auto bias = hn::Set(d, internal::MlxGroupBias(m, row, g));
     for (int64_t e = g * m.group_size; e < (g + 1) * m.group_size; e += N) {
-      const auto values = GroupValues<kWord>(d, m, packed, row_bytes, e, scale, bias);
+      const auto values = GroupValues<kPath>(d, m, packed, row_bytes, e, scale, bias);
       acc = hn::MulAdd(values, hn::LoadU(d, x + e), acc);
     }
   }
@@ -115,15 +172,68 @@ float DotRow(D d, const MlxQuantizedMatrix& m, int64_t row, const float* x) {
 
 void DecodeMlxRowSegmentImpl(const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
                              float* out) {
-  if (m.bits == 8) {
-    DecodeSegment<true>(D8(), m, row, k0, len, out);
-  } else {
-    DecodeSegment<false>(DF(), m, row, k0, len, out);
+  switch (PathFor(m.bits)) {
+    case CodePath::kBytes:
+      return DecodeSegment<CodePath::kBytes>(D8(), m, row, k0, len, out);
+    case CodePath::kShift:
+      return DecodeSegment<CodePath::kShift>(D8(), m, row, k0, len, out);
+    case CodePath::kGather:
+      return DecodeSegment<CodePath::kGather>(DF(), m, row, k0, len, out);
+  }
+}
+
+// The segment of rows s0 .. s0 + n - 1, row j at out + j * stride; the segment eight rows ahead
+// is prefetched by hand (a segment is a fraction of each row: the hardware prefetcher does not
+// follow that stride).
+template <CodePath kPath, class D>
+void DecodeRows(D d, const MlxQuantizedMatrix& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
+                float* out, int64_t stride) {
+  constexpr int64_t kAhead = 8;
+  // Per view of the codes (packed codes, scales, biases): the segment's byte range in a row.
+  struct Ahead {
+    const MatView* view;
+    int64_t begin, end;
+  };
+  std::array<Ahead, 3> views{};
+  size_t n_views = 0;
+  for (const MatView* view : {&m.packed, &m.scales, &m.biases}) {
+    if (view->rows == 0) continue;
+    const auto row_bytes = static_cast<int64_t>(BytesFor(view->type, view->cols));
+    views[n_views++] = {view, k0 * row_bytes / m.cols(), (k0 + len) * row_bytes / m.cols()};
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) {
+      for (size_t v = 0; v < n_views; ++v) {
+        const uint8_t* base = views[v].view->Row(s0 + j + kAhead);
+        for (int64_t b = views[v].begin; b < views[v].end; b += 64) __builtin_prefetch(base + b);
+      }
+    }
+    DecodeSegment<kPath>(d, m, s0 + j, k0, len, out + j * stride);
+  }
+}
+
+void DecodeMlxRowsSegmentImpl(const MlxQuantizedMatrix& m, int64_t s0, int64_t n, int64_t k0,
+                              int64_t len, float* out, int64_t stride) {
+  switch (PathFor(m.bits)) {
+    case CodePath::kBytes:
+      return DecodeRows<CodePath::kBytes>(D8(), m, s0, n, k0, len, out, stride);
+    case CodePath::kShift:
+      return DecodeRows<CodePath::kShift>(D8(), m, s0, n, k0, len, out, stride);
+    case CodePath::kGather:
+      return DecodeRows<CodePath::kGather>(DF(), m, s0, n, k0, len, out, stride);
   }
 }
 
 float DotMlxRowImpl(const MlxQuantizedMatrix& m, int64_t row, const float* x) {
-  return m.bits == 8 ? DotRow<true>(D8(), m, row, x) : DotRow<false>(DF(), m, row, x);
+  switch (PathFor(m.bits)) {
+    case CodePath::kBytes:
+      return DotRow<CodePath::kBytes>(D8(), m, row, x);
+    case CodePath::kShift:
+      return DotRow<CodePath::kShift>(D8(), m, row, x);
+    case CodePath::kGather:
+      break;
+  }
+  return DotRow<CodePath::kGather>(DF(), m, row, x);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -134,12 +244,21 @@ HWY_AFTER_NAMESPACE();
 namespace proctor::quant {
 
 HWY_EXPORT(DecodeMlxRowSegmentImpl);
+HWY_EXPORT(DecodeMlxRowsSegmentImpl);
 HWY_EXPORT(DotMlxRowImpl);
 
 void DecodeMlxRowSegment(const MlxQuantizedMatrix& m, int64_t row, int64_t k0, int64_t len,
                          float* out) {
   internal::CheckMlxSegment(m, row, k0, len);
   HWY_DYNAMIC_DISPATCH(DecodeMlxRowSegmentImpl)(m, row, k0, len, out);
+}
+
+void DecodeMlxRowsSegment(const MlxQuantizedMatrix& m, int64_t s0, int64_t n, int64_t k0,
+                          int64_t len, float* out, int64_t stride) {
+  if (n <= 0) return;
+  internal::CheckMlxSegment(m, s0, k0, len);
+  internal::CheckMlxSegment(m, s0 + n - 1, k0, len);
+  HWY_DYNAMIC_DISPATCH(DecodeMlxRowsSegmentImpl)(m, s0, n, k0, len, out, stride);
 }
 
 float DotMlxRow(const MlxQuantizedMatrix& m, int64_t row, const float* x) {

@@ -364,6 +364,16 @@ TEST(MlxKernels, SimdMatchesReference) {
           ASSERT_EQ(std::memcmp(ref.data(), fast.data(), len * 4), 0)
               << MlxModeName(c.mode) << " bits " << c.bits << " group " << c.group << " "
               << Name(scale_type) << " row " << r << " k0 " << k0;
+          // Rows r.. at once into a strided tile (a KV cache's): each row the reference's.
+          const int64_t n = rows - r, stride = len + 5;
+          std::vector<float> tile(static_cast<size_t>(n * stride), -7.0f);
+          DecodeMlxRowsSegment(m, r, n, k0, len, tile.data(), stride);
+          for (int64_t j = 0; j < n; ++j) {
+            DecodeMlxRowSegmentRef(m, r + j, k0, len, ref.data());
+            ASSERT_EQ(std::memcmp(ref.data(), tile.data() + j * stride, len * 4), 0)
+                << MlxModeName(c.mode) << " bits " << c.bits << " rows from " << r << " + " << j;
+            ASSERT_EQ(tile[static_cast<size_t>(j * stride + len)], -7.0f);  // padding untouched
+          }
         }
         std::vector<float> full(cols);
         DecodeMlxRowSegmentRef(m, r, 0, cols, full.data());

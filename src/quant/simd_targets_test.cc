@@ -12,6 +12,7 @@
 #include "quant/ggml_blocks.h"
 #include "quant/mlx_quant.h"
 #include "quant/test_blocks.h"
+#include "quant/turbo_quant.h"
 
 namespace proctor::quant {
 namespace {
@@ -52,6 +53,9 @@ TEST_F(EveryTarget, KernelsMatchReferences) {
       DecodeMlxRowSegmentRef(q.View(), 1, 128, 256, ref.data());
       DecodeMlxRowSegment(q.View(), 1, 128, 256, fast.data());
       ASSERT_EQ(std::memcmp(ref.data(), fast.data(), ref.size() * 4), 0) << bits << " bits";
+      std::vector<float> tile(2 * 256);
+      DecodeMlxRowsSegment(q.View(), 0, 2, 128, 256, tile.data(), 256);
+      ASSERT_EQ(std::memcmp(ref.data(), tile.data() + 256, ref.size() * 4), 0) << bits << " bits";
     }
     for (MlxMode mode : {MlxMode::kMxfp4, MlxMode::kMxfp8, MlxMode::kNvfp4}) {
       const int bits = mode == MlxMode::kMxfp8 ? 8 : 4, group = mode == MlxMode::kNvfp4 ? 16 : 32;
@@ -60,6 +64,37 @@ TEST_F(EveryTarget, KernelsMatchReferences) {
       DecodeMlxRowSegmentRef(q.View(), 0, 0, 384, ref.data());
       DecodeMlxRowSegment(q.View(), 0, 0, 384, fast.data());
       ASSERT_EQ(std::memcmp(ref.data(), fast.data(), ref.size() * 4), 0) << MlxModeName(mode);
+    }
+    // TurboQuant rows, every key and value width: the SIMD tile decode is the scalar one's.
+    const auto x = testing::RandomWeights(3 * 128, 8);
+    for (const bool keys : {true, false}) {
+      for (int bits : keys ? std::vector<int>{2, 4, 5, 8} : std::vector<int>{2, 3, 4, 8}) {
+        std::vector<uint8_t> packed(static_cast<size_t>(3 * 128 * bits / 8));
+        std::vector<uint16_t> scales(3 * 4), offsets(3 * 4);
+        if (keys) {
+          EncodeTurboKeys(x.data(), 3 * 128, bits, packed.data(), scales.data(), offsets.data(),
+                          "keys");
+        } else {
+          EncodeTurboValues(x.data(), 3 * 128, 64, bits, packed.data(), scales.data(), "values");
+        }
+        const TurboRows rows{
+            .part = keys ? TurboPart::kKeys : TurboPart::kValues,
+            .bits = bits,
+            .head_dim = 64,
+            .packed = MatView{DType::kU8, 3, 128 * bits / 8, static_cast<size_t>(16 * bits),
+                              packed.data()},
+            .scales = MatView{DType::kF16, 3, 4, 8, reinterpret_cast<uint8_t*>(scales.data())},
+            .offsets =
+                keys ? MatView{DType::kF16, 3, 4, 8, reinterpret_cast<uint8_t*>(offsets.data())}
+                     : MatView{}};
+        std::vector<float> one(64), tile(3 * 64);
+        DecodeTurboRowsSegment(rows, 0, 3, 64, 64, tile.data(), 64);
+        for (int64_t r = 0; r < 3; ++r) {
+          DecodeTurboRowSegment(rows, r, 64, 64, one.data());
+          ASSERT_EQ(std::memcmp(one.data(), tile.data() + r * 64, 64 * 4), 0)
+              << (keys ? "keys " : "values ") << bits << " bits, row " << r;
+        }
+      }
     }
   }
   RecordProperty("targets", static_cast<int>(targets.size()));

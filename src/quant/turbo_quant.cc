@@ -257,6 +257,13 @@ void DecodeTurboRowSegment(const TurboRows& m, int64_t row, int64_t k0, int64_t 
   }
 }
 
+namespace internal {
+const float* TurboValueLevels(int bits) {
+  CheckTurboValueBits(bits, "TurboQuant values");
+  return Table(bits).centroids.data();
+}
+}  // namespace internal
+
 void RotateBackTurboValues(float* y, int head_dim) {
   FastWalshHadamard(y, head_dim);
   const float inverse_sqrt = InverseSqrt(head_dim);

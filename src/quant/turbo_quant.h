@@ -74,9 +74,20 @@ void EncodeTurboValues(const float* x, int64_t n, int head_dim, int bits, uint8_
 // Elements [k0, k0 + len) of row `row` (multiples of 32). Keys: x'. Values: the rotated-domain
 // scale * centroid; RotateBackTurboValues of a head's worth gives x'.
 void DecodeTurboRowSegment(const TurboRows& m, int64_t row, int64_t k0, int64_t len, float* out);
+// The same segment of rows s0 .. s0 + n - 1, row j at out + j * stride, with SIMD (Highway,
+// turbo_quant_simd.cc), bit-identical to DecodeTurboRowSegment; each row's segment is prefetched a
+// few rows ahead (a KV cache's tiles).
+void DecodeTurboRowsSegment(const TurboRows& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
+                            float* out, int64_t stride);
 // y of one head (head_dim elements) -> sign * FWHT(y) / sqrt(head_dim), in place.
 void RotateBackTurboValues(float* y, int head_dim);
 // Head `head` of row `row` fully decoded (values rotated back): x', into out[head_dim].
 void DecodeTurboHead(const TurboRows& m, int64_t row, int head, int head_dim, float* out);
+
+namespace internal {
+// The value levels of `bits` bits as f32 (the Lloyd-Max levels rounded once), what values decode
+// through: 2^bits of them.
+const float* TurboValueLevels(int bits);
+}  // namespace internal
 
 }  // namespace proctor::quant

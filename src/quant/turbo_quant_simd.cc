@@ -1,0 +1,148 @@
+// Highway decode of TurboQuant rows (turbo_quant.h), bit-identical to DecodeTurboRowSegment: per
+// group of 32, keys scale * code + offset and values scale * level[code], in f32 with the fp16
+// scale and offset widened exactly. Codes are read eight at a time (packed_codes-inl.h): 8-bit
+// codes as bytes, 2-, 3- and 4-bit codes shifted out of one small load; 5-bit keys go through the
+// scalar decoder.
+#include "quant/turbo_quant.h"
+
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant/turbo_quant_simd.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "quant/packed_codes-inl.h"
+// clang-format on
+
+#include <array>
+#include <cstring>
+#include <optional>
+
+#include "util/error.h"
+#include "util/half.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace proctor::quant {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// levels[code] for the codes of a load (at most 16 levels): where D8 has 8 lanes (AVX2, AVX-512)
+// two in-register permutes of the levels (vpermps) and a select, else a gather.
+class LevelLookup {
+ public:
+  LevelLookup(const float* levels, int bits) : levels_(levels) {
+    if constexpr (hn::MaxLanes(D8()) == 8) {
+      HWY_ALIGN float table[16] = {};
+      std::memcpy(table, levels, sizeof(float) << bits);
+      lo_ = hn::Load(D8(), table);
+      hi_ = hn::Load(D8(), table + 8);
+    }
+  }
+  HWY_INLINE hn::Vec<D8> operator()(hn::Vec<D8I> codes) const {
+    if constexpr (hn::MaxLanes(D8()) == 8) {
+      const D8 d;
+      const auto index = hn::IndicesFromVec(d, hn::And(codes, hn::Set(D8I(), 7)));
+      const auto high = hn::RebindMask(d, hn::Gt(codes, hn::Set(D8I(), 7)));
+      return hn::IfThenElse(high, hn::TableLookupLanes(hi_, index),
+                            hn::TableLookupLanes(lo_, index));
+    } else {
+      return hn::GatherIndex(D8(), levels_, codes);
+    }
+  }
+
+ private:
+  const float* levels_;
+  hn::Vec<D8> lo_, hi_;
+};
+
+template <bool kBytes>
+void DecodeRow(const TurboRows& m, int64_t row, int64_t k0, int64_t len, const float* levels,
+               const LevelLookup* lookup, float* out) {
+  const D8 d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const uint8_t* packed = m.packed.Row(row);
+  const auto row_bytes = static_cast<int64_t>(m.packed.cols);
+  const uint8_t* scales = m.scales.Row(row);
+  const uint8_t* offsets = levels == nullptr ? m.offsets.Row(row) : nullptr;
+  const int bits = m.bits;
+  for (int64_t g = k0 / kTurboGroup; g < (k0 + len) / kTurboGroup; ++g) {
+    uint16_t half;
+    std::memcpy(&half, scales + 2 * g, 2);
+    const auto scale = hn::Set(d, F16ToF32(half));
+    auto offset = hn::Zero(d);
+    if (offsets != nullptr) {
+      std::memcpy(&half, offsets + 2 * g, 2);
+      offset = hn::Set(d, F16ToF32(half));
+    }
+    for (int64_t e = g * kTurboGroup; e < (g + 1) * kTurboGroup; e += N) {
+      const auto codes =
+          kBytes ? LoadCodesWord(packed, e) : LoadCodesShift(packed, row_bytes, e, bits);
+      float* o = out + (e - k0);
+      if (levels == nullptr) {
+        hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), offset), d, o);
+      } else {
+        const auto value = kBytes ? hn::GatherIndex(d, levels, codes) : (*lookup)(codes);
+        hn::StoreU(hn::Mul(scale, value), d, o);
+      }
+    }
+  }
+}
+
+void DecodeTurboRowsSegmentImpl(const TurboRows& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
+                                const float* levels, float* out, int64_t stride) {
+  constexpr int64_t kAhead = 8;
+  // Per view (codes, scales, offsets): the segment's byte range in a row, prefetched eight rows
+  // ahead (a segment is a fraction of each row: the hardware prefetcher does not follow it).
+  struct Ahead {
+    const MatView* view;
+    int64_t begin, end;
+  };
+  std::array<Ahead, 3> views{};
+  size_t n_views = 0;
+  // Values of up to 4 bits: levels looked up in registers.
+  std::optional<LevelLookup> lookup;
+  if (levels != nullptr && m.bits <= 4) lookup.emplace(levels, m.bits);
+  for (const MatView* view : {&m.packed, &m.scales, &m.offsets}) {
+    if (view->rows == 0) continue;
+    const auto row_bytes = static_cast<int64_t>(BytesFor(view->type, view->cols));
+    views[n_views++] = {view, k0 * row_bytes / m.cols(), (k0 + len) * row_bytes / m.cols()};
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) {
+      for (size_t v = 0; v < n_views; ++v) {
+        const uint8_t* base = views[v].view->Row(s0 + j + kAhead);
+        for (int64_t b = views[v].begin; b < views[v].end; b += 64) __builtin_prefetch(base + b);
+      }
+    }
+    if (m.bits == 8) {
+      DecodeRow<true>(m, s0 + j, k0, len, levels, nullptr, out + j * stride);
+    } else if (m.bits <= 4) {
+      DecodeRow<false>(m, s0 + j, k0, len, levels, lookup.has_value() ? &*lookup : nullptr,
+                       out + j * stride);
+    } else {
+      DecodeTurboRowSegment(m, s0 + j, k0, len, out + j * stride);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace proctor::quant
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace proctor::quant {
+
+HWY_EXPORT(DecodeTurboRowsSegmentImpl);
+
+void DecodeTurboRowsSegment(const TurboRows& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
+                            float* out, int64_t stride) {
+  if (n <= 0) return;
+  CHECK_MSG(s0 >= 0 && s0 + n <= m.rows(), "rows [{}, {}) of {}", s0, s0 + n, m.rows());
+  CHECK_MSG(k0 % kTurboGroup == 0 && len % kTurboGroup == 0 && k0 >= 0 && k0 + len <= m.cols(),
+            "segment {}+{} of {}", k0, len, m.cols());
+  const float* levels = m.part == TurboPart::kValues ? internal::TurboValueLevels(m.bits) : nullptr;
+  HWY_DYNAMIC_DISPATCH(DecodeTurboRowsSegmentImpl)(m, s0, n, k0, len, levels, out, stride);
+}
+
+}  // namespace proctor::quant
+#endif  // HWY_ONCE
