@@ -584,12 +584,12 @@ TEST(EngineVerbs, BadInputIsAClearError) {
     TempDir tmp;
     std::ifstream in(next / "config.json");
     nlohmann::json config = nlohmann::json::parse(in);
-    config["model_type"] = "mixtral";
+    config["model_type"] = "dbrx";
     std::ofstream(tmp.path() / "config.json") << config.dump();
     fs::create_symlink(next / "model.safetensors", tmp.path() / "model.safetensors");
     r = Proctor(fmt::format("generate {} --prompt-ids 1", tmp.path().string()));
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.out.find("\"mixtral\" is not supported"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"dbrx\" is not supported"), std::string::npos) << r.out;
   }
 }
 

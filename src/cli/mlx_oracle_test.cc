@@ -164,6 +164,10 @@ fs::path WithOlderRopeSpelling(const fs::path& golden, const fs::path& out) {
     json rope = config["rope_parameters"];
     config["rope_theta"] = rope["rope_theta"];
     rope.erase("rope_theta");
+    if (rope.contains("partial_rotary_factor")) {  // mlx-lm's phi3 reads it at the top level
+      config["partial_rotary_factor"] = rope["partial_rotary_factor"];
+      rope.erase("partial_rotary_factor");
+    }
     if (rope.value("rope_type", "default") != "default") config["rope_scaling"] = rope;
     config.erase("rope_parameters");
   }
@@ -189,32 +193,44 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
                              {"gemma3-f32", "--bits 8 --group-size 64"},
                              {"gemma3-f32", "--mode mxfp4"}};
   TempDir tmp;
-  // mlx-lm 0.32.2's gemma2 always ties its head (the hf-goldens one is untied) and has no sliding
-  // window: transformers builds a tied Gemma 2 (soft-caps 50 / 30 by default) whose window (64)
-  // exceeds the 48-token prompt for the last case. Windows are checked against transformers
-  // (model/hf_oracle_test.cc).
-  const json gemma2_case = {{"name", "gemma2-tied"},
-                            {"model_type", "gemma2"},
-                            {"dtype", "float32"},
-                            {"seed", 81},
-                            {"prompt_len", 48},
-                            {"greedy_len", 1},
-                            {"config",
-                             {{"vocab_size", 512},
-                              {"hidden_size", 64},
-                              {"intermediate_size", 128},
-                              {"num_hidden_layers", 2},
-                              {"num_attention_heads", 4},
-                              {"num_key_value_heads", 2},
-                              {"head_dim", 16},
-                              {"sliding_window", 64},
-                              {"max_position_embeddings", 256}}}};
-  std::ofstream(tmp.path() / "gemma2.json") << json::array({gemma2_case}).dump();
+  // Models transformers builds at test time (tools/oracle/hf_model.py), for families the goldens
+  // lack or hold in a form mlx-lm does not run. mlx-lm 0.32.2's gemma2 always ties its head (the
+  // hf-goldens one is untied) and has no sliding window: transformers builds a tied Gemma 2
+  // (soft-caps 50 / 30 by default) whose window (64) exceeds the 48-token prompt. mlx-lm's phi3
+  // and mixtral have no sliding window either: theirs is off. Windows are checked against
+  // transformers (model/hf_oracle_test.cc).
+  const json small = {{"vocab_size", 512},        {"hidden_size", 64},
+                      {"intermediate_size", 128}, {"num_hidden_layers", 2},
+                      {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                      {"head_dim", 16},           {"max_position_embeddings", 256}};
+  const auto built_case = [&](const std::string& name, const std::string& model_type, int seed,
+                              const json& overrides) {
+    json config = small;
+    config.update(overrides);
+    return json{{"name", name},    {"model_type", model_type}, {"dtype", "float32"},
+                {"seed", seed},    {"prompt_len", 48},         {"greedy_len", 1},
+                {"config", config}};
+  };
+  const json built_cases = json::array(
+      {built_case("gemma2-tied", "gemma2", 81, {{"sliding_window", 64}}),
+       // Fused qkv_proj / gate_up_proj, partial rotary (Phi-4-mini's 0.75).
+       built_case("phi3", "phi3", 82,
+                  {{"sliding_window", nullptr},
+                   {"pad_token_id", nullptr},
+                   {"eos_token_id", 2},
+                   {"partial_rotary_factor", 0.75}}),
+       // Per-expert w1 / w3 / w2, which mlx-lm stacks into its switch_mlp on load.
+       built_case(
+           "mixtral", "mixtral", 83,
+           {{"sliding_window", nullptr}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}})});
+  std::ofstream(tmp.path() / "built.json") << built_cases.dump();
   const Result built =
       RunShell(fmt::format("{} {}/tools/oracle/hf_model.py {} {} 2>&1", python, PROCTOR_SOURCE_DIR,
-                           (tmp.path() / "gemma2.json").string(), tmp.path().string()));
+                           (tmp.path() / "built.json").string(), tmp.path().string()));
   ASSERT_EQ(built.status, 0) << built.out;
   cases.push_back({(tmp.path() / "gemma2-tied").string(), "--bits 4 --group-size 32"});
+  cases.push_back({(tmp.path() / "phi3").string(), "--bits 4 --group-size 32"});
+  cases.push_back({(tmp.path() / "mixtral").string(), "--recipe mixed_3_6"});
   json jobs = json::array();
   std::vector<fs::path> proctor_out;
   for (size_t i = 0; i < cases.size(); ++i) {

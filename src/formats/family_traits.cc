@@ -100,7 +100,8 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .gguf_rope_pairing = kHalves,
      .sliding_window = kNone,
      .tie_word_embeddings_default = false,
-     .hf_config_has_bias_keys = false},
+     .hf_config_has_bias_keys = false,
+     .partial_rotary = true},
     // Qwen3-Next: Qwen3.5's hybrid with the DeltaNet's input projections fused per key-head group
     // (in_proj_qkvz, in_proj_ba) and mixture-of-experts MLPs (routed experts + a gated shared
     // expert); no GGUF reader yet.
@@ -114,7 +115,8 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .gguf_rope_pairing = kHalves,
      .sliding_window = kNone,
      .tie_word_embeddings_default = false,
-     .hf_config_has_bias_keys = false},
+     .hf_config_has_bias_keys = false,
+     .partial_rotary = true},
     // Qwen3-MoE: Qwen3's block with mixture-of-experts MLPs (no shared expert); no GGUF reader yet.
     {.arch = ModelArch::kQwen3Moe,
      .block = BlockStyle::kLlama,
@@ -127,6 +129,37 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .sliding_window = kUseSlidingWindowFlag,
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false},
+    // Mixtral: Mistral's block with a mixture of experts in every layer (softmax router, top-k
+    // renormalised), kept under block_sparse_moe with experts' w1 / w3 / w2; no GGUF reader.
+    {.arch = ModelArch::kMixtral,
+     .block = BlockStyle::kLlama,
+     .hf_model_type = "mixtral",
+     .hf_architecture = "MixtralForCausalLM",
+     .gguf_architecture = "",
+     .attention_bias = kNever,
+     .qk_norm = false,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kEveryLayer,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false,
+     .tensors =
+         {.moe = "block_sparse_moe", .expert_gate = "w1", .expert_up = "w3", .expert_down = "w2"}},
+    // Phi-3 (and Phi-4-mini, which shares its model_type): Llama's block with q/k/v and the MLP's
+    // gate/up fused into one matrix each, a sliding window on every layer, partial rotary; no
+    // GGUF reader.
+    {.arch = ModelArch::kPhi3,
+     .block = BlockStyle::kLlama,
+     .hf_model_type = "phi3",
+     .hf_architecture = "Phi3ForCausalLM",
+     .gguf_architecture = "",
+     .attention_bias = kNever,
+     .qk_norm = false,
+     .gguf_rope_pairing = kHalves,
+     .sliding_window = kEveryLayer,
+     .tie_word_embeddings_default = false,
+     .hf_config_has_bias_keys = false,
+     .partial_rotary = true,
+     .tensors = {.fused_qkv = true, .fused_gate_up = true}},
 });
 
 // FamilyOf indexes the table by the enum value.

@@ -21,7 +21,9 @@ enum class ModelArch {
   kGemma3,
   kQwen35,
   kQwen3Next,
-  kQwen3Moe
+  kQwen3Moe,
+  kMixtral,
+  kPhi3
 };
 
 // The shape of a decoder layer, which picks the forward pass (model/*_forward.cc).
@@ -61,6 +63,21 @@ enum class SlidingWindowRule {
                           // "layer_types"; pattern 6 when absent)
 };
 
+// Where a family's checkpoint keeps the layer tensors not every family names alike (relative to
+// "model.layers.N."), and the projections it stores fused; the forward's loader reads these.
+struct LayerTensorNames {
+  // The mixture of experts: "<moe>.<router>" and "<moe>.experts.E.<expert_gate|up|down>".
+  std::string_view moe = "mlp";
+  std::string_view router = "gate";
+  std::string_view expert_gate = "gate_proj";
+  std::string_view expert_up = "up_proj";
+  std::string_view expert_down = "down_proj";
+  // Phi-3: self_attn.qkv_proj holds q, k, v rows in that order, mlp.gate_up_proj the gate rows
+  // then the up rows (transformers' chunk(2)).
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+};
+
 struct FamilyTraits {
   ModelArch arch;
   BlockStyle block;
@@ -74,6 +91,8 @@ struct FamilyTraits {
   bool tie_word_embeddings_default;  // when config.json omits "tie_word_embeddings"
   bool hf_config_has_bias_keys;      // the exported config.json spells out attention_bias and
                                      // mlp_bias (LlamaConfig's keys)
+  bool partial_rotary = false;       // "partial_rotary_factor" below 1 is read (else refused)
+  LayerTensorNames tensors = {};
 };
 
 // The table, one row per ModelArch value in enum order.

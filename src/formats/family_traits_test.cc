@@ -22,7 +22,7 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
       EXPECT_EQ(FindFamilyByGgufArchitecture(family.gguf_architecture), &family);
     }
   }
-  EXPECT_EQ(FindFamilyByHfModelType("phi3"), nullptr);
+  EXPECT_EQ(FindFamilyByHfModelType("falcon"), nullptr);
   // Gemma 3's multimodal "gemma3" config nests the text model: only gemma3_text is a family.
   EXPECT_EQ(FindFamilyByHfModelType("gemma3"), nullptr);
   EXPECT_EQ(FindFamilyByGgufArchitecture(""), nullptr);
@@ -34,7 +34,7 @@ TEST(FamilyTraits, EveryRowIsFoundUnderItsNames) {
 TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
   EXPECT_EQ(SupportedHfModelTypes(),
             "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
-            "qwen3_moe");
+            "qwen3_moe, mixtral, phi3");
   EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3");
 }
 
@@ -52,6 +52,8 @@ TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
           "linear_key_head_dim": 16, "linear_value_head_dim": 16,
           "linear_conv_kernel_dim": 4})"));
     }
+    if (family.arch == ModelArch::kMixtral) j["num_local_experts"] = 4;  // no default
+    if (family.arch == ModelArch::kMixtral) j["num_experts_per_tok"] = 2;
     const ModelConfig c = ParseHfConfig(j, "test");
     EXPECT_EQ(c.arch, family.arch);
     EXPECT_EQ(c.model_type, family.hf_model_type);
@@ -63,11 +65,11 @@ TEST(FamilyTraits, HfConfigTakesTheFlagsOfTheRow) {
 }
 
 TEST(FamilyTraits, UnknownModelTypeListsTheTablesNames) {
-  const json j = json::parse(R"({"model_type": "phi3"})");
+  const json j = json::parse(R"({"model_type": "falcon"})");
   EXPECT_ERROR_CONTAINS(
-      ParseHfConfig(j, "cfg.json"), "cfg.json", "\"phi3\" is not supported",
+      ParseHfConfig(j, "cfg.json"), "cfg.json", "\"falcon\" is not supported",
       "(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
-      "qwen3_moe)");
+      "qwen3_moe, mixtral, phi3)");
 }
 
 }  // namespace

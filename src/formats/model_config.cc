@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -325,27 +326,35 @@ void ParseGemmaBlock(const json& config, ModelArch arch, ModelConfig& out,
   }
 }
 
-// The mixture of experts of Qwen3-Next (with a shared expert; norm_topk_prob defaults to true)
-// and Qwen3-MoE (without; false): which layers use it (every decoder_sparse_step-th layer not in
-// mlp_only_layers, as transformers decides) and its sizes.
+// The mixture of experts of Qwen3-Next (with a shared expert; norm_topk_prob defaults to true),
+// Qwen3-MoE (without; false) and Mixtral (every layer; experts of intermediate_size, always
+// renormalised, as transformers' MixtralTopKRouter): which layers use it (every
+// decoder_sparse_step-th layer not in mlp_only_layers, as transformers decides) and its sizes.
 void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
   const bool shared_expert = out.arch == ModelArch::kQwen3Next;
+  const bool mixtral = out.arch == ModelArch::kMixtral;
   MoeConfig& moe = out.moe;
   // Released checkpoints write "num_experts"; transformers 5 saves Qwen3-MoE's as
-  // "num_local_experts" (its attribute_map).
-  moe.num_experts = GetInt(config, "num_experts", origin, 0);
+  // "num_local_experts" (its attribute_map); Mixtral's key is "num_local_experts".
+  moe.num_experts = mixtral ? 0 : GetInt(config, "num_experts", origin, 0);
   const int local_experts = GetInt(config, "num_local_experts", origin, 0);
   if (moe.num_experts != 0 && local_experts != 0 && moe.num_experts != local_experts) {
     ConfigFail(origin, fmt::format("\"num_experts\" = {} and \"num_local_experts\" = {} disagree",
                                    moe.num_experts, local_experts));
   }
   if (moe.num_experts == 0) moe.num_experts = local_experts;
+  if (mixtral && moe.num_experts <= 0) {
+    ConfigFail(origin, fmt::format("\"num_local_experts\" = {} (mixtral routes every layer's "
+                                   "tokens to its experts: at least 1)",
+                                   moe.num_experts));
+  }
   if (moe.num_experts == 0) return;  // every layer a dense MLP
   moe.experts_per_token = GetInt(config, "num_experts_per_tok", origin);
-  moe.expert_intermediate_size = GetInt(config, "moe_intermediate_size", origin);
+  moe.expert_intermediate_size =
+      mixtral ? out.intermediate_size : GetInt(config, "moe_intermediate_size", origin);
   moe.shared_expert_intermediate_size =
       shared_expert ? GetInt(config, "shared_expert_intermediate_size", origin) : 0;
-  moe.norm_topk_prob = GetBool(config, "norm_topk_prob", origin, shared_expert);
+  moe.norm_topk_prob = mixtral || GetBool(config, "norm_topk_prob", origin, shared_expert);
   if (moe.num_experts < 0 || moe.num_experts > (1 << 16)) {
     ConfigFail(origin, fmt::format("\"num_experts\" = {} is out of range", moe.num_experts));
   }
@@ -359,9 +368,13 @@ void ParseMoe(const json& config, ModelConfig& out, std::string_view origin) {
       ConfigFail(origin, fmt::format("\"{}\" = {} is out of range", name, value));
     }
   };
-  check_size("moe_intermediate_size", moe.expert_intermediate_size);
+  check_size(mixtral ? "intermediate_size" : "moe_intermediate_size", moe.expert_intermediate_size);
   if (shared_expert) {
     check_size("shared_expert_intermediate_size", moe.shared_expert_intermediate_size);
+  }
+  if (mixtral) {  // MixtralConfig has neither decoder_sparse_step nor mlp_only_layers
+    out.layer_uses_moe.assign(static_cast<size_t>(std::max(out.num_layers, 0)), true);
+    return;
   }
   const int step = GetInt(config, "decoder_sparse_step", origin, 1);
   if (step <= 0) {
@@ -536,9 +549,11 @@ ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view or
   out.rope_adjacent_pairs = false;  // HF checkpoints rotate halves
   ParseSlidingWindow(config_json, family->sliding_window, out, origin);
   if (family->block == BlockStyle::kHybrid) ParseHybridLayers(config_json, out, origin);
-  if (family->arch == ModelArch::kQwen3Moe) ParseMoe(config_json, out, origin);
+  if (family->arch == ModelArch::kQwen3Moe || family->arch == ModelArch::kMixtral) {
+    ParseMoe(config_json, out, origin);
+  }
   out.rotary_dim = static_cast<int>(out.head_dim * out.rope.partial_rotary_factor);
-  if (out.rope.partial_rotary_factor != 1.0 && family->block != BlockStyle::kHybrid) {
+  if (out.rope.partial_rotary_factor != 1.0 && !family->partial_rotary) {
     ConfigFail(origin, fmt::format("partial_rotary_factor {} is not supported for {}",
                                    out.rope.partial_rotary_factor, model_type));
   }

@@ -125,8 +125,8 @@ TEST(ParseHfConfig, Qwen2SlidingWindowFollowsMaxWindowLayers) {
 
 TEST(ParseHfConfig, RefusesUnknownArchitecturesAndOptions) {
   json j = LlamaBase();
-  j["model_type"] = "phi3";
-  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "phi3", "not supported");
+  j["model_type"] = "falcon";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "falcon", "not supported");
   j["model_type"] = "gemma3";  // the multimodal wrapper: its text model is gemma3_text
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "\"gemma3\"", "text_config", "gemma3_text");
   j = LlamaBase();
@@ -333,6 +333,51 @@ TEST(ParseHfConfig, Qwen3MoeExperts) {
   bad["num_experts"] = 4;
   EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "num_experts", "4", "num_local_experts",
                         "8");
+}
+
+// Mixtral: every layer a mixture of experts of intermediate_size, always renormalised; the
+// Qwen MoE keys it does not have are not read.
+TEST(ParseHfConfig, MixtralExperts) {
+  json j = LlamaBase();
+  j["model_type"] = "mixtral";
+  j.update(json::parse(R"({"num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": 16,
+      "norm_topk_prob": false, "decoder_sparse_step": 2, "moe_intermediate_size": 7})"));
+  const ModelConfig c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kMixtral);
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_EQ(c.moe.experts_per_token, 2);
+  EXPECT_EQ(c.moe.expert_intermediate_size, 128);
+  EXPECT_TRUE(c.moe.norm_topk_prob);
+  EXPECT_TRUE(c.IsMoeLayer(0));
+  EXPECT_TRUE(c.IsMoeLayer(1));
+  EXPECT_EQ(c.SlidingWindowForLayer(1), 16);
+  json bad = j;
+  bad["num_experts_per_tok"] = 9;
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "cfg.json", "\"num_experts_per_tok\" = 9",
+                        "num_experts = 8");
+  bad = j;
+  bad.erase("num_local_experts");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "\"num_local_experts\" = 0");
+}
+
+// Phi-3 and Phi-4-mini: partial rotary read (other Llama-block families refuse it), longrope
+// (Phi-3's 128k models) refused by name.
+TEST(ParseHfConfig, Phi3PartialRotaryAndRefusals) {
+  json j = LlamaBase();
+  j["model_type"] = "phi3";
+  j["rope_parameters"] = json::parse(R"({"rope_theta": 10000.0, "rope_type": "default",
+      "partial_rotary_factor": 0.75})");
+  const ModelConfig c = ParseHfConfig(j, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kPhi3);
+  EXPECT_EQ(c.rotary_dim, 12);
+  EXPECT_TRUE(FamilyOf(c.arch).tensors.fused_qkv);
+  j["model_type"] = "mistral";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "partial_rotary_factor 0.75",
+                        "not supported for mistral");
+  j["model_type"] = "phi3";
+  j["rope_parameters"] = json::parse(R"({"rope_theta": 10000.0, "rope_type": "longrope",
+      "short_factor": [1.0], "long_factor": [2.0], "original_max_position_embeddings": 64})");
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "longrope");
 }
 
 }  // namespace

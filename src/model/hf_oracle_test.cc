@@ -254,6 +254,38 @@ json CasesOf(const std::string& family) {
                          {"tie_word_embeddings", true}})),
     });
   }
+  if (family == "mixtral") {
+    // Mistral's block with a mixture of experts in every layer, experts of intermediate_size,
+    // top-k always renormalised.
+    const json moe = {{"num_local_experts", 4}, {"num_experts_per_tok", 2}};
+    return json::array({
+        Case("mixtral-f32", "mixtral", "float32", 121, Merge(moe, {{"sliding_window", nullptr}})),
+        // 8 experts top 3, a window shorter than the prompt, a tied head.
+        Case("mixtral-bf16-window-top3", "mixtral", "bfloat16", 122,
+             Merge(moe, {{"num_local_experts", 8},
+                         {"num_experts_per_tok", 3},
+                         {"sliding_window", 24},
+                         {"tie_word_embeddings", true}})),
+        Case("mixtral-f32-long", "mixtral", "float32", 123,
+             Merge(moe, {{"sliding_window", nullptr}, {"max_position_embeddings", 1024}}), 300, 8),
+    });
+  }
+  if (family == "phi3") {
+    // Fused qkv_proj and gate_up_proj; Phi-4-mini's partial rotary; a sliding window. Phi3Config's
+    // pad and eos ids (32000) are moved inside the small vocabulary.
+    const json phi3 = {{"pad_token_id", nullptr}, {"eos_token_id", 2}};
+    return json::array({
+        Case("phi3-f32", "phi3", "float32", 131, Merge(phi3, {{"sliding_window", nullptr}})),
+        Case("phi3-bf16-partial-rotary-window", "phi3", "bfloat16", 132,
+             Merge(phi3, Merge({{"sliding_window", 20}, {"tie_word_embeddings", true}},
+                               Rope({{"rope_type", "default"}, {"partial_rotary_factor", 0.75}})))),
+        Case("phi3-f32-mha-long", "phi3", "float32", 133,
+             Merge(phi3, {{"num_key_value_heads", 4},
+                          {"sliding_window", nullptr},
+                          {"max_position_embeddings", 1024}}),
+             300, 8),
+    });
+  }
   return json::array();
 }
 
@@ -312,7 +344,8 @@ TEST_P(HfLive, EngineMatchesTransformersOnEveryConfigOfTheFamily) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfLive,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3",
-                                           "qwen3_5", "qwen3_next", "qwen3_moe"));
+                                           "qwen3_5", "qwen3_next", "qwen3_moe", "mixtral",
+                                           "phi3"));
 
 }  // namespace
 }  // namespace proctor

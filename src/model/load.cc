@@ -150,6 +150,7 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::string p = fmt::format("model.layers.{}.", layer);
     const LayerNormNames norms = NormNamesOf(FamilyOf(c.arch).block);
+    const LayerTensorNames& names = FamilyOf(c.arch).tensors;
     for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
       if (!norm.empty()) expect(fmt::format("{}{}.weight", p, norm), {hidden});
     }
@@ -159,14 +160,22 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
       linear(prefix + "down_proj", hidden, size);
     };
     if (c.IsMoeLayer(layer)) {
-      linear(p + "mlp.gate", c.moe.num_experts, hidden);
+      const std::string m = fmt::format("{}{}.", p, names.moe);
+      linear(m + std::string(names.router), c.moe.num_experts, hidden);
       for (int e = 0; e < c.moe.num_experts; ++e) {
-        mlp(fmt::format("{}mlp.experts.{}.", p, e), c.moe.expert_intermediate_size);
+        const std::string expert = fmt::format("{}experts.{}.", m, e);
+        const int64_t size = c.moe.expert_intermediate_size;
+        linear(expert + std::string(names.expert_gate), size, hidden);
+        linear(expert + std::string(names.expert_up), size, hidden);
+        linear(expert + std::string(names.expert_down), hidden, size);
       }
       if (c.moe.shared_expert_intermediate_size > 0) {
         mlp(p + "mlp.shared_expert.", c.moe.shared_expert_intermediate_size);
         linear(p + "mlp.shared_expert_gate", 1, hidden);
       }
+    } else if (names.fused_gate_up) {
+      linear(p + "mlp.gate_up_proj", 2 * ff, hidden);
+      linear(p + "mlp.down_proj", hidden, ff);
     } else {
       mlp(p + "mlp.", ff);
     }
@@ -190,9 +199,14 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
       continue;
     }
     // With an output gate, q_proj also yields the gate: twice the rows.
-    linear(p + "self_attn.q_proj", c.attention_output_gate ? 2 * q_dim : q_dim, hidden);
-    linear(p + "self_attn.k_proj", kv_dim, hidden);
-    linear(p + "self_attn.v_proj", kv_dim, hidden);
+    const int64_t q_rows = c.attention_output_gate ? 2 * q_dim : q_dim;
+    if (names.fused_qkv) {
+      linear(p + "self_attn.qkv_proj", q_rows + 2 * kv_dim, hidden);
+    } else {
+      linear(p + "self_attn.q_proj", q_rows, hidden);
+      linear(p + "self_attn.k_proj", kv_dim, hidden);
+      linear(p + "self_attn.v_proj", kv_dim, hidden);
+    }
     linear(p + "self_attn.o_proj", hidden, q_dim);
     if (c.attention_bias) {
       expect(p + "self_attn.q_proj.bias", {q_dim});

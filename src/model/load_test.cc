@@ -1,6 +1,7 @@
 // Loading real fixtures: the hf-goldens cases (safetensors + config.json) and stories260K.gguf.
 #include "model/load.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -153,8 +154,46 @@ TEST(LoadModel, MixtureOfExpertsConfigThatDisagreesWithTheWeightsIsAClearError) 
                         "[5, 64]");
   EXPECT_ERROR_CONTAINS(load_with({{"moe_intermediate_size", 16}}),
                         "model.layers.0.mlp.experts.0.gate_proj", "16");
-  EXPECT_ERROR_CONTAINS(load_with({{"model_type", "mixtral"}}), "mixtral", "not supported");
+  EXPECT_ERROR_CONTAINS(load_with({{"model_type", "dbrx"}}), "dbrx", "not supported");
   EXPECT_EQ(load_with(nlohmann::json::object()).config.moe.num_experts, 4);
+}
+
+// Families that name their tensors their own way, over a Llama checkpoint: the tensor each looks
+// for is named, and a fused matrix of the wrong height names itself and both shapes.
+TEST(LoadModel, FamilyTensorsAreNamedWhenMissingOrMisshapen) {
+  const fs::path golden = GoldenDir("llama-f32");
+  SKIP_IF_MISSING(golden);
+  const LoadedModel llama = LoadModel(golden.string());
+  ModelConfig mixtral = llama.config;
+  mixtral.arch = ModelArch::kMixtral;
+  mixtral.moe = {.num_experts = 4, .experts_per_token = 2, .expert_intermediate_size = 128};
+  mixtral.layer_uses_moe.assign(2, true);
+  EXPECT_ERROR_CONTAINS(ValidateWeights(mixtral, llama.weights),
+                        "model.layers.0.block_sparse_moe.gate.weight");
+
+  ModelConfig phi3 = llama.config;
+  phi3.arch = ModelArch::kPhi3;
+  EXPECT_ERROR_CONTAINS(ValidateWeights(phi3, llama.weights),
+                        "model.layers.0.mlp.gate_up_proj.weight");
+  WeightStore fused;
+  fused.set_origin("fused-model");
+  for (const std::string& name : llama.weights.Names()) fused.AddView(llama.weights.Get(name));
+  // Views of another tensor's rows with the fused names: q_proj's [64, 64] as qkv_proj (which
+  // needs 64 + 2 x 32 rows), the embedding's first 256 rows as gate_up_proj (2 x 128: right).
+  const TensorInfo& embed = llama.weights.Get("model.embed_tokens.weight");
+  for (int layer = 0; layer < phi3.num_layers; ++layer) {
+    const std::string p = fmt::format("model.layers.{}.", layer);
+    TensorInfo qkv = llama.weights.Get(p + "self_attn.q_proj.weight");
+    qkv.name = p + "self_attn.qkv_proj.weight";
+    fused.AddView(qkv);
+    TensorInfo gate_up = embed;
+    gate_up.name = p + "mlp.gate_up_proj.weight";
+    gate_up.shape = {256, 64};
+    gate_up.bytes = 256 * 64 * 4;
+    fused.AddView(gate_up);
+  }
+  EXPECT_ERROR_CONTAINS(ValidateWeights(phi3, fused), "fused-model",
+                        "model.layers.0.self_attn.qkv_proj.weight", "[64, 64]", "[128, 64]");
 }
 
 // The Gemma goldens' config.json as the engine reads it (values from the fixtures' SOURCES.md).

@@ -65,7 +65,9 @@ int RecipeBits(const QuantRecipe& recipe, std::string_view path, int num_layers)
   const bool is_v =
       Contains(path, "v_proj") || Contains(path, "v_a_proj") || Contains(path, "v_b_proj");
   if (is_v && use_more_bits) return recipe.high_bits;
-  if (Contains(path, "down_proj") && use_more_bits) return recipe.high_bits;
+  // Mixtral's experts keep their down projection as w2 (mlx-lm's switch_mlp.down_proj).
+  const bool is_down = Contains(path, "down_proj") || path.ends_with(".w2");
+  if (is_down && use_more_bits) return recipe.high_bits;
   if (Contains(path, "lm_head")) return recipe.high_bits;
   return recipe.low_bits;
 }
@@ -74,8 +76,8 @@ bool IsQuantizableModule(std::string_view path) {
   if (path == "lm_head" || path == "model.embed_tokens") return true;
   const size_t dot = path.rfind('.');
   const std::string_view last = dot == std::string_view::npos ? path : path.substr(dot + 1);
-  for (std::string_view name :
-       {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+  for (std::string_view name : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                "down_proj", "qkv_proj", "gate_up_proj", "w1", "w2", "w3"}) {
     if (last == name) return path.starts_with("model.layers.");
   }
   return false;

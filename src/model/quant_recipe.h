@@ -37,8 +37,9 @@ int RecipeBits(const QuantRecipe& recipe, std::string_view module_path, int num_
 int LayerIndexOf(std::string_view module_path);
 
 // True for the Linear / Embedding modules `proctor quantize` quantizes: q/k/v/o_proj,
-// gate/up/down_proj, lm_head and model.embed_tokens (mlx-lm quantizes every module that has
-// `to_quantized`, which in these architectures is exactly this set).
+// gate/up/down_proj, Phi-3's fused qkv_proj and gate_up_proj, Mixtral's experts' w1/w2/w3,
+// lm_head and model.embed_tokens (mlx-lm quantizes every module that has `to_quantized`; a
+// mixture of experts' router stays full precision here).
 bool IsQuantizableModule(std::string_view module_path);
 
 // Glob match of --skip patterns: '*' matches any run of characters (dots included), '?' one

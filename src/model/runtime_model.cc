@@ -107,6 +107,7 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     lm_head_ = linear("lm_head", vocab, hidden);
   }
   const LayerNormNames norms = NormNamesOf(block);
+  const LayerTensorNames& names = FamilyOf(config.arch).tensors;
   // q_proj also yields the attention output gate: per head, D query rows then D gate rows.
   const int64_t q_rows = config.attention_output_gate ? 2 * q_dim : q_dim;
   for (int i = 0; i < config.num_layers; ++i) {
@@ -126,15 +127,25 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
                           linear(prefix + "up_proj", size, hidden),
                           linear(prefix + "down_proj", hidden, size)};
       };
-      l.router = linear(p + "mlp.gate", moe.num_experts, hidden);
+      const std::string m = fmt::format("{}{}.", p, names.moe);
+      l.router = linear(m + std::string(names.router), moe.num_experts, hidden);
       for (int e = 0; e < moe.num_experts; ++e) {
+        const std::string expert = fmt::format("{}experts.{}.", m, e);
+        const int64_t size = moe.expert_intermediate_size;
         l.experts.push_back(
-            mlp(fmt::format("{}mlp.experts.{}.", p, e), moe.expert_intermediate_size));
+            MlpWeights{linear(expert + std::string(names.expert_gate), size, hidden),
+                       linear(expert + std::string(names.expert_up), size, hidden),
+                       linear(expert + std::string(names.expert_down), hidden, size)});
       }
       if (moe.shared_expert_intermediate_size > 0) {
         l.shared_expert = mlp(p + "mlp.shared_expert.", moe.shared_expert_intermediate_size);
         l.shared_expert_gate = linear(p + "mlp.shared_expert_gate", 1, hidden);
       }
+    } else if (names.fused_gate_up) {  // gate rows, then up rows
+      const ops::LinearWeight gate_up = linear(p + "mlp.gate_up_proj", 2 * ff, hidden);
+      l.gate = gate_up.RowRange(0, ff);
+      l.up = gate_up.RowRange(ff, 2 * ff);
+      l.down = linear(p + "mlp.down_proj", hidden, ff);
     } else {
       l.gate = linear(p + "mlp.gate_proj", ff, hidden);
       l.up = linear(p + "mlp.up_proj", ff, hidden);
@@ -186,9 +197,16 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
       layers_.push_back(l);
       continue;
     }
-    l.q = linear(p + "self_attn.q_proj", q_rows, hidden);
-    l.k = linear(p + "self_attn.k_proj", kv_dim, hidden);
-    l.v = linear(p + "self_attn.v_proj", kv_dim, hidden);
+    if (names.fused_qkv) {  // q rows, k rows, v rows
+      const ops::LinearWeight qkv = linear(p + "self_attn.qkv_proj", q_rows + 2 * kv_dim, hidden);
+      l.q = qkv.RowRange(0, q_rows);
+      l.k = qkv.RowRange(q_rows, q_rows + kv_dim);
+      l.v = qkv.RowRange(q_rows + kv_dim, q_rows + 2 * kv_dim);
+    } else {
+      l.q = linear(p + "self_attn.q_proj", q_rows, hidden);
+      l.k = linear(p + "self_attn.k_proj", kv_dim, hidden);
+      l.v = linear(p + "self_attn.v_proj", kv_dim, hidden);
+    }
     l.o = linear(p + "self_attn.o_proj", hidden, q_dim);
     l.q_bias = optional(p + "self_attn.q_proj.bias");
     l.k_bias = optional(p + "self_attn.k_proj.bias");

@@ -14,6 +14,15 @@ size_t ViewBytes(const MatView& v) {
 
 }  // namespace
 
+LinearWeight LinearWeight::RowRange(int64_t begin, int64_t end) const {
+  if (!is_mlx_) return dense_.RowRange(begin, end);
+  quant::MlxQuantizedMatrix rows = mlx_;
+  rows.packed = mlx_.packed.RowRange(begin, end);
+  rows.scales = mlx_.scales.RowRange(begin, end);
+  if (mlx_.biases.rows != 0) rows.biases = mlx_.biases.RowRange(begin, end);
+  return rows;
+}
+
 size_t LinearWeight::StoredBytes() const {
   if (!is_mlx_) return ViewBytes(dense_);
   return ViewBytes(mlx_.packed) + ViewBytes(mlx_.scales) + ViewBytes(mlx_.biases);

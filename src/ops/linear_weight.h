@@ -37,6 +37,9 @@ class LinearWeight {
     return mlx_;
   }
 
+  // Output rows [begin, end): a view of the same storage (a fused projection's parts).
+  LinearWeight RowRange(int64_t begin, int64_t end) const;
+
   // Bytes the weight occupies (packed codes + scales + biases for MLX).
   size_t StoredBytes() const;
   // "f32", "bf16", "q4_K", ... or "affine 4-bit g64", "mxfp4", "nvfp4" (MLX).
