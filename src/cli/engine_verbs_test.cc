@@ -205,6 +205,25 @@ TEST(BenchVerb, SyntheticModelPrintsJson) {
   EXPECT_GT(json["peak_rss_bytes"].get<double>(), 0.0);
 }
 
+// A mixture of experts reads only the routed experts: tiny-moe's 2 layers of 8 f32 experts of
+// 3 x 64 x 128 floats, 2 per token, by hand.
+TEST(BenchVerb, MixtureOfExpertsReadsOnlyTheRoutedExperts) {
+  const Result r =
+      Proctor("-t 1 bench --synthetic tiny-moe --dtype f32 --prompt-tokens 20 --decode-tokens 5");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto moe = nlohmann::json::parse(r.out).at("moe");
+  const int64_t expert = 3 * 64 * 128 * 4;
+  EXPECT_EQ(moe["experts"], 8);
+  EXPECT_EQ(moe["experts_per_token"], 2);
+  EXPECT_EQ(moe["expert_bytes"], 2 * 8 * expert);
+  EXPECT_EQ(moe["expert_bytes_per_token"], 2 * 2 * expert);
+  EXPECT_EQ(moe["expert_bytes_read_per_decoded_token"].get<double>(), 2 * 2 * expert);
+  EXPECT_FALSE(nlohmann::json::parse(Proctor("-t 1 bench --synthetic tiny --prompt-tokens 4 "
+                                             "--decode-tokens 1")
+                                         .out)
+                   .contains("moe"));
+}
+
 // The quantized cache's bytes are the storage formula: positions x layers x (codes + f32 scale
 // and bias per group) for keys and values, computed here by hand for tiny (4 layers, 2 KV heads
 // of 32: kv_dim 64) at 4 bits, group 32: 64 * 4 / 8 = 32 bytes of codes, 2 groups x 8 bytes.

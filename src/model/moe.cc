@@ -52,6 +52,25 @@ Route RouteToken(const float* logits, int n_experts, int top_k, bool renormalise
 
 }  // namespace
 
+uint64_t RuntimeModel::MlpBytes(const MlpWeights& mlp) {
+  return mlp.gate.StoredBytes() + mlp.up.StoredBytes() + mlp.down.StoredBytes();
+}
+
+RuntimeModel::ExpertBytes RuntimeModel::ExpertWeightBytes() const {
+  ExpertBytes bytes;
+  for (const LayerWeights& w : layers_) {
+    if (w.experts.empty()) continue;
+    for (const MlpWeights& expert : w.experts) bytes.all += MlpBytes(expert);
+    // Every expert of a layer has the same shapes and type: k of them per token.
+    bytes.per_token += MlpBytes(w.experts.front()) * config_.moe.experts_per_token;
+    if (!w.shared_expert_gate.empty()) {
+      bytes.all += MlpBytes(w.shared_expert);
+      bytes.per_token += MlpBytes(w.shared_expert);
+    }
+  }
+  return bytes;
+}
+
 MutMatF32 RuntimeModel::MixtureOfExperts(int layer, const MatView& normed) const {
   const LayerWeights& w = layers_[static_cast<size_t>(layer)];
   const MoeConfig& moe = config_.moe;
@@ -85,7 +104,9 @@ MutMatF32 RuntimeModel::MixtureOfExperts(int layer, const MatView& normed) const
       const float* row = normed.RowAs<float>(assigned[i].token);
       std::copy(row, row + hidden, input.Row(i));
     }
-    const MutMatF32 expert_out = GatedMlp(w.experts[static_cast<size_t>(e)], input.View());
+    const MlpWeights& expert = w.experts[static_cast<size_t>(e)];
+    expert_bytes_read_.fetch_add(MlpBytes(expert), std::memory_order_relaxed);
+    const MutMatF32 expert_out = GatedMlp(expert, input.View());
     for (int64_t i = 0; i < n; ++i) {
       float* row = out.Row(assigned[i].token);
       for (int64_t j = 0; j < hidden; ++j) row[j] += expert_out.Row(i)[j] * assigned[i].weight;
@@ -96,6 +117,7 @@ MutMatF32 RuntimeModel::MixtureOfExperts(int layer, const MatView& normed) const
   if (w.shared_expert_gate.empty()) return out;
   const MutMatF32 gate = Scratch(kRouterLogits, t_count, 1);
   ops::MatMul(normed, w.shared_expert_gate, gate, mode, pool_);
+  expert_bytes_read_.fetch_add(MlpBytes(w.shared_expert), std::memory_order_relaxed);
   const MutMatF32 shared = GatedMlp(w.shared_expert, normed);
   for (int64_t t = 0; t < t_count; ++t) {
     const float scale = 1.0f / (1.0f + std::exp(-gate.Row(t)[0]));

@@ -15,6 +15,7 @@
 // sequence gives the same result up to f32 summation order in attention (tested to 1e-5).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -90,6 +91,17 @@ class RuntimeModel {
   // on this CPU (ops::MatMulKernelName), e.g. {"q4_0": "gguf-matvec-avx2", "q6_K": ...}.
   std::map<std::string, std::string> MatMulKernels(int64_t rows) const;
 
+  // A mixture-of-experts model's expert weights: all of them, and what a token's routing reads
+  // (experts_per_token routed experts plus the shared expert, summed over the MoE layers).
+  struct ExpertBytes {
+    uint64_t all = 0;
+    uint64_t per_token = 0;
+  };
+  ExpertBytes ExpertWeightBytes() const;
+  // Expert weight bytes the forward passes so far have read (each routed expert's matrices once
+  // per call that routes a token to it, the shared expert's once per call), for `bench`.
+  uint64_t ExpertBytesRead() const { return expert_bytes_read_.load(std::memory_order_relaxed); }
+
  private:
   // A SwiGLU MLP's projections: down(silu(gate(x)) * up(x)).
   struct MlpWeights {
@@ -142,6 +154,7 @@ class RuntimeModel {
   // The mixture of experts (moe.cc): the routed experts' outputs, weighted, plus the gated shared
   // expert's, for the normed input [T, hidden].
   MutMatF32 MixtureOfExperts(int layer, const MatView& normed) const;
+  static uint64_t MlpBytes(const MlpWeights& mlp);
   // Views of rows regrouped from a fused projection (Qwen3-Next's in_proj_qkvz / in_proj_ba):
   // the rows [begin, end) of `fused`, range after range, copied into storage the model owns.
   MatView RegroupedRows(const MatView& fused,
@@ -161,6 +174,7 @@ class RuntimeModel {
   ops::LinearWeight embed_tokens_, lm_head_;  // dense or MLX-quantized (model/mlx_weights.h)
   std::vector<LayerWeights> layers_;
   std::deque<std::vector<uint8_t>> regrouped_;  // RegroupedRows' storage (elements never move)
+  mutable std::atomic<uint64_t> expert_bytes_read_{0};
 };
 
 }  // namespace proctor

@@ -127,7 +127,8 @@ Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t col
 }  // namespace
 
 std::vector<std::string> SyntheticModelNames() {
-  return {"qwen3-0.6b", "llama-3.2-1b", "tinyllama-1.1b", "qwen2.5-0.5b", "gemma-3-1b", "tiny"};
+  return {"qwen3-0.6b", "llama-3.2-1b",   "tinyllama-1.1b", "qwen2.5-0.5b",
+          "gemma-3-1b", "mixtral-8x2-1b", "tiny",           "tiny-moe"};
 }
 
 ModelConfig SyntheticConfig(std::string_view name) {
@@ -181,12 +182,33 @@ ModelConfig SyntheticConfig(std::string_view name) {
       c.layer_uses_sliding_window.push_back((layer + 1) % 6 != 0);
     }
     c.bos_token_id = 2, c.eos_token_ids = {1, 106};
+  } else if (name == "mixtral-8x2-1b") {
+    // A small mixture of experts with Mixtral's block (no released model has this shape): 16
+    // layers of 8 experts (SwiGLU, 2816 wide), 2 routed per token, TinyLlama's attention widths
+    // halved; 1.2B parameters, 0.38B of them read per token.
+    c = FamilyConfig(ModelArch::kMixtral);
+    c.rms_norm_eps = 1e-5f;
+    c.hidden_size = 1024, c.num_layers = 16, c.num_heads = 16, c.num_kv_heads = 4;
+    c.head_dim = 64, c.intermediate_size = 2816, c.vocab_size = 32000;
+    c.max_position_embeddings = 32768;
+    c.rope.theta = 1000000.0;
+    c.moe = {.num_experts = 8, .experts_per_token = 2, .expert_intermediate_size = 2816};
+    c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
+    c.bos_token_id = 1, c.eos_token_ids = {2};
   } else if (name == "tiny") {
     c = FamilyConfig(ModelArch::kQwen3);
     c.rms_norm_eps = 1e-5f;
     c.hidden_size = 64, c.num_layers = 4, c.num_heads = 4, c.num_kv_heads = 2;
     c.head_dim = 32, c.intermediate_size = 128, c.vocab_size = 512;
     c.max_position_embeddings = 4096;
+  } else if (name == "tiny-moe") {  // tiny's sizes with Mixtral's 8 experts, 2 per token
+    c = FamilyConfig(ModelArch::kMixtral);
+    c.rms_norm_eps = 1e-5f;
+    c.hidden_size = 64, c.num_layers = 2, c.num_heads = 4, c.num_kv_heads = 2;
+    c.head_dim = 16, c.intermediate_size = 128, c.vocab_size = 512;
+    c.max_position_embeddings = 4096;
+    c.moe = {.num_experts = 8, .experts_per_token = 2, .expert_intermediate_size = 128};
+    c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
   } else {
     Fail("model", "unknown synthetic model '{}' (known: {})", name,
          fmt::join(SyntheticModelNames(), ", "));
@@ -247,9 +269,26 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
       vector(p + "self_attn.q_norm.weight", d, gain, 0.1f);
       vector(p + "self_attn.k_norm.weight", d, gain, 0.1f);
     }
-    matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
-    matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
-    matrix(p + "mlp.down_proj.weight", h, config.intermediate_size, amp(config.intermediate_size));
+    if (!config.IsMoeLayer(i)) {
+      matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
+      matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
+      matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
+             amp(config.intermediate_size));
+      continue;
+    }
+    // A mixture of experts under the family's names (the router full precision).
+    const LayerTensorNames& names = FamilyOf(config.arch).tensors;
+    const int64_t ff = config.moe.expert_intermediate_size;
+    const std::string moe = fmt::format("{}{}.", p, names.moe);
+    const std::string router = moe + std::string(names.router) + ".weight";
+    m.weights.AddOwned(
+        router, RandomTensor(router, DType::kF32, config.moe.num_experts, h, 0.0f, amp(h), seed));
+    for (int e = 0; e < config.moe.num_experts; ++e) {
+      const std::string expert = fmt::format("{}experts.{}.", moe, e);
+      matrix(expert + std::string(names.expert_gate) + ".weight", ff, h, amp(h));
+      matrix(expert + std::string(names.expert_up) + ".weight", ff, h, amp(h));
+      matrix(expert + std::string(names.expert_down) + ".weight", h, ff, amp(ff));
+    }
   }
   return m;
 }

@@ -81,6 +81,7 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
     const Tensor hidden = PrefillLastHidden(*model, prompt, options.chunk_size, cache);
     logits = model->LogitsFromHidden(hidden.View());
   }
+  const uint64_t expert_bytes_before_decode = model->ExpertBytesRead();
   {
     ScopedSeconds decode(&decode_seconds);
     for (int i = 0; i < options.decode_tokens; ++i) {
@@ -107,6 +108,19 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   while (attention_layer + 1 < cache.num_layers() &&
          cache.layer(attention_layer).kind() == LayerCacheKind::kRecurrent) {
     ++attention_layer;
+  }
+  if (config.moe.num_experts > 0) {  // what routing reads of the experts, against all of them
+    const RuntimeModel::ExpertBytes experts = model->ExpertWeightBytes();
+    nlohmann::json moe = {{"experts", config.moe.num_experts},
+                          {"experts_per_token", config.moe.experts_per_token},
+                          {"expert_bytes", experts.all},
+                          {"expert_bytes_per_token", experts.per_token}};
+    if (options.decode_tokens > 0) {
+      moe["expert_bytes_read_per_decoded_token"] =
+          static_cast<double>(model->ExpertBytesRead() - expert_bytes_before_decode) /
+          options.decode_tokens;
+    }
+    report["moe"] = moe;
   }
   report["kv_cache_bytes"] = cache.MemoryBytes();  // allocated: reserved positions x layers
   report["compute"] = std::string(ComputeModeName(options.runtime.compute));
