@@ -5,10 +5,10 @@
 // row fall back to scalar unpacking).
 // Values are then formed with the reference's f32 operations, so the decode is bit-identical to
 // DecodeMlxRowSegmentRef; E2M1 / E4M3 codes go through 16- / 256-entry tables.
-#include <array>
 #include <cstring>
 
 #include "quant/mlx_quant.h"
+#include "quant/segment_prefetch.h"
 
 // Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
 // clang-format off
@@ -188,26 +188,9 @@ void DecodeMlxRowSegmentImpl(const MlxQuantizedMatrix& m, int64_t row, int64_t k
 template <CodePath kPath, class D>
 void DecodeRows(D d, const MlxQuantizedMatrix& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
                 float* out, int64_t stride) {
-  constexpr int64_t kAhead = 8;
-  // Per view of the codes (packed codes, scales, biases): the segment's byte range in a row.
-  struct Ahead {
-    const MatView* view;
-    int64_t begin, end;
-  };
-  std::array<Ahead, 3> views{};
-  size_t n_views = 0;
-  for (const MatView* view : {&m.packed, &m.scales, &m.biases}) {
-    if (view->rows == 0) continue;
-    const auto row_bytes = static_cast<int64_t>(BytesFor(view->type, view->cols));
-    views[n_views++] = {view, k0 * row_bytes / m.cols(), (k0 + len) * row_bytes / m.cols()};
-  }
+  const SegmentPrefetcher prefetch(m.packed, m.scales, m.biases, m.cols(), k0, len);
   for (int64_t j = 0; j < n; ++j) {
-    if (j + kAhead < n) {
-      for (size_t v = 0; v < n_views; ++v) {
-        const uint8_t* base = views[v].view->Row(s0 + j + kAhead);
-        for (int64_t b = views[v].begin; b < views[v].end; b += 64) __builtin_prefetch(base + b);
-      }
-    }
+    prefetch.Ahead(s0, j, n);
     DecodeSegment<kPath>(d, m, s0 + j, k0, len, out + j * stride);
   }
 }

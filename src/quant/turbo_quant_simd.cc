@@ -5,6 +5,8 @@
 // scalar decoder.
 #include "quant/turbo_quant.h"
 
+#include "quant/segment_prefetch.h"
+
 // Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
 // clang-format off
 #undef HWY_TARGET_INCLUDE
@@ -14,7 +16,6 @@
 #include "quant/packed_codes-inl.h"
 // clang-format on
 
-#include <array>
 #include <cstring>
 #include <optional>
 
@@ -90,30 +91,12 @@ void DecodeRow(const TurboRows& m, int64_t row, int64_t k0, int64_t len, const f
 
 void DecodeTurboRowsSegmentImpl(const TurboRows& m, int64_t s0, int64_t n, int64_t k0, int64_t len,
                                 const float* levels, float* out, int64_t stride) {
-  constexpr int64_t kAhead = 8;
-  // Per view (codes, scales, offsets): the segment's byte range in a row, prefetched eight rows
-  // ahead (a segment is a fraction of each row: the hardware prefetcher does not follow it).
-  struct Ahead {
-    const MatView* view;
-    int64_t begin, end;
-  };
-  std::array<Ahead, 3> views{};
-  size_t n_views = 0;
   // Values of up to 4 bits: levels looked up in registers.
   std::optional<LevelLookup> lookup;
   if (levels != nullptr && m.bits <= 4) lookup.emplace(levels, m.bits);
-  for (const MatView* view : {&m.packed, &m.scales, &m.offsets}) {
-    if (view->rows == 0) continue;
-    const auto row_bytes = static_cast<int64_t>(BytesFor(view->type, view->cols));
-    views[n_views++] = {view, k0 * row_bytes / m.cols(), (k0 + len) * row_bytes / m.cols()};
-  }
+  const SegmentPrefetcher prefetch(m.packed, m.scales, m.offsets, m.cols(), k0, len);
   for (int64_t j = 0; j < n; ++j) {
-    if (j + kAhead < n) {
-      for (size_t v = 0; v < n_views; ++v) {
-        const uint8_t* base = views[v].view->Row(s0 + j + kAhead);
-        for (int64_t b = views[v].begin; b < views[v].end; b += 64) __builtin_prefetch(base + b);
-      }
-    }
+    prefetch.Ahead(s0, j, n);
     if (m.bits == 8) {
       DecodeRow<true>(m, s0 + j, k0, len, levels, nullptr, out + j * stride);
     } else if (m.bits <= 4) {
