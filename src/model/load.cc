@@ -154,20 +154,19 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
     for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
       if (!norm.empty()) expect(fmt::format("{}{}.weight", p, norm), {hidden});
     }
-    const auto mlp = [&](const std::string& prefix, int64_t size) {
-      linear(prefix + "gate_proj", size, hidden);
-      linear(prefix + "up_proj", size, hidden);
-      linear(prefix + "down_proj", hidden, size);
+    // A gated MLP at `prefix`: gate_proj / up_proj / down_proj (the defaults), or a routed
+    // expert's matrices under the family's names.
+    const auto mlp = [&](const std::string& prefix, int64_t size,
+                         const LayerTensorNames& named = {}) {
+      linear(prefix + std::string(named.expert_gate), size, hidden);
+      linear(prefix + std::string(named.expert_up), size, hidden);
+      linear(prefix + std::string(named.expert_down), hidden, size);
     };
     if (c.IsMoeLayer(layer)) {
       const std::string m = fmt::format("{}{}.", p, names.moe);
       linear(m + std::string(names.router), c.moe.num_experts, hidden);
       for (int e = 0; e < c.moe.num_experts; ++e) {
-        const std::string expert = fmt::format("{}experts.{}.", m, e);
-        const int64_t size = c.moe.expert_intermediate_size;
-        linear(expert + std::string(names.expert_gate), size, hidden);
-        linear(expert + std::string(names.expert_up), size, hidden);
-        linear(expert + std::string(names.expert_down), hidden, size);
+        mlp(fmt::format("{}experts.{}.", m, e), c.moe.expert_intermediate_size, names);
       }
       if (c.moe.shared_expert_intermediate_size > 0) {
         mlp(p + "mlp.shared_expert.", c.moe.shared_expert_intermediate_size);

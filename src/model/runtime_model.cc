@@ -122,20 +122,19 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     l.mlp_out_norm = norm(norms.mlp_out);
     if (config.IsMoeLayer(i)) {
       const MoeConfig& moe = config.moe;
-      const auto mlp = [&](const std::string& prefix, int64_t size) {
-        return MlpWeights{linear(prefix + "gate_proj", size, hidden),
-                          linear(prefix + "up_proj", size, hidden),
-                          linear(prefix + "down_proj", hidden, size)};
+      // A gated MLP at `prefix`, its matrices named as the shared expert's (the defaults) or the
+      // routed experts' (the family's names).
+      const auto mlp = [&](const std::string& prefix, int64_t size,
+                           const LayerTensorNames& named = {}) {
+        return MlpWeights{linear(prefix + std::string(named.expert_gate), size, hidden),
+                          linear(prefix + std::string(named.expert_up), size, hidden),
+                          linear(prefix + std::string(named.expert_down), hidden, size)};
       };
       const std::string m = fmt::format("{}{}.", p, names.moe);
       l.router = linear(m + std::string(names.router), moe.num_experts, hidden);
       for (int e = 0; e < moe.num_experts; ++e) {
-        const std::string expert = fmt::format("{}experts.{}.", m, e);
-        const int64_t size = moe.expert_intermediate_size;
         l.experts.push_back(
-            MlpWeights{linear(expert + std::string(names.expert_gate), size, hidden),
-                       linear(expert + std::string(names.expert_up), size, hidden),
-                       linear(expert + std::string(names.expert_down), hidden, size)});
+            mlp(fmt::format("{}experts.{}.", m, e), moe.expert_intermediate_size, names));
       }
       if (moe.shared_expert_intermediate_size > 0) {
         l.shared_expert = mlp(p + "mlp.shared_expert.", moe.shared_expert_intermediate_size);

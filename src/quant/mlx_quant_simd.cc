@@ -66,18 +66,24 @@ CodePath PathFor(int bits) {
 
 // Dequantized values of elements [e0, e0 + Lanes) (all in one group). kBytes and kShift run on
 // D8 (8 lanes), kGather on DF.
+// Codes of elements [e0, e0 + Lanes(d)) of a row of `bits`-bit codes, read the path's way.
+template <CodePath kPath, class D>
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> LoadCodes(D /*d*/, const uint8_t* row, int64_t row_bytes,
+                                                     int64_t e0, int bits) {
+  if constexpr (kPath == CodePath::kBytes) {
+    return LoadCodesWord(row, e0);
+  } else if constexpr (kPath == CodePath::kShift) {
+    return LoadCodesShift(row, row_bytes, e0, bits);
+  } else {
+    return LoadCodesGather(row, row_bytes, e0, bits);
+  }
+}
+
 template <CodePath kPath, class D>
 HWY_INLINE hn::Vec<D> GroupValues(D d, const MlxQuantizedMatrix& m, const uint8_t* row,
                                   int64_t row_bytes, int64_t e0, hn::Vec<D> scale,
                                   hn::Vec<D> bias) {
-  hn::Vec<hn::Rebind<int32_t, D>> codes;
-  if constexpr (kPath == CodePath::kBytes) {
-    codes = LoadCodesWord(row, e0);
-  } else if constexpr (kPath == CodePath::kShift) {
-    codes = LoadCodesShift(row, row_bytes, e0, m.bits);
-  } else {
-    codes = LoadCodesGather(row, row_bytes, e0, m.bits);
-  }
+  const auto codes = LoadCodes<kPath>(d, row, row_bytes, e0, m.bits);
   switch (m.mode) {
     case MlxMode::kAffine:
       return hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), bias);
@@ -92,21 +98,19 @@ HWY_INLINE hn::Vec<D> GroupValues(D d, const MlxQuantizedMatrix& m, const uint8_
 
 // Group g's scale and bias of row `row`: f32 affine scales (a KV cache's) read in place, the
 // others through the shared decoders.
+HWY_INLINE float F32At(const MatView& view, int64_t row, int64_t g) {
+  float v;
+  std::memcpy(&v, view.Row(row) + 4 * g, 4);
+  return v;
+}
+
 HWY_INLINE float GroupScale(const MlxQuantizedMatrix& m, int64_t row, int64_t g) {
-  if (m.mode == MlxMode::kAffine && m.scales.type == DType::kF32) {
-    float v;
-    std::memcpy(&v, m.scales.Row(row) + 4 * g, 4);
-    return v;
-  }
+  if (m.mode == MlxMode::kAffine && m.scales.type == DType::kF32) return F32At(m.scales, row, g);
   return internal::MlxGroupScale(m, row, g);
 }
 
 HWY_INLINE float GroupBias(const MlxQuantizedMatrix& m, int64_t row, int64_t g) {
-  if (m.mode == MlxMode::kAffine && m.biases.type == DType::kF32) {
-    float v;
-    std::memcpy(&v, m.biases.Row(row) + 4 * g, 4);
-    return v;
-  }
+  if (m.mode == MlxMode::kAffine && m.biases.type == DType::kF32) return F32At(m.biases, row, g);
   return internal::MlxGroupBias(m, row, g);
 }
 
@@ -124,14 +128,7 @@ void DecodeAffineSegment(D d, const MlxQuantizedMatrix& m, int64_t row, int64_t 
     const auto scale = hn::Set(d, GroupScale(m, row, g));
     const auto bias = hn::Set(d, GroupBias(m, row, g));
     for (int64_t e = g * group; e < (g + 1) * group; e += N) {
-      hn::Vec<hn::Rebind<int32_t, D>> codes;
-      if constexpr (kPath == CodePath::kBytes) {
-        codes = LoadCodesWord(packed, e);
-      } else if constexpr (kPath == CodePath::kShift) {
-        codes = LoadCodesShift(packed, row_bytes, e, bits);
-      } else {
-        codes = LoadCodesGather(packed, row_bytes, e, bits);
-      }
+      const auto codes = LoadCodes<kPath>(d, packed, row_bytes, e, bits);
       hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), bias), d, out + (e - k0));
     }
   }
