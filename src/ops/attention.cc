@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/attention_rows.h"
 #include "ops/convert.h"
 #include "ops/matmul_kernels.h"
 #include "util/error.h"
@@ -138,7 +139,37 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
       }
       const MatView q_view{DType::kF32, rows, D, static_cast<size_t>(D) * 4,
                            reinterpret_cast<const uint8_t*>(q_rows.data())};
-      if (!k_tiles) {
+      // Rows [j0, j0 + n) of K or V [s_lo..s_hi, kv] as f32 rows `stride` floats apart: the
+      // cache's own rows when f32, else decoded into `tile`; `readable` rows exist from `first`
+      // on (the kernels prefetch ahead within them).
+      struct HeadRows {
+        const float* first;
+        int64_t stride, readable;
+      };
+      const auto head_rows = [&](const KvRows& m, int64_t j0, int64_t n,
+                                 std::vector<float>& tile) -> HeadRows {
+        if (!DecodedInTiles(m)) {
+          return {m.dense.RowAs<float>(s_lo - row0 + j0) + static_cast<int64_t>(kv) * D,
+                  static_cast<int64_t>(m.dense.row_stride / sizeof(float)), S - j0};
+        }
+        tile.resize(static_cast<size_t>(n * D));
+        DecodeKvRows(m, s_lo - row0 + j0, n, static_cast<int64_t>(kv) * D, D, tile.data(), D);
+        return {tile.data(), D, n};
+      };
+      const bool few_rows = rows <= internal::kFewQueryRows && internal::FewRowsKernelsFit(D);
+      if (few_rows && k.quantized && internal::AffineKeysScoredInPlace(*k.quantized, D)) {
+        // scores = q_rows · K^T, affine keys made in registers from their codes.
+        internal::ScoreFewRowsAffine(q_rows.data(), rows, D, *k.quantized, s_lo - row0, S,
+                                     static_cast<int64_t>(kv) * D, scores.data(), S);
+      } else if (few_rows) {
+        // scores = q_rows · K^T, a tile of keys at a time, read where they are.
+        for (int64_t j0 = 0; j0 < S; j0 += kQuantizedTile) {
+          const int64_t n = std::min(kQuantizedTile, S - j0);
+          const HeadRows keys = head_rows(k, j0, n, kv_tile);
+          internal::ScoreFewRows(q_rows.data(), rows, D, keys.first, keys.stride, n, keys.readable,
+                                 scores.data() + j0, S);
+        }
+      } else if (!k_tiles) {
         // scores = q_rows · K[s_lo..s_hi, kv]^T (the blocked MatMul kernel reads f32 K in place).
         const MatView k_head{k.dense.type, S, D, k.dense.row_stride,
                              k.dense.Row(s_lo - row0) + BytesFor(k.dense.type, kv * D)};
@@ -167,11 +198,19 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
           internal::MaskedSoftmaxRow(row, S, first - s_lo, p - s_lo + 1, shape.scale);
         }
       }
-      // out_rows = softmax(scores) · V[s_lo..s_hi, kv]: V rows as f32, zero-padded to d_padded;
-      // all S rows at once when f32, a tile at a time (summed) when decoded.
+      // out_rows = softmax(scores) · V[s_lo..s_hi, kv]. Few rows: one FMA chain per output over
+      // the tiles, values read where they are.
+      for (int64_t j0 = 0; few_rows && j0 < S; j0 += kQuantizedTile) {
+        const int64_t n = std::min(kQuantizedTile, S - j0);
+        const HeadRows values = head_rows(v, j0, n, v_rows);
+        internal::WeightFewRows(scores.data() + j0, S, rows, values.first, values.stride, n,
+                                values.readable, D, out_rows.data(), d_padded, j0 > 0);
+      }
+      // Otherwise V rows as f32, zero-padded to d_padded; all S rows at once when f32, a tile at
+      // a time (summed) when decoded.
       const int64_t v_tile = v_tiles ? kQuantizedTile : S;
-      v_rows.resize(static_cast<size_t>(v_tile * d_padded));
-      for (int64_t j0 = 0; j0 < S; j0 += v_tile) {
+      if (!few_rows) v_rows.resize(static_cast<size_t>(v_tile * d_padded));
+      for (int64_t j0 = 0; !few_rows && j0 < S; j0 += v_tile) {
         const int64_t n = std::min(v_tile, S - j0);
         DecodeKvRows(v, s_lo - row0 + j0, n, static_cast<int64_t>(kv) * D, D, v_rows.data(),
                      d_padded);

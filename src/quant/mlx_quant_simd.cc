@@ -124,12 +124,19 @@ void DecodeAffineSegment(D d, const MlxQuantizedMatrix& m, int64_t row, int64_t 
   const int64_t row_bytes = m.packed.cols * 4;
   const int bits = m.bits;
   const int64_t group = m.group_size;
+  const ShiftedCodes shifted(packed, row_bytes, bits);  // the shift path's row constants
+  const auto codes_at = [&](int64_t e) {
+    if constexpr (kPath == CodePath::kShift) {
+      return shifted(e);
+    } else {
+      return LoadCodes<kPath>(d, packed, row_bytes, e, bits);
+    }
+  };
   for (int64_t g = k0 / group; g < (k0 + len) / group; ++g) {
     const auto scale = hn::Set(d, GroupScale(m, row, g));
     const auto bias = hn::Set(d, GroupBias(m, row, g));
     for (int64_t e = g * group; e < (g + 1) * group; e += N) {
-      const auto codes = LoadCodes<kPath>(d, packed, row_bytes, e, bits);
-      hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), bias), d, out + (e - k0));
+      hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes_at(e))), bias), d, out + (e - k0));
     }
   }
 }

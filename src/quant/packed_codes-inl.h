@@ -33,25 +33,47 @@ HWY_INLINE hn::Vec<D8I> LoadCodesWord(const uint8_t* row, int64_t e0) {
 }
 
 // Codes of elements [e0, e0 + Lanes(D8)) (e0 a multiple of the lane count) of 2-, 3- and 4-bit
-// codes: the bytes holding them (4 bytes read where the row has them: bits past the last code are
-// masked off), one little-endian word broadcast to the lanes and shifted right by s, s + bits, ...
-// where s = (e0 * bits) % 8. With 8 lanes (every x86 target) s is 0 and the eight codes fill
-// exactly `bits` bytes; with fewer lanes (EMU128: 4, SCALAR: 1) s + Lanes * bits stays under 32.
+// codes in one row: the bytes holding them (4 bytes read where the row has them: bits past the
+// last code are masked off), one little-endian word broadcast to the lanes and shifted right by s,
+// s + bits, ... where s = (e0 * bits) % 8. With 8 lanes (every x86 target) s is 0 and the eight
+// codes fill exactly `bits` bytes; with fewer lanes (EMU128: 4, SCALAR: 1) s + Lanes * bits stays
+// under 32. Made once per row: the shifts and the mask are the row's constants.
+class ShiftedCodes {
+ public:
+  ShiftedCodes(const uint8_t* row, int64_t row_bytes, int bits)
+      : row_(row),
+        row_bytes_(static_cast<uint64_t>(row_bytes)),
+        bits_(static_cast<uint64_t>(bits)),
+        shifts_(hn::Mul(hn::Iota(DU(), 0), hn::Set(DU(), static_cast<uint32_t>(bits)))),
+        mask_(hn::Set(DU(), (1u << bits) - 1u)) {}
+
+  HWY_INLINE hn::Vec<D8I> operator()(int64_t e0) const {
+    const uint64_t bit = static_cast<uint64_t>(e0) * bits_;
+    const uint64_t offset = bit >> 3;
+    uint32_t word = 0;
+    if (HWY_LIKELY(offset + 4 <= row_bytes_)) {
+      std::memcpy(&word, row_ + offset, 4);  // x86: little-endian
+    } else {
+      std::memcpy(&word, row_ + offset, static_cast<size_t>(row_bytes_ - offset));
+    }
+    auto shifts = shifts_;
+    if constexpr (hn::MaxLanes(D8()) < 8) {
+      shifts = hn::Add(shifts, hn::Set(DU(), static_cast<uint32_t>(bit & 7)));
+    }
+    return hn::BitCast(D8I(), hn::And(hn::Shr(hn::Set(DU(), word), shifts), mask_));
+  }
+
+ private:
+  using DU = hn::Rebind<uint32_t, D8>;
+  const uint8_t* row_;
+  uint64_t row_bytes_, bits_;
+  hn::Vec<DU> shifts_, mask_;
+};
+
+// One load of ShiftedCodes, for a caller that reads a single vector of a row.
 HWY_INLINE hn::Vec<D8I> LoadCodesShift(const uint8_t* row, int64_t row_bytes, int64_t e0,
                                        int bits) {
-  const hn::Rebind<uint32_t, D8> du;
-  uint32_t word = 0;
-  const int64_t offset = e0 * bits / 8;
-  const auto first = static_cast<uint32_t>(e0 * bits % 8);
-  if (offset + 4 <= row_bytes) {
-    std::memcpy(&word, row + offset, 4);  // x86: little-endian
-  } else {
-    std::memcpy(&word, row + offset, static_cast<size_t>(row_bytes - offset));
-  }
-  const auto shifts = hn::Add(hn::Mul(hn::Iota(du, 0), hn::Set(du, static_cast<uint32_t>(bits))),
-                              hn::Set(du, first));
-  const auto codes = hn::And(hn::Shr(hn::Set(du, word), shifts), hn::Set(du, (1u << bits) - 1u));
-  return hn::BitCast(D8I(), codes);
+  return ShiftedCodes(row, row_bytes, bits)(e0);
 }
 
 }  // namespace HWY_NAMESPACE

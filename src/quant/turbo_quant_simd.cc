@@ -66,6 +66,7 @@ void DecodeRow(const TurboRows& m, int64_t row, int64_t k0, int64_t len, const f
   const uint8_t* scales = m.scales.Row(row);
   const uint8_t* offsets = levels == nullptr ? m.offsets.Row(row) : nullptr;
   const int bits = m.bits;
+  const ShiftedCodes shifted(packed, row_bytes, bits);
   for (int64_t g = k0 / kTurboGroup; g < (k0 + len) / kTurboGroup; ++g) {
     uint16_t half;
     std::memcpy(&half, scales + 2 * g, 2);
@@ -76,8 +77,7 @@ void DecodeRow(const TurboRows& m, int64_t row, int64_t k0, int64_t len, const f
       offset = hn::Set(d, F16ToF32(half));
     }
     for (int64_t e = g * kTurboGroup; e < (g + 1) * kTurboGroup; e += N) {
-      const auto codes =
-          kBytes ? LoadCodesWord(packed, e) : LoadCodesShift(packed, row_bytes, e, bits);
+      const auto codes = kBytes ? LoadCodesWord(packed, e) : shifted(e);
       float* o = out + (e - k0);
       if (levels == nullptr) {
         hn::StoreU(hn::Add(hn::Mul(scale, hn::ConvertTo(d, codes)), offset), d, o);

@@ -1,0 +1,301 @@
+// Highway kernels of ops/attention_rows.h: query-key products and probability-weighted value
+// sums for a few query rows, register-tiled over rows (scores) or rows and d (values).
+#include "ops/attention_rows.h"
+
+#include <algorithm>
+
+#include "quant/mlx_quant.h"
+#include "quant/segment_prefetch.h"
+#include "util/error.h"
+
+// Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/attention_rows.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "quant/packed_codes-inl.h"
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace proctor::ops::internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+int64_t FloatLanesImpl() { return static_cast<int64_t>(hn::Lanes(DF())); }
+
+// Rows are read a short segment of long cache rows at a time, a stride the hardware prefetcher
+// does not follow: the segment a few rows ahead is prefetched by hand, as far ahead as a memory
+// latency of work (scores do rows x D FMAs per key, values only R x C vectors' per row).
+constexpr int64_t kKeysAhead = 8;
+constexpr int64_t kValuesAhead = 32;
+inline void PrefetchSegment(const float* row, int64_t floats) {
+  const auto* bytes = reinterpret_cast<const char*>(row);
+  const int64_t n_bytes = floats * static_cast<int64_t>(sizeof(float));
+  for (int64_t b = 0; b < n_bytes; b += 64) __builtin_prefetch(bytes + b);
+  __builtin_prefetch(bytes + n_bytes - 1);
+}
+
+// out[r * stride] = the sum of acc[r]'s lanes for r < R. Eight-lane vectors on x86 sum eight (or
+// four) accumulators at once in a tree of horizontal adds (lanes ((0+1)+(2+3))+((4+5)+(6+7)));
+// elsewhere each is reduced alone.
+template <int R, class D>
+HWY_INLINE void StoreSums(D d, const hn::Vec<D>* acc, float* out, int64_t stride) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if constexpr (hn::MaxLanes(D()) == 8 && (R == 8 || R == 4)) {
+    alignas(32) float sums[8];
+    const __m256 t0 = _mm256_hadd_ps(acc[0].raw, acc[1].raw);
+    const __m256 t1 = _mm256_hadd_ps(acc[2].raw, acc[3].raw);
+    const __m256 u0 = _mm256_hadd_ps(t0, t1);  // rows 0-3: lanes 0-3 | rows 0-3: lanes 4-7
+    if constexpr (R == 8) {
+      const __m256 t2 = _mm256_hadd_ps(acc[4].raw, acc[5].raw);
+      const __m256 t3 = _mm256_hadd_ps(acc[6].raw, acc[7].raw);
+      const __m256 u1 = _mm256_hadd_ps(t2, t3);
+      _mm256_store_ps(sums, _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                                          _mm256_permute2f128_ps(u0, u1, 0x31)));
+    } else {
+      _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1)));
+    }
+    for (int r = 0; r < R; ++r) out[r * stride] = sums[r];
+    return;
+  }
+#endif
+  for (int r = 0; r < R; ++r) out[r * stride] = hn::GetLane(hn::SumOfLanes(d, acc[r]));
+}
+
+// Key vectors of f32 rows read in place: Visit(j, f) calls f(d, the vector of elements d..) for
+// the key's vectors in order.
+class F32Keys {
+ public:
+  using D = DF;
+  F32Keys(const float* k, int64_t stride, int64_t width, int64_t readable)
+      : k_(k), stride_(stride), width_(width), readable_(readable) {}
+
+  void Prefetch(int64_t j) const {
+    if (j + kKeysAhead < readable_) PrefetchSegment(k_ + (j + kKeysAhead) * stride_, width_);
+  }
+  template <class F>
+  HWY_INLINE void Visit(int64_t j, const F& f) const {
+    const D d;
+    const float* row = k_ + j * stride_;
+    for (int64_t e = 0; e < width_; e += static_cast<int64_t>(hn::Lanes(d))) {
+      f(e, hn::LoadU(d, row + e));
+    }
+  }
+
+ private:
+  const float* k_;
+  int64_t stride_, width_, readable_;
+};
+
+// Key vectors of an affine-coded cache (mlx-lm's: 2-, 3-, 4- or 8-bit codes, an f32 scale and
+// bias per group): scale * code + bias, the decoder's f32 operations (DecodeMlxRowsSegment), made
+// in registers instead of a tile.
+class AffineKeys {
+ public:
+  using D = quant::HWY_NAMESPACE::D8;
+  AffineKeys(const quant::MlxQuantizedMatrix& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
+      : m_(m),
+        s0_(s0),
+        k0_(k0),
+        width_(width),
+        n_(n),
+        row_bytes_(m.packed.cols * 4),
+        prefetch_(m.packed, m.scales, m.biases, m.cols(), k0, width) {}
+
+  void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
+  template <class F>
+  HWY_INLINE void Visit(int64_t j, const F& f) const {
+    const D d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    const int64_t row = s0_ + j;
+    const uint8_t* codes = m_.packed.Row(row);
+    const auto* scales = reinterpret_cast<const float*>(m_.scales.Row(row));
+    const auto* biases = reinterpret_cast<const float*>(m_.biases.Row(row));
+    const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
+    const int64_t group = m_.group_size;
+    for (int64_t g = k0_ / group; g < (k0_ + width_) / group; ++g) {
+      const auto scale = hn::Set(d, scales[g]);
+      const auto bias = hn::Set(d, biases[g]);
+      for (int64_t e = g * group; e < (g + 1) * group; e += N) {
+        const auto code = m_.bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
+        f(e - k0_, hn::Add(hn::Mul(scale, hn::ConvertTo(d, code)), bias));
+      }
+    }
+  }
+
+ private:
+  const quant::MlxQuantizedMatrix& m_;
+  int64_t s0_, k0_, width_, n_, row_bytes_;
+  quant::SegmentPrefetcher prefetch_;
+};
+
+// R query rows (q, D floats apart) against key j: one accumulator per row.
+template <int R, class Keys>
+HWY_INLINE void ScoreKey(const float* q, int64_t D, const Keys& keys, int64_t j, float* scores,
+                         int64_t scores_stride) {
+  const typename Keys::D d;
+  hn::Vec<decltype(d)> acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
+  keys.Visit(j, [&](int64_t e, auto key) HWY_ATTR {
+    for (int r = 0; r < R; ++r) acc[r] = hn::MulAdd(hn::LoadU(d, q + r * D + e), key, acc[r]);
+  });
+  StoreSums<R>(d, acc, scores + j, scores_stride);
+}
+
+// Every query row against keys [0, n): eight rows at a time, then four, two, one.
+template <class Keys>
+void ScoreKeys(const float* q, int64_t rows, int64_t D, const Keys& keys, int64_t n, float* scores,
+               int64_t scores_stride) {
+  for (int64_t j = 0; j < n; ++j) {
+    keys.Prefetch(j);
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8)
+      ScoreKey<8>(q + r * D, D, keys, j, scores + r * scores_stride, scores_stride);
+    if (r + 4 <= rows) {
+      ScoreKey<4>(q + r * D, D, keys, j, scores + r * scores_stride, scores_stride);
+      r += 4;
+    }
+    if (r + 2 <= rows) {
+      ScoreKey<2>(q + r * D, D, keys, j, scores + r * scores_stride, scores_stride);
+      r += 2;
+    }
+    if (r < rows) ScoreKey<1>(q + r * D, D, keys, j, scores + r * scores_stride, scores_stride);
+  }
+}
+
+void ScoreFewRowsImpl(const float* q, int64_t rows, int64_t D, const float* k, int64_t k_stride,
+                      int64_t n, int64_t readable, float* scores, int64_t scores_stride) {
+  ScoreKeys(q, rows, D, F32Keys(k, k_stride, D, readable), n, scores, scores_stride);
+}
+
+void ScoreFewRowsAffineImpl(const float* q, int64_t rows, int64_t D,
+                            const quant::MlxQuantizedMatrix& keys, int64_t s0, int64_t n,
+                            int64_t k0, float* scores, int64_t scores_stride) {
+  ScoreKeys(q, rows, D, AffineKeys(keys, s0, k0, D, n), n, scores, scores_stride);
+}
+
+// out[R rows][C vectors from d] (+)= sum_j p[r][j] * v[j][d..]: R x C accumulators. With
+// prefetch_floats > 0, that many floats of row j + kValuesAhead (if readable) are prefetched.
+template <int R, int C>
+HWY_INLINE void WeightTile(const float* p, int64_t p_stride, const float* v, int64_t v_stride,
+                           int64_t n, float* out, int64_t out_stride, bool accumulate,
+                           int64_t prefetch_floats, int64_t readable) {
+  const DF df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<DF> acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      acc[r][c] = accumulate ? hn::LoadU(df, out + r * out_stride + c * N) : hn::Zero(df);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (prefetch_floats > 0 && j + kValuesAhead < readable) {
+      PrefetchSegment(v + (j + kValuesAhead) * v_stride, prefetch_floats);
+    }
+    hn::Vec<DF> value[C];
+    for (int c = 0; c < C; ++c) value[c] = hn::LoadU(df, v + j * v_stride + c * N);
+    for (int r = 0; r < R; ++r) {
+      const auto weight = hn::Set(df, p[r * p_stride + j]);
+      for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(weight, value[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) hn::StoreU(acc[r][c], df, out + r * out_stride + c * N);
+  }
+}
+
+// R rows of out, all of D, two vectors at a time; the first pass over the rows prefetches them.
+template <int R>
+void WeightRowBlock(const float* p, int64_t p_stride, const float* v, int64_t v_stride, int64_t n,
+                    int64_t D, float* out, int64_t out_stride, bool accumulate, bool first_pass,
+                    int64_t readable) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  int64_t d = 0;
+  for (; d + 2 * N <= D; d += 2 * N) {
+    WeightTile<R, 2>(p, p_stride, v + d, v_stride, n, out + d, out_stride, accumulate,
+                     first_pass && d == 0 ? D : 0, readable);
+  }
+  if (d < D) {
+    WeightTile<R, 1>(p, p_stride, v + d, v_stride, n, out + d, out_stride, accumulate,
+                     first_pass && d == 0 ? D : 0, readable);
+  }
+}
+
+void WeightFewRowsImpl(const float* p, int64_t p_stride, int64_t rows, const float* v,
+                       int64_t v_stride, int64_t n, int64_t readable, int64_t D, float* out,
+                       int64_t out_stride, bool accumulate) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    WeightRowBlock<4>(p + r * p_stride, p_stride, v, v_stride, n, D, out + r * out_stride,
+                      out_stride, accumulate, r == 0, readable);
+  }
+  const float* p_rest = p + r * p_stride;
+  float* out_rest = out + r * out_stride;
+  const bool first = r == 0;
+  switch (rows - r) {
+    case 3:
+      WeightRowBlock<3>(p_rest, p_stride, v, v_stride, n, D, out_rest, out_stride, accumulate,
+                        first, readable);
+      break;
+    case 2:
+      WeightRowBlock<2>(p_rest, p_stride, v, v_stride, n, D, out_rest, out_stride, accumulate,
+                        first, readable);
+      break;
+    case 1:
+      WeightRowBlock<1>(p_rest, p_stride, v, v_stride, n, D, out_rest, out_stride, accumulate,
+                        first, readable);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace proctor::ops::internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace proctor::ops::internal {
+HWY_EXPORT(FloatLanesImpl);
+HWY_EXPORT(ScoreFewRowsImpl);
+HWY_EXPORT(ScoreFewRowsAffineImpl);
+HWY_EXPORT(WeightFewRowsImpl);
+
+bool FewRowsKernelsFit(int64_t head_dim) {
+  const int64_t lanes = HWY_DYNAMIC_DISPATCH(FloatLanesImpl)();
+  return head_dim > 0 && head_dim % lanes == 0;
+}
+
+void ScoreFewRows(const float* q, int64_t rows, int64_t D, const float* k, int64_t k_stride,
+                  int64_t n, int64_t readable, float* scores, int64_t scores_stride) {
+  HWY_DYNAMIC_DISPATCH(ScoreFewRowsImpl)
+  (q, rows, D, k, k_stride, n, readable, scores, scores_stride);
+}
+
+bool AffineKeysScoredInPlace(const quant::MlxQuantizedMatrix& keys, int64_t head_dim) {
+  return keys.mode == quant::MlxMode::kAffine && keys.scales.type == DType::kF32 &&
+         keys.biases.type == DType::kF32 && (keys.bits == 8 || keys.bits <= 4) &&
+         head_dim % keys.group_size == 0;
+}
+
+void ScoreFewRowsAffine(const float* q, int64_t rows, int64_t D,
+                        const quant::MlxQuantizedMatrix& keys, int64_t s0, int64_t n, int64_t k0,
+                        float* scores, int64_t scores_stride) {
+  CHECK_MSG(AffineKeysScoredInPlace(keys, D), "affine keys of {} bits, group {}, head_dim {}",
+            keys.bits, keys.group_size, D);
+  CHECK_MSG(s0 >= 0 && s0 + n <= keys.rows() && k0 >= 0 && k0 % D == 0 && k0 + D <= keys.cols(),
+            "rows [{}, {}) of {}, head at {} of {}", s0, s0 + n, keys.rows(), k0, keys.cols());
+  HWY_DYNAMIC_DISPATCH(ScoreFewRowsAffineImpl)(q, rows, D, keys, s0, n, k0, scores, scores_stride);
+}
+
+void WeightFewRows(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
+                   int64_t n, int64_t readable, int64_t D, float* out, int64_t out_stride,
+                   bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(WeightFewRowsImpl)
+  (p, p_stride, rows, v, v_stride, n, readable, D, out, out_stride, accumulate);
+}
+}  // namespace proctor::ops::internal
+#endif  // HWY_ONCE

@@ -1,0 +1,129 @@
+// Attention's few-rows kernels (ops/attention_rows.h) on every Highway target this build compiled
+// and this CPU supports: against sums in double, over row counts that fill and leave remainders
+// of the four-row blocks, odd key counts, head widths of an odd number of vectors and strided
+// cache rows; value sums accumulated over tiles are bit-identical to one call over all rows.
+#include "ops/attention_rows.h"
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/mlx_quant.h"
+
+namespace proctor::ops::internal {
+namespace {
+
+std::vector<float> Normal(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+class FewRowsEveryTarget : public ::testing::Test {
+ protected:
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+// Head widths that are a whole number of vectors for `lanes`: 1, 2 and 3 vectors and 64.
+std::vector<int64_t> HeadWidths(int64_t lanes) { return {lanes, 2 * lanes, 3 * lanes, 64}; }
+
+TEST_F(FewRowsEveryTarget, MatchDoubleSumsAndTileSumsAreOneChain) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    int64_t lanes = 1;
+    while (!FewRowsKernelsFit(lanes)) ++lanes;
+    for (int64_t D : HeadWidths(lanes)) {
+      if (!FewRowsKernelsFit(D)) continue;
+      for (int64_t rows : {1, 3, 4, 7, 8, 9, 16}) {
+        SCOPED_TRACE(testing::Message() << "D=" << D << " rows=" << rows);
+        const int64_t n = 37, kv_stride = 3 * D + 5;  // rows of a wider cache, odd stride
+        const auto q = Normal(static_cast<size_t>(rows * D), 1);
+        const auto keys = Normal(static_cast<size_t>(n * kv_stride), 2);
+        const auto values = Normal(static_cast<size_t>(n * kv_stride), 3);
+        const float* k = keys.data() + D;  // the second head's columns
+        const float* v = values.data() + D;
+        std::vector<float> scores(static_cast<size_t>(rows * n));
+        ScoreFewRows(q.data(), rows, D, k, kv_stride, n, n, scores.data(), n);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < n; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) {
+              dot += static_cast<double>(q[r * D + d]) * k[j * kv_stride + d];
+            }
+            ASSERT_NEAR(scores[r * n + j], dot, 1e-5 * (1 + std::fabs(dot))) << r << "," << j;
+          }
+        }
+        const int64_t out_stride = D + 3;
+        std::vector<float> whole(static_cast<size_t>(rows * out_stride), -7.0f), tiled = whole;
+        WeightFewRows(scores.data(), n, rows, v, kv_stride, n, n, D, whole.data(), out_stride,
+                      false);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t d = 0; d < D; ++d) {
+            double sum = 0, magnitude = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              sum += static_cast<double>(scores[r * n + j]) * v[j * kv_stride + d];
+              magnitude += std::fabs(static_cast<double>(scores[r * n + j]) * v[j * kv_stride + d]);
+            }
+            ASSERT_NEAR(whole[r * out_stride + d], sum, 1e-6 * (1 + magnitude)) << r << "," << d;
+          }
+          // Columns past D are not written.
+          for (int64_t d = D; d < out_stride; ++d) ASSERT_EQ(whole[r * out_stride + d], -7.0f);
+        }
+        // Tiles of 16, 5 and the rest, accumulating: the same FMA chain as one call.
+        WeightFewRows(scores.data(), n, rows, v, kv_stride, 16, n, D, tiled.data(), out_stride,
+                      false);
+        WeightFewRows(scores.data() + 16, n, rows, v + 16 * kv_stride, kv_stride, 5, n - 16, D,
+                      tiled.data(), out_stride, true);
+        WeightFewRows(scores.data() + 21, n, rows, v + 21 * kv_stride, kv_stride, n - 21, n - 21, D,
+                      tiled.data(), out_stride, true);
+        ASSERT_EQ(std::memcmp(whole.data(), tiled.data(), whole.size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
+// Affine keys scored from their codes equal the scores of the decoded rows bit for bit: the same
+// values (scale * code + bias, the decoder's operations) in the same sums.
+TEST_F(FewRowsEveryTarget, AffineKeysFromCodesEqualTheDecodedRows) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    const int64_t D = 64, kv_dim = 3 * D, n = 29, s0 = 4;
+    const auto raw = Normal(static_cast<size_t>((s0 + n) * kv_dim), 5);
+    for (int bits : {2, 3, 4, 8}) {
+      for (int group : {32, 64}) {
+        const quant::MlxQuantizedTensor codes =
+            quant::QuantizeMlx(raw.data(), s0 + n, kv_dim, quant::MlxMode::kAffine, bits, group);
+        const quant::MlxQuantizedMatrix keys = codes.View();
+        ASSERT_TRUE(AffineKeysScoredInPlace(keys, D));
+        std::vector<float> decoded(static_cast<size_t>(n * D));
+        quant::DecodeMlxRowsSegment(keys, s0, n, D, D, decoded.data(), D);
+        for (int64_t rows : {1, 3, 4, 7, 8, 9, 16}) {
+          SCOPED_TRACE(testing::Message() << bits << " bits, group " << group << ", rows " << rows);
+          const auto q = Normal(static_cast<size_t>(rows * D), 6);
+          std::vector<float> from_codes(static_cast<size_t>(rows * n)),
+              from_rows(from_codes.size());
+          ScoreFewRowsAffine(q.data(), rows, D, keys, s0, n, D, from_codes.data(), n);
+          ScoreFewRows(q.data(), rows, D, decoded.data(), D, n, n, from_rows.data(), n);
+          ASSERT_EQ(std::memcmp(from_codes.data(), from_rows.data(), from_rows.size() * 4), 0);
+        }
+      }
+    }
+  }
+  // Not taken in place: 6-bit codes, groups wider than the head.
+  const auto raw = Normal(4 * 256, 7);
+  EXPECT_FALSE(AffineKeysScoredInPlace(
+      quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 6, 64).View(), 64));
+  EXPECT_FALSE(AffineKeysScoredInPlace(
+      quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 4, 128).View(), 64));
+}
+
+}  // namespace
+}  // namespace proctor::ops::internal
