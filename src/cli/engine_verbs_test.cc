@@ -224,6 +224,34 @@ TEST(BenchVerb, MixtureOfExpertsReadsOnlyTheRoutedExperts) {
                    .contains("moe"));
 }
 
+// --noise-context puts N positions in the cache before the prompt: the cache then holds N +
+// prompt + decode positions (tiny's f32 cache: 4 layers x 2 x 64 floats a position), an affine
+// cache converts at the default kv-start it reaches only that way, and the total counts toward
+// the context.
+TEST(BenchVerb, NoiseContextFillsTheCacheBeforeThePrompt) {
+  const Result r = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --noise-context 5000 --context 5100 "
+      "--prompt-tokens 20 --decode-tokens 4 --kv affine:4:g32");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["noise_positions"], 5000);
+  EXPECT_EQ(json["kv_converted"], true);
+  EXPECT_EQ(json["kv_cache_bytes"], 5024 * 4 * 2 * (32 + 2 * 8));
+  const Result dense = Proctor(
+      "-t 1 bench --synthetic tiny --dtype f32 --noise-context 100 --prompt-tokens 20 "
+      "--decode-tokens 4");
+  ASSERT_EQ(dense.status, 0) << dense.out;
+  EXPECT_EQ(nlohmann::json::parse(dense.out)["kv_cache_bytes"], 124 * 4 * 2 * 64 * 4);
+  const Result over = Proctor(
+      "bench --synthetic tiny --noise-context 5000 --context 5010 --prompt-tokens 20 "
+      "--decode-tokens 4");
+  EXPECT_EQ(over.status, 1);
+  EXPECT_NE(over.out.find("--noise-context 5000 + --prompt-tokens 20 + --decode-tokens 4 = 5024 "
+                          "positions exceed the context"),
+            std::string::npos)
+      << over.out;
+}
+
 // The quantized cache's bytes are the storage formula: positions x layers x (codes + f32 scale
 // and bias per group) for keys and values, computed here by hand for tiny (4 layers, 2 KV heads
 // of 32: kv_dim 64) at 4 bits, group 32: 64 * 4 / 8 = 32 bytes of codes, 2 groups x 8 bytes.

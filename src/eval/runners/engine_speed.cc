@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <random>
 #include <vector>
 
 #include "eval/runners/eval_model.h"
@@ -33,12 +34,38 @@ std::vector<int32_t> BenchPrompt(int prompt_tokens, int64_t vocab) {
   return prompt;
 }
 
+// Positions [0, positions) of every attention layer's cache as random keys and values (N(0, 1),
+// fixed seed), appended and converted a chunk at a time as a prefill would; recurrent layers keep
+// their zero state.
+void FillCacheWithNoise(ModelCache& cache, int64_t positions) {
+  constexpr int64_t kChunk = 256;
+  std::mt19937 rng(2026);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t p0 = 0; p0 < positions; p0 += kChunk) {
+    const int64_t n = std::min(kChunk, positions - p0);
+    for (int i = 0; i < cache.num_layers(); ++i) {
+      if (cache.layer(i).kind() == LayerCacheKind::kRecurrent) continue;
+      FullAttentionKvCache& layer = cache.Attention(i);
+      Tensor keys = Tensor::F32(n, layer.kv_dim()), values = Tensor::F32(n, layer.kv_dim());
+      for (Tensor* t : {&keys, &values}) {
+        float* x = t->MutF32().data;
+        for (int64_t e = 0; e < n * layer.kv_dim(); ++e) x[e] = normal(rng);
+      }
+      layer.Append(keys.View(), values.View());
+    }
+    cache.EndStep(n);
+  }
+}
+
 }  // namespace
 
 nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
-  if (options.prompt_tokens < 1 || options.decode_tokens < 0 || options.chunk_size < 1) {
-    Fail("bench", "need --prompt-tokens >= 1, --decode-tokens >= 0, --chunk >= 1 (got {}, {}, {})",
-         options.prompt_tokens, options.decode_tokens, options.chunk_size);
+  if (options.prompt_tokens < 1 || options.decode_tokens < 0 || options.chunk_size < 1 ||
+      options.noise_positions < 0) {
+    Fail("bench",
+         "need --prompt-tokens >= 1, --decode-tokens >= 0, --chunk >= 1, --noise-context >= 0 "
+         "(got {}, {}, {}, {})",
+         options.prompt_tokens, options.decode_tokens, options.chunk_size, options.noise_positions);
   }
   nlohmann::json report;
   double load_seconds = 0;
@@ -62,18 +89,25 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
     }
     context = options.synthetic_context;
   }
-  const int64_t positions = int64_t{options.prompt_tokens} + options.decode_tokens;
+  const int64_t positions =
+      options.noise_positions + int64_t{options.prompt_tokens} + options.decode_tokens;
   if (context > 0 && positions > context) {
     Fail("bench",
-         "--prompt-tokens {} + --decode-tokens {} = {} positions exceed the context of '{}' ({} "
-         "positions{})",
-         options.prompt_tokens, options.decode_tokens, positions, options.model, context,
+         "--noise-context {} + --prompt-tokens {} + --decode-tokens {} = {} positions exceed the "
+         "context of '{}' ({} positions{})",
+         options.noise_positions, options.prompt_tokens, options.decode_tokens, positions,
+         options.model, context,
          options.model.starts_with("synthetic:") ? "; --context N times a longer one" : "");
   }
   const std::shared_ptr<const RuntimeModel> model = opened->Runtime(options.runtime);
 
   const std::vector<int32_t> prompt = BenchPrompt(options.prompt_tokens, model->vocab_size());
-  ModelCache cache = model->MakeCache(options.prompt_tokens + options.decode_tokens);
+  ModelCache cache = model->MakeCache(positions);
+  double noise_seconds = 0;
+  {
+    ScopedSeconds fill(&noise_seconds);
+    FillCacheWithNoise(cache, options.noise_positions);
+  }
   double prefill_seconds = 0, decode_seconds = 0;
   Tensor logits;
   {
@@ -90,6 +124,10 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
       const Tensor hidden = model->ForwardHidden(std::span<const int32_t>(&next, 1), cache);
       model->LogitsFromHidden(hidden.View(), logits.MutF32());
     }
+  }
+  if (options.noise_positions > 0) {
+    report["noise_positions"] = options.noise_positions;
+    report["noise_seconds"] = noise_seconds;
   }
   report["prefill_tokens"] = options.prompt_tokens;
   report["prefill_chunk"] = options.chunk_size;
