@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -195,6 +198,112 @@ TEST_F(CorpusPplVerbs, PplErrors) {
       fmt::format("ppl {} --data {} --n-seqs 0", Stories260K().string(), TinyStories().string()));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--n-seqs must be positive or -1"), std::string::npos) << r.err;
+}
+
+// Sharded ppl (--shard I/N) merged by `proctor merge` gives the unsharded run's statistics bit for
+// bit, for 1, 2, 3, 7 and 13 shards of 10 rows (13: some shards have no rows); each shard's rows
+// score as they do in the whole run (a shard does not depend on the shard count); a finished
+// shard is not scored again.
+TEST_F(CorpusPplVerbs, ShardedPplMergesToTheUnshardedStatistics) {
+  const std::string common = fmt::format("-q ppl {} --data {} --ctx-len 64 --n-seqs 10 --chunk 16",
+                                         Stories260K().string(), TinyStories().string());
+  Result r = Proctor(fmt::format("{} --json {}", common, (dir_ / "full.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json full = ReadJson(dir_ / "full.json");
+  ASSERT_EQ(full["results"]["rows"], 10);
+  for (int n : {1, 2, 3, 7, 13}) {
+    SCOPED_TRACE(fmt::format("{} shards", n));
+    std::string parts;
+    for (int i = n - 1; i >= 0; --i) {  // any order
+      const fs::path part = dir_ / fmt::format("part{}-{}.json", n, i);
+      r = Proctor(fmt::format("{} --shard {}/{} --json {}", common, i, n, part.string()));
+      ASSERT_EQ(r.status, 0) << r.out << r.err;
+      parts += " " + part.string();
+      const json partial = ReadJson(part)["results"];
+      const int64_t first = partial["shard"]["rows"][0], end = partial["shard"]["rows"][1];
+      EXPECT_EQ(first, i * 10 / n);
+      EXPECT_EQ(end, (i + 1) * 10 / n);
+      for (int64_t row = first; row < end; ++row) {
+        ASSERT_EQ(partial["row_mean_nll"][row - first], full["results"]["row_mean_nll"][row]);
+      }
+    }
+    const fs::path merged_path = dir_ / fmt::format("merged{}.json", n);
+    r = Proctor(fmt::format("merge {}{}", merged_path.string(), parts));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(fmt::format("Merged {} shards of 10 rows", n)), std::string::npos)
+        << r.out;
+    const json merged = ReadJson(merged_path);
+    EXPECT_EQ(merged["command"], "ppl");
+    EXPECT_EQ(merged["settings"], full["settings"]);
+    for (const char* key : {"model", "tokenizer", "data", "rows_available", "data_rows_used",
+                            "rows_sha256", "rows", "positions", "ppl", "standard_error",
+                            "standard_error_rows", "mean_nll", "nll_std", "row_mean_nll"}) {
+      EXPECT_EQ(merged["results"][key], full["results"][key]) << key;
+    }
+    EXPECT_FALSE(merged["results"].contains("shard"));
+    EXPECT_FALSE(merged["results"].contains("nlls"));
+  }
+  // Rerun: the finished shard is read back, its file untouched.
+  const fs::path done = dir_ / "part3-1.json";
+  const std::string before = ReadJson(done).dump();
+  r = Proctor(fmt::format("{} --shard 1/3 --json {}", common, done.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Shard 1/3 (rows [3, 6) of 10) already done"), std::string::npos) << r.out;
+  EXPECT_EQ(ReadJson(done).dump(), before);
+}
+
+// Partials that do not make one run are refused, naming the file, and nothing is written.
+TEST_F(CorpusPplVerbs, MergeRefusesPartialsThatAreNotOneRun) {
+  const std::string common = fmt::format("-q ppl {} --data {} --ctx-len 64 --n-seqs 6",
+                                         Stories260K().string(), TinyStories().string());
+  const auto part = [&](const std::string& name) { return (dir_ / name).string(); };
+  for (const auto& [shard, name, extra] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"0/3", "a0", ""},
+           {"1/3", "a1", ""},
+           {"2/3", "a2", ""},
+           {"1/3", "seed", " --seed 5"},
+           {"1/3", "chunk", " --chunk 32"},
+           {"1/2", "two", ""}}) {
+    const Result r =
+        Proctor(fmt::format("{}{} --shard {} --json {}", common, extra, shard, part(name)));
+    ASSERT_EQ(r.status, 0) << name << r.out << r.err;
+  }
+  const Result whole = Proctor(fmt::format("{} --json {}", common, part("whole")));
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  std::ofstream(part("truncated")) << ReadJson(part("a2")).dump().substr(0, 200);
+  const auto refused = [&](const std::string& partials, const std::string& expected) {
+    const Result r = Proctor(fmt::format("merge {} {}", part("out"), partials));
+    EXPECT_EQ(r.status, 1) << partials;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << partials << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(part("out")));
+  };
+  const std::string a0 = part("a0"), a1 = part("a1"), a2 = part("a2");
+  refused(a0 + " " + a2, "shard(s) 1/3 missing: 2 of 3 given");
+  refused(a0 + " " + a1 + " " + a1 + " " + a2,
+          fmt::format("shard 1/3 is given twice: '{}' and '{}'", a1, a1));
+  refused(
+      a0 + " " + part("seed") + " " + a2,
+      fmt::format("'{}' is from another run than '{}': setting seed 5 vs 123", part("seed"), a0));
+  refused(a0 + " " + part("chunk") + " " + a2,
+          fmt::format("'{}' is from another run than '{}': setting chunk_size 32 vs 512",
+                      part("chunk"), a0));
+  refused(a0 + " " + part("two"),
+          fmt::format("'{}' is shard 1/2 but '{}' is shard 0/3", part("two"), a0));
+  refused(a0 + " " + a1 + " " + part("truncated"),
+          fmt::format("{}: not valid JSON", part("truncated")));
+  refused(a0 + " " + part("whole"), fmt::format("'{}' is not a partial ppl result", part("whole")));
+  refused(part("missing") + " " + a0, fmt::format("cannot open '{}'", part("missing")));
+  const Result same = Proctor(fmt::format("merge {} {}", a0, a0));
+  EXPECT_EQ(same.status, 1);
+  EXPECT_NE(same.err.find("is also given as a partial result"), std::string::npos) << same.err;
+  const Result bad_flag = Proctor(fmt::format("{} --shard 3/3 --json {}", common, part("x")));
+  EXPECT_EQ(bad_flag.status, 1);
+  EXPECT_NE(bad_flag.err.find("--shard '3/3': I must be in 0 .. N-1"), std::string::npos)
+      << bad_flag.err;
+  const Result no_json = Proctor(fmt::format("{} --shard 0/3", common));
+  EXPECT_NE(no_json.status, 0);
+  EXPECT_NE(no_json.err.find("--json"), std::string::npos) << no_json.err;
 }
 
 }  // namespace

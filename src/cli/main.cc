@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   cli::RegisterRunsVerb(app);
   cli::RegisterKlDiffVerb(app);
   cli::RegisterReportVerb(app);
+  cli::RegisterMergeVerb(app);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 // `proctor ppl MODEL --data FILE [--sequence-length 512] [--num-samples 256] [--seed 123]
-// [--batch-size 8] [--json FILE]`: perplexity the mlx_lm way through the serving forward.
+// [--batch-size 8] [--json FILE] [--shard I/N]`: perplexity the mlx_lm way through the serving
+// forward, or one shard's share of it (a partial result for `proctor merge`).
 #include <fmt/format.h>
 
 #include "cli/engine_flags.h"
@@ -19,6 +20,7 @@ void RegisterPplVerb(CLI::App& app) {
     int64_t batch_size = 8;
     std::string tokenizer;
     std::string json;
+    std::string shard;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -44,6 +46,17 @@ void RegisterPplVerb(CLI::App& app) {
   verb->add_option("--tokenizer", args->tokenizer,
                    "Tokenizer to use instead of the model's (folder, tokenizer.json or .gguf)");
   verb->add_option("--json", args->json, "Also write every statistic as JSON to this file");
+  verb->add_option("--shard", args->shard,
+                   "I/N: score only shard I of N (0-based) of the rows, a contiguous share "
+                   "balanced to within one row, into --json FILE as a partial result for `proctor "
+                   "merge`; rerun, a finished shard is read back, not scored again")
+      ->needs("--json");
+  verb->footer(
+      "Examples:\n"
+      "  proctor ppl model.gguf --data wiki.txt --ctx-len 512 --n-seqs 64 --json ppl.json\n"
+      "  for i in 0 1 2 3; do proctor ppl model.gguf --data wiki.txt --shard $i/4 \\\n"
+      "      --json part$i.json; done; proctor merge ppl.json part*.json\n"
+      "The merged ppl.json holds the same statistics, bit for bit, as the one-process run.");
   args->engine.Add(*verb);
   auto old = std::make_shared<OldSpellings>();
   old->Add(*verb, "--sequence-length", "--ctx-len", args->sequence_length);
@@ -60,9 +73,23 @@ void RegisterPplVerb(CLI::App& app) {
                        .tokenizer = args->tokenizer,
                        .quiet = Globals().quiet,
                        .describe_inputs = !args->json.empty()};
+    if (!args->shard.empty()) {
+      options.shard = ParseShard(args->shard, "--shard");
+      options.finished_partial = args->json;
+    }
     for (const auto& d : args->data) options.data.emplace_back(d);
     const PplResult result = EvaluatePerplexity(options);
-    fmt::print("{}", FormatPplSummary(result));
+    if (result.reused) {
+      fmt::print("Shard {} (rows [{}, {}) of {}) already done: '{}' holds it; not scored again\n",
+                 result.shard->Name(), result.shard_rows.first, result.shard_rows.end,
+                 result.rows_total, args->json);
+      return;
+    }
+    if (result.shard) {
+      fmt::print("Shard {}: rows [{}, {}) of {}\n", result.shard->Name(), result.shard_rows.first,
+                 result.shard_rows.end, result.rows_total);
+    }
+    if (result.stats.rows > 0) fmt::print("{}", FormatPplSummary(result));
     if (args->json.empty()) return;
     WriteResultsJson(args->json, PplResultsEnvelope(result, options));
     if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->json);

@@ -59,5 +59,6 @@ void RegisterEvalVerb(CLI::App& app);
 void RegisterRunsVerb(CLI::App& app);
 void RegisterKlDiffVerb(CLI::App& app);
 void RegisterReportVerb(CLI::App& app);
+void RegisterMergeVerb(CLI::App& app);
 
 }  // namespace proctor::cli

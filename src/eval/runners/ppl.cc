@@ -15,6 +15,7 @@
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/json_file.h"
 #include "util/sha256.h"
 
 namespace proctor {
@@ -39,6 +40,113 @@ double Mean(std::span<const double> values) {
 
 bool IsCorpusDir(const std::filesystem::path& path) {
   return std::filesystem::is_directory(path) && std::filesystem::exists(path / "manifest.json");
+}
+
+// stats and row_mean_nll of nlls [rows, per_row] (nothing for no rows: a shard may have none).
+void SetStatistics(std::span<const double> nlls, int64_t per_row, PplResult& r) {
+  r.row_mean_nll.clear();
+  if (nlls.empty()) return;
+  r.stats = PerplexityFromNlls(nlls, per_row);
+  for (int64_t row = 0; row < r.stats.rows; ++row) {
+    r.row_mean_nll.push_back(
+        Mean(nlls.subspan(static_cast<size_t>(row * per_row), static_cast<size_t>(per_row))));
+  }
+}
+
+// The envelope's settings: the run's, the compute mode and the KV cache scheme.
+nlohmann::ordered_json EnvelopeSettings(const PplResult& result, const RuntimeOptions& runtime) {
+  nlohmann::ordered_json settings = PplSettingsToJson(result);
+  settings["compute"] = std::string(ComputeModeName(runtime.compute));
+  settings["kv"] = runtime.kv.Name();
+  return settings;
+}
+
+ResultsTimings TimingsFromJson(const nlohmann::json& j) {
+  return {.total_seconds = j.at("total_seconds").get<double>(),
+          .forward_seconds = j.at("forward_seconds").get<double>(),
+          .scoring_seconds = j.at("scoring_seconds").get<double>(),
+          .io_seconds = j.at("io_seconds").get<double>(),
+          .load_seconds = j.at("load_seconds").get<double>(),
+          .hash_seconds = j.at("hash_seconds").get<double>()};
+}
+
+// A ppl partial results file, read back: every PplResult field a merge or a rerun needs, with
+// the envelope's settings. Errors name the file.
+struct PplPartial {
+  std::filesystem::path path;
+  nlohmann::json envelope;
+  PplResult result;
+};
+
+PplPartial ReadPplPartial(const std::filesystem::path& path, std::string_view component) {
+  PplPartial p{.path = path, .envelope = ReadJsonFile(path, component), .result = {}};
+  const nlohmann::json& env = p.envelope;
+  if (!env.is_object() || env.value("command", "") != "ppl" || !env.contains("results") ||
+      !env["results"].contains("shard")) {
+    Fail(component,
+         "'{}' is not a partial ppl result (a results file of `proctor ppl --shard I/N --json "
+         "FILE`: command \"ppl\" with results.shard)",
+         path.string());
+  }
+  try {
+    const nlohmann::json& j = env.at("results");
+    const nlohmann::json& settings = env.at("settings");
+    PplResult& r = p.result;
+    r.model = j.at("model").get<std::string>();
+    r.tokenizer = j.at("tokenizer").get<std::string>();
+    r.data = j.at("data");
+    r.sequence_length = settings.at("sequence_length").get<int64_t>();
+    r.num_samples = settings.at("num_samples").get<int64_t>();
+    r.seed = settings.at("seed").get<uint32_t>();
+    r.batch_size = settings.at("batch_size").get<int64_t>();
+    r.chunk_size = settings.at("chunk_size").get<int64_t>();
+    r.rows_available = j.at("rows_available").get<int64_t>();
+    r.data_rows_used = j.at("data_rows_used").get<int64_t>();
+    r.rows_sha256 = j.at("rows_sha256").get<std::string>();
+    r.data_seconds = j.at("data_seconds").get<double>();
+    r.threads = j.at("threads").get<int>();
+    r.timings = TimingsFromJson(env.at("timings"));
+    r.warnings = env.at("warnings").get<std::vector<std::string>>();
+    r.inputs = env.at("inputs");
+    const nlohmann::json& shard = j.at("shard");
+    r.shard =
+        Shard{.index = shard.at("index").get<int64_t>(), .count = shard.at("count").get<int64_t>()};
+    r.shard_rows = {.first = shard.at("rows").at(0).get<int64_t>(),
+                    .end = shard.at("rows").at(1).get<int64_t>()};
+    r.rows_total = shard.at("rows_total").get<int64_t>();
+    r.nlls = j.at("nlls").get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    Fail(component, "'{}': a field of the partial ppl result is missing or malformed: {}",
+         path.string(), e.what());
+  }
+  const PplResult& r = p.result;
+  if (r.shard->count < 1 || r.shard->index < 0 || r.shard->index >= r.shard->count ||
+      r.rows_total < 0 || r.sequence_length < 2) {
+    Fail(component, "'{}': shard {} of {} rows of {} tokens is impossible", path.string(),
+         r.shard->Name(), r.rows_total, r.sequence_length);
+  }
+  const ItemRange expected = ShardItems(*r.shard, r.rows_total);
+  const auto nlls_expected = static_cast<size_t>(expected.size() * (r.sequence_length - 1));
+  if (r.shard_rows.first != expected.first || r.shard_rows.end != expected.end ||
+      r.nlls.size() != nlls_expected) {
+    Fail(component,
+         "'{}': shard {} of {} rows must hold rows [{}, {}) and {} NLLs; it holds rows [{}, {}) "
+         "and {} NLLs",
+         path.string(), r.shard->Name(), r.rows_total, expected.first, expected.end, nlls_expected,
+         r.shard_rows.first, r.shard_rows.end, r.nlls.size());
+  }
+  return p;
+}
+
+// The first key of `a` whose value differs in `b` (or is missing there), or "".
+std::string FirstDifference(const nlohmann::json& a, const nlohmann::json& b) {
+  for (const auto& [key, value] : a.items()) {
+    if (!b.contains(key) || b.at(key) != value) return key;
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) return key;
+  }
+  return "";
 }
 
 }  // namespace
@@ -272,6 +380,26 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   }
   result.rows_sha256 = Sha256Hex(std::span<const uint8_t>(
       reinterpret_cast<const uint8_t*>(rows.data()), rows.size() * sizeof(int32_t)));
+  // A shard scores its share of the rows; a rerun of a finished shard reads its file back.
+  std::span<const int32_t> scored = rows;
+  result.rows_total = n_rows;
+  if (options.shard) {
+    result.shard = options.shard;
+    result.shard_rows = ShardItems(*options.shard, n_rows);
+    scored = scored.subspan(static_cast<size_t>(result.shard_rows.first * result.sequence_length),
+                            static_cast<size_t>(result.shard_rows.size() * result.sequence_length));
+    if (!options.finished_partial.empty() && std::filesystem::exists(options.finished_partial)) {
+      PplPartial done = ReadPplPartial(options.finished_partial, kComponent);
+      const bool same =
+          done.result.shard == options.shard && done.result.rows_sha256 == result.rows_sha256 &&
+          done.result.model == result.model &&
+          done.envelope.at("settings") == nlohmann::json(EnvelopeSettings(result, options.runtime));
+      if (same) {
+        done.result.reused = true;
+        return done.result;
+      }
+    }
+  }
 
   TeacherForcedLogits forward = options.forward;
   if (!forward) {
@@ -280,23 +408,18 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
   }
   ThreadPool& pool = options.pool != nullptr ? *options.pool : ThreadPool::Global();
   result.threads = pool.num_threads();
-  const PerplexityScores scores = ScorePerplexityRows(rows, result.sequence_length, forward,
-                                                      {.chunk_size = options.chunk_size,
-                                                       .batch_size = options.batch_size,
-                                                       .pool = &pool,
-                                                       .quiet = options.quiet});
-  result.stats = PerplexityFromNlls(scores.nlls, result.sequence_length - 1);
-  const int64_t per_row = result.sequence_length - 1;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    result.row_mean_nll.push_back(
-        Mean(std::span<const double>(scores.nlls)
-                 .subspan(static_cast<size_t>(r * per_row), static_cast<size_t>(per_row))));
-  }
+  PerplexityScores scores = ScorePerplexityRows(scored, result.sequence_length, forward,
+                                                {.chunk_size = options.chunk_size,
+                                                 .batch_size = options.batch_size,
+                                                 .pool = &pool,
+                                                 .quiet = options.quiet});
+  SetStatistics(scores.nlls, result.sequence_length - 1, result);
   result.timings.forward_seconds = scores.forward_seconds;
   result.timings.scoring_seconds = scores.scoring_seconds;
   const double scored_seconds = scores.forward_seconds + scores.scoring_seconds;
   result.tokens_per_second =
       scored_seconds > 0 ? static_cast<double>(result.stats.positions) / scored_seconds : 0;
+  if (result.shard) result.nlls = std::move(scores.nlls);
   result.timings.total_seconds = MonotonicSeconds() - start;
   DescribeInputsAfterRun(options.describe_inputs, result.timings, [&] {
     result.inputs.push_back(EvalModel::Describe(model.get(), "model", options.model));
@@ -315,9 +438,7 @@ PplResult EvaluatePerplexity(const PplOptions& options) {
 ResultsEnvelope PplResultsEnvelope(const PplResult& result, const PplOptions& options) {
   ResultsEnvelope env{.command = "ppl", .threads = result.threads};
   env.inputs = result.inputs;
-  env.settings = PplSettingsToJson(result);
-  env.settings["compute"] = std::string(ComputeModeName(options.runtime.compute));
-  env.settings["kv"] = options.runtime.kv.Name();
+  env.settings = EnvelopeSettings(result, options.runtime);
   env.results = PplResultToJson(result);
   env.timings = result.timings;
   env.warnings = result.warnings;
@@ -344,7 +465,97 @@ nlohmann::ordered_json PplResultToJson(const PplResult& r) {
   j["data_seconds"] = r.data_seconds;
   j["tokens_per_second"] = r.tokens_per_second;
   j["threads"] = r.threads;
+  if (r.shard) {
+    j["shard"] = {{"index", r.shard->index},
+                  {"count", r.shard->count},
+                  {"rows", {r.shard_rows.first, r.shard_rows.end}},
+                  {"rows_total", r.rows_total}};
+    j["nlls"] = r.nlls;
+  }
   return j;
+}
+
+PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
+  constexpr std::string_view kMerge = "merge";
+  if (partials.empty()) Fail(kMerge, "no partial results given");
+  std::vector<PplPartial> parts;
+  for (const auto& path : partials) parts.push_back(ReadPplPartial(path, kMerge));
+  const PplPartial& first = parts.front();
+  const int64_t count = first.result.shard->count;
+  std::vector<const PplPartial*> by_index(static_cast<size_t>(count), nullptr);
+  for (const PplPartial& p : parts) {
+    const PplResult& r = p.result;
+    const auto differs = [&](std::string_view what, const std::string& mine,
+                             const std::string& theirs) {
+      Fail(kMerge, "'{}' is from another run than '{}': {} {} vs {}", p.path.string(),
+           first.path.string(), what, mine, theirs);
+    };
+    const std::string setting =
+        FirstDifference(p.envelope.at("settings"), first.envelope.at("settings"));
+    if (!setting.empty()) {
+      differs("setting " + setting, p.envelope["settings"].value(setting, nlohmann::json()).dump(),
+              first.envelope["settings"].value(setting, nlohmann::json()).dump());
+    }
+    if (r.model != first.result.model) differs("model", r.model, first.result.model);
+    if (r.data != first.result.data) {
+      differs("data", r.data.dump(), first.result.data.dump());
+    }
+    if (r.rows_sha256 != first.result.rows_sha256) {
+      differs("scored rows' sha256", r.rows_sha256, first.result.rows_sha256);
+    }
+    if (r.shard->count != count) {
+      Fail(kMerge, "'{}' is shard {} but '{}' is shard {}: one run has one shard count",
+           p.path.string(), r.shard->Name(), first.path.string(), first.result.shard->Name());
+    }
+    const PplPartial*& slot = by_index[static_cast<size_t>(r.shard->index)];
+    if (slot != nullptr) {
+      Fail(kMerge, "shard {} is given twice: '{}' and '{}'", r.shard->Name(), slot->path.string(),
+           p.path.string());
+    }
+    slot = &p;
+  }
+  std::vector<std::string> missing;
+  for (int64_t i = 0; i < count; ++i) {
+    if (by_index[static_cast<size_t>(i)] == nullptr) {
+      missing.push_back(Shard{.index = i, .count = count}.Name());
+    }
+  }
+  if (!missing.empty()) {
+    Fail(kMerge, "shard(s) {} missing: {} of {} given", fmt::join(missing, ", "), parts.size(),
+         count);
+  }
+
+  PplMerge merge;
+  PplResult& m = merge.result;
+  m = first.result;
+  m.shard.reset();
+  m.nlls.clear();
+  m.reused = false;
+  m.timings = {};
+  m.data_seconds = 0;
+  std::vector<double> nlls;
+  for (const PplPartial* p : by_index) {
+    nlls.insert(nlls.end(), p->result.nlls.begin(), p->result.nlls.end());
+    const ResultsTimings& t = p->result.timings;
+    m.timings.total_seconds += t.total_seconds;
+    m.timings.forward_seconds += t.forward_seconds;
+    m.timings.scoring_seconds += t.scoring_seconds;
+    m.timings.io_seconds += t.io_seconds;
+    m.timings.load_seconds += t.load_seconds;
+    m.timings.hash_seconds += t.hash_seconds;
+    m.data_seconds += p->result.data_seconds;
+  }
+  SetStatistics(nlls, m.sequence_length - 1, m);
+  const double scored_seconds = m.timings.forward_seconds + m.timings.scoring_seconds;
+  m.tokens_per_second =
+      scored_seconds > 0 ? static_cast<double>(m.stats.positions) / scored_seconds : 0;
+  merge.envelope = ResultsEnvelope{.command = "ppl", .threads = m.threads};
+  merge.envelope.inputs = first.envelope.at("inputs");
+  merge.envelope.settings = first.envelope.at("settings");
+  merge.envelope.results = PplResultToJson(m);
+  merge.envelope.timings = m.timings;
+  merge.envelope.warnings = m.warnings;
+  return merge;
 }
 
 nlohmann::ordered_json PplSettingsToJson(const PplResult& r) {

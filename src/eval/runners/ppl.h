@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/runners/results_json.h"
+#include "eval/runners/shard.h"
 #include "eval/runners/teacher_forced.h"
 #include "model/runtime_model.h"
 #include "util/thread_pool.h"
@@ -98,6 +99,13 @@ struct PplOptions {
   ThreadPool* pool = nullptr;
   bool quiet = false;
   bool describe_inputs = false;  // fill PplResult::inputs (hashes the inputs)
+  // Set: score only the shard's rows (eval/runners/shard.h) of all the rows the data gives; the
+  // result is a partial one for `proctor merge` (PplResult::shard, nlls).
+  std::optional<Shard> shard{};
+  // With `shard`: a results file (--json) that may already hold this shard's partial result. If
+  // it does (same shard, settings, model spec and scored rows' sha256), it is returned
+  // (PplResult::reused) instead of scoring again.
+  std::filesystem::path finished_partial{};
 };
 
 struct PplResult {
@@ -122,14 +130,33 @@ struct PplResult {
   double tokens_per_second = 0;  // scored positions / (forward + scoring)
   std::vector<std::string> warnings;
   nlohmann::ordered_json inputs = nlohmann::ordered_json::array();  // with describe_inputs
+  // A shard's partial result: the shard, its rows of rows_total, and their NLLs ([rows, L - 1]);
+  // stats and row_mean_nll are its rows' only (nothing for a shard without rows).
+  std::optional<Shard> shard;
+  ItemRange shard_rows;
+  int64_t rows_total = 0;
+  std::vector<double> nlls;
+  bool reused = false;  // read back from PplOptions::finished_partial, not scored
 };
 
 PplResult EvaluatePerplexity(const PplOptions& options);
 // The results file of `proctor ppl --json`.
 ResultsEnvelope PplResultsEnvelope(const PplResult& result, const PplOptions& options);
 
+// `proctor merge` of ppl partial results (the results files of `ppl --shard I/N --json FILE`, in
+// any order): the shards' NLLs in shard order, so every statistic equals the unsharded run's bit
+// for bit; the envelope (settings, inputs) is the shards' and the timings their sums. Errors name
+// the file: not a ppl partial, truncated, from other data, rows, model or settings than the first
+// (naming the value), another shard count, a shard missing or given twice.
+struct PplMerge {
+  PplResult result;
+  ResultsEnvelope envelope;
+};
+PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials);
+
 // The `results` of the ppl results envelope (docs/results-json.md): every statistic, the data
-// with its sha256, the scored rows' sha256, per-row mean NLL.
+// with its sha256, the scored rows' sha256, per-row mean NLL; a partial result adds `shard`
+// ({index, count, rows: [first, end), rows_total}) and `nlls`.
 nlohmann::ordered_json PplResultToJson(const PplResult& result);
 // The `settings` of the envelope: sequence_length, num_samples, seed, batch_size, chunk_size.
 nlohmann::ordered_json PplSettingsToJson(const PplResult& result);

@@ -1,0 +1,36 @@
+// A shard of a run: `--shard I/N` makes one of N batch jobs (a Slurm array task, a Kubernetes
+// Indexed Job pod) do a fixed share of the work, and `proctor merge` puts the shares back
+// together into exactly the unsharded result (docs/scale-out.md).
+//
+// Shard I of N (0 <= I < N, as SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX count) takes the
+// contiguous items [floor(I * total / N), floor((I + 1) * total / N)): every item once, in order,
+// the shares balanced to within one item (empty when N > total).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace proctor {
+
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+
+  std::string Name() const;  // "I/N"
+  bool operator==(const Shard&) const = default;
+};
+
+// "I/N" with 0 <= I < N and N >= 1; an error naming `flag` and the text otherwise.
+Shard ParseShard(std::string_view text, std::string_view flag);
+
+struct ItemRange {
+  int64_t first = 0;
+  int64_t end = 0;  // one past the last
+  int64_t size() const { return end - first; }
+};
+
+// The items of `total` that `shard` takes.
+ItemRange ShardItems(const Shard& shard, int64_t total);
+
+}  // namespace proctor
