@@ -72,13 +72,18 @@ def read_per_position(path):
     magic, version, header_bytes, record_bytes, flags, count, n_seqs, pps, top_k, vocab = \
         struct.unpack_from("<8sIIIIQQQQQ", data, 0)
     assert magic == b"PROCKLPP", magic
-    assert version == 1 and header_bytes == 64 and record_bytes == 64, (version, header_bytes)
-    assert len(data) == 64 + 64 * count, (len(data), count)
-    rec = np.dtype([("seq", "<u4"), ("position", "<u4"), ("kl", "<f8"), ("tail_kl", "<f8"),
-                    ("mass", "<f8"), ("candidate_nll", "<f8"), ("teacher_nll", "<f8"),
-                    ("next_token", "<i4"), ("candidate_argmax", "<i4"),
-                    ("teacher_argmax", "<i4"), ("top1", "u1"), ("reserved", "u1", (3,))])
-    assert rec.itemsize == 64
+    # Version 2 adds the teacher's top-1 probability (float64) after version 1's 64 bytes.
+    size = {1: 64, 2: 72}.get(version)
+    assert size and header_bytes == 64 and record_bytes == size, (version, header_bytes)
+    assert len(data) == 64 + size * count, (len(data), count)
+    fields = [("seq", "<u4"), ("position", "<u4"), ("kl", "<f8"), ("tail_kl", "<f8"),
+              ("mass", "<f8"), ("candidate_nll", "<f8"), ("teacher_nll", "<f8"),
+              ("next_token", "<i4"), ("candidate_argmax", "<i4"),
+              ("teacher_argmax", "<i4"), ("top1", "u1"), ("reserved", "u1", (3,))]
+    if version == 2:
+        fields.append(("teacher_top1_probability", "<f8"))
+    rec = np.dtype(fields)
+    assert rec.itemsize == size
     records = np.frombuffer(data, dtype=rec, offset=64, count=count)
     header = dict(flags=flags, record_count=count, n_seqs=n_seqs, positions_per_seq=pps,
                   top_k=top_k, vocab=vocab)
@@ -346,6 +351,10 @@ def main():
             for key in ("kl", "tail_kl", "mass", "candidate_nll", "teacher_nll"):
                 cmp.near("%s %s" % (where, key), float(rec[key]), row[key], position_atol(key),
                          "per-position " + key)
+            if "teacher_top1_probability" in records.dtype.names:
+                cmp.near(where + " teacher_top1_probability",
+                         float(rec["teacher_top1_probability"]), row["teacher_top1"],
+                         position_atol("kl"), "per-position teacher_top1")
     for p in cmp.problems[:40]:
         sys.stderr.write("MISMATCH %s\n" % p)
     sys.stderr.write("checked %d values against proctor: %d mismatches\n" %

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "util/error.h"
@@ -17,7 +18,7 @@ constexpr const char* kComponent = "per-position";
 //   0 u32 seq           4 u32 position        8 f64 kl            16 f64 tail_kl
 //  24 f64 mass         32 f64 candidate_nll  40 f64 teacher_nll  48 i32 next_token
 //  52 i32 candidate_argmax                   56 i32 teacher_argmax
-//  60 u8 top1          61 u8[3] reserved (0)
+//  60 u8 top1          61 u8[3] reserved (0) 64 f64 teacher_top1_probability (version 2)
 template <typename T>
 void Put(uint8_t* base, size_t offset, T value) {
   std::memcpy(base + offset, &value, sizeof(T));
@@ -69,6 +70,7 @@ void WritePerPositionFile(const std::filesystem::path& path, PerPositionHeader h
       Put<int32_t>(rec, 52, v.candidate_argmax);
       Put<int32_t>(rec, 56, v.teacher_argmax);
       Put<uint8_t>(rec, 60, v.top1 ? 1 : 0);
+      Put<double>(rec, 64, v.teacher_top1_probability);
     }
     writer.Write(std::span<const uint8_t>(block));
   }
@@ -90,16 +92,16 @@ PerPositionFile ParsePerPositionFile(std::string_view bytes, const std::filesyst
          path.string());
   }
   const auto version = Get<uint32_t>(data, 8);
-  if (version != kPerPositionVersion) {
-    Fail(kComponent, "'{}' has version {}; this reader implements version {} only", path.string(),
+  if (version != 1 && version != kPerPositionVersion) {
+    Fail(kComponent, "'{}' has version {}; this reader implements versions 1 and {}", path.string(),
          version, kPerPositionVersion);
   }
+  const uint64_t record_size = version == 1 ? kPerPositionV1RecordBytes : kPerPositionRecordBytes;
   const auto header_bytes = Get<uint32_t>(data, 12);
   const auto record_bytes = Get<uint32_t>(data, 16);
-  if (header_bytes != kPerPositionHeaderBytes || record_bytes != kPerPositionRecordBytes) {
-    Fail(kComponent, "'{}' declares a {}-byte header and {}-byte records; version 1 has {} and {}",
-         path.string(), header_bytes, record_bytes, kPerPositionHeaderBytes,
-         kPerPositionRecordBytes);
+  if (header_bytes != kPerPositionHeaderBytes || record_bytes != record_size) {
+    Fail(kComponent, "'{}' declares a {}-byte header and {}-byte records; version {} has {} and {}",
+         path.string(), header_bytes, record_bytes, version, kPerPositionHeaderBytes, record_size);
   }
   PerPositionFile file;
   PerPositionHeader& h = file.header;
@@ -110,17 +112,16 @@ PerPositionFile ParsePerPositionFile(std::string_view bytes, const std::filesyst
   h.top_k = Get<uint64_t>(data, 48);
   h.vocab = Get<uint64_t>(data, 56);
   const uint64_t body = bytes.size() - kPerPositionHeaderBytes;
-  if (h.record_count > body / kPerPositionRecordBytes ||
-      body != h.record_count * kPerPositionRecordBytes) {
+  if (h.record_count > body / record_size || body != h.record_count * record_size) {
     Fail(kComponent, "'{}' is {} bytes; a header saying {} records needs {}", path.string(),
          bytes.size(), h.record_count,
-         h.record_count > body / kPerPositionRecordBytes
+         h.record_count > body / record_size
              ? std::string("more")
-             : std::to_string(kPerPositionHeaderBytes + h.record_count * kPerPositionRecordBytes));
+             : std::to_string(kPerPositionHeaderBytes + h.record_count * record_size));
   }
   file.records.resize(h.record_count);
   for (uint64_t i = 0; i < h.record_count; ++i) {
-    const uint8_t* rec = data + kPerPositionHeaderBytes + i * kPerPositionRecordBytes;
+    const uint8_t* rec = data + kPerPositionHeaderBytes + i * record_size;
     PerPositionRecord& r = file.records[i];
     r.seq = Get<uint32_t>(rec, 0);
     r.position = Get<uint32_t>(rec, 4);
@@ -138,6 +139,8 @@ PerPositionFile ParsePerPositionFile(std::string_view bytes, const std::filesyst
            path.string(), i, top1, rec[61], rec[62], rec[63]);
     }
     r.score.top1 = top1 == 1;
+    r.score.teacher_top1_probability =
+        version == 1 ? std::numeric_limits<double>::quiet_NaN() : Get<double>(rec, 64);
   }
   return file;
 }

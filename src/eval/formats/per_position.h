@@ -1,7 +1,9 @@
 // The per-position scores file `proctor kl --per-position FILE` writes (docs/formats.md,
-// "Per-position scores"): a 64-byte little-endian header and one 64-byte record per scored
-// position, in (sequence, position) order, so runs can be compared position by position or
-// merged (every run statistic is recomputable from the records: the values are float64).
+// "Per-position scores"): a 64-byte little-endian header and one 72-byte record per scored
+// position (version 2), in (sequence, position) order, so runs can be compared position by
+// position or merged (every run statistic, `where` included, is recomputable from the records:
+// the values are float64). Version 1 files (64-byte records without the teacher's top-1
+// probability, which reads back as NaN) are still read.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +16,10 @@
 namespace proctor {
 
 inline constexpr char kPerPositionMagic[8] = {'P', 'R', 'O', 'C', 'K', 'L', 'P', 'P'};
-inline constexpr uint32_t kPerPositionVersion = 1;
+inline constexpr uint32_t kPerPositionVersion = 2;
 inline constexpr uint32_t kPerPositionHeaderBytes = 64;
-inline constexpr uint32_t kPerPositionRecordBytes = 64;
+inline constexpr uint32_t kPerPositionRecordBytes = 72;
+inline constexpr uint32_t kPerPositionV1RecordBytes = 64;
 // Header flag: the KL is over the full vocabulary (two-model mode), not a teacher's top-k.
 inline constexpr uint32_t kPerPositionFullVocabulary = 1;
 
@@ -45,7 +48,7 @@ struct PerPositionFile {
   std::vector<PerPositionRecord> records;
 };
 
-// Reads and validates a whole file: magic, version (exactly 1), header and record sizes, the
+// Reads and validates a whole file: magic, version (1 or 2), header and record sizes, the
 // file size against record_count, reserved bytes zero. Error("[per-position] ...") names the
 // file and the values seen and expected.
 PerPositionFile ReadPerPositionFile(const std::filesystem::path& path);

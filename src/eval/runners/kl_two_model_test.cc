@@ -184,10 +184,11 @@ TEST(PerPosition, TheLayoutIsTheDocumentedOne) {
   a.next_token = 42;
   a.candidate_argmax = 7;
   a.teacher_argmax = 7;
+  a.teacher_top1_probability = 0.625;
   const auto path = temp.path() / "pp.bin";
   WritePerPositionFile(path, {.positions_per_seq = 1, .top_k = 64, .vocab = 512}, {{}, {a}});
   const std::string bytes = testing::ReadBytes(path);
-  ASSERT_EQ(bytes.size(), 128u);
+  ASSERT_EQ(bytes.size(), 136u);
   EXPECT_EQ(bytes.substr(0, 8), "PROCKLPP");
   const auto u32 = [&](size_t at) {
     uint32_t v;
@@ -204,9 +205,9 @@ TEST(PerPosition, TheLayoutIsTheDocumentedOne) {
     std::memcpy(&v, bytes.data() + at, 8);
     return v;
   };
-  EXPECT_EQ(u32(8), 1u);    // version
+  EXPECT_EQ(u32(8), 2u);    // version
   EXPECT_EQ(u32(12), 64u);  // header bytes
-  EXPECT_EQ(u32(16), 64u);  // record bytes
+  EXPECT_EQ(u32(16), 72u);  // record bytes
   EXPECT_EQ(u32(20), 0u);   // flags
   EXPECT_EQ(u64(24), 1u);   // records
   EXPECT_EQ(u64(32), 2u);   // sequences (the first one empty)
@@ -225,6 +226,23 @@ TEST(PerPosition, TheLayoutIsTheDocumentedOne) {
   EXPECT_EQ(u32(120), 7u);
   EXPECT_EQ(bytes[124], 1);
   EXPECT_EQ(bytes.substr(125, 3), std::string(3, '\0'));
+  EXPECT_EQ(f64(128), 0.625);  // the teacher's top-1 probability
+  const PerPositionFile back = ReadPerPositionFile(path);
+  ASSERT_EQ(back.records.size(), 1u);
+  EXPECT_EQ(back.records[0].score.teacher_top1_probability, 0.625);
+  EXPECT_EQ(back.records[0].score.kl, 0.25);
+  // A version 1 file (64-byte records, no top-1 probability) still reads; the probability is NaN.
+  {
+    std::string v1 = bytes.substr(0, 128);
+    v1[8] = 1;
+    v1[16] = 64;
+    const auto old = temp.path() / "v1.bin";
+    testing::WriteBytes(old, v1);
+    const PerPositionFile read = ReadPerPositionFile(old);
+    ASSERT_EQ(read.records.size(), 1u);
+    EXPECT_EQ(read.records[0].score.candidate_nll, 1.5);
+    EXPECT_TRUE(std::isnan(read.records[0].score.teacher_top1_probability));
+  }
   // Damaged copies are errors that name the file and the values.
   const auto damaged = temp.path() / "bad.bin";
   const auto error_with = [&](const std::string& b) {
@@ -235,8 +253,11 @@ TEST(PerPosition, TheLayoutIsTheDocumentedOne) {
   b[0] = 'X';
   EXPECT_NE(error_with(b).find("magic"), std::string::npos);
   b = bytes;
-  b[8] = 2;
-  EXPECT_NE(error_with(b).find("version 2"), std::string::npos);
+  b[8] = 3;
+  EXPECT_NE(error_with(b).find("version 3"), std::string::npos);
+  b = bytes;
+  b[8] = 1;  // version 1 with 72-byte records
+  EXPECT_NE(error_with(b).find("72-byte records; version 1 has 64 and 64"), std::string::npos);
   EXPECT_NE(error_with(bytes.substr(0, 100)).find("is 100 bytes"), std::string::npos);
   EXPECT_NE(error_with(bytes.substr(0, 10)).find("shorter than the 64-byte header"),
             std::string::npos);
