@@ -1,6 +1,6 @@
 // End-to-end tests of `proctor corpus` and `proctor ppl` (the built executable, PROCTOR_BIN) on
 // stories260K and the TinyStories excerpt: outputs, --json files, errors, and that ppl over a
-// corpus equals ppl over the text the corpus was cut from.
+// corpus equals ppl over the text the corpus was cut from; sharded ppl and dump runs merged.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -43,6 +43,11 @@ Result Proctor(const std::string& args) {
 json ReadJson(const fs::path& path) {
   std::ifstream in(path);
   return json::parse(in);
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 class CorpusPplVerbs : public ::testing::Test {
@@ -284,9 +289,9 @@ TEST_F(CorpusPplVerbs, MergeRefusesPartialsThatAreNotOneRun) {
           fmt::format("shard 1/3 is given twice: '{}' and '{}'", a1, a1));
   refused(
       a0 + " " + part("seed") + " " + a2,
-      fmt::format("'{}' is from another run than '{}': setting seed 5 vs 123", part("seed"), a0));
+      fmt::format("'{}' is from another run than '{}': setting seed: 5 vs 123", part("seed"), a0));
   refused(a0 + " " + part("chunk") + " " + a2,
-          fmt::format("'{}' is from another run than '{}': setting chunk_size 32 vs 512",
+          fmt::format("'{}' is from another run than '{}': setting chunk_size: 32 vs 512",
                       part("chunk"), a0));
   refused(a0 + " " + part("two"),
           fmt::format("'{}' is shard 1/2 but '{}' is shard 0/3", part("two"), a0));
@@ -304,6 +309,132 @@ TEST_F(CorpusPplVerbs, MergeRefusesPartialsThatAreNotOneRun) {
   const Result no_json = Proctor(fmt::format("{} --shard 0/3", common));
   EXPECT_NE(no_json.status, 0);
   EXPECT_NE(no_json.err.find("--json"), std::string::npos) << no_json.err;
+}
+
+// A dump in 3 shards (any order) merges into the unsharded dump: every sequence file and
+// tokens.bin byte for byte, the manifest but for its `created`, the floor number for number.
+TEST_F(CorpusPplVerbs, ShardedDumpMergesToTheUnshardedDump) {
+  const fs::path corpus = dir_ / "corpus";
+  Result r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 32 --n-seqs 5 {}",
+                                 Stories260K().string(), corpus.string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const std::string common = fmt::format("-q dump --teacher {} --corpus {} --top-k 16 --chunk 8",
+                                         Stories260K().string(), corpus.string());
+  const fs::path dump = dir_ / "dump";
+  r = Proctor(fmt::format("{} --out {}", common, dump.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  fs::rename(dump, dir_ / "whole");  // the merge writes to the same path (floor.json names it)
+  std::string parts;
+  for (int i = 2; i >= 0; --i) {
+    const fs::path part = dir_ / fmt::format("part{}", i);
+    r = Proctor(fmt::format("{} --out {} --shard {}/3", common, part.string(), i));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(fmt::format("Shard {}/3: sequences [{}, {}) of 5", i, i * 5 / 3,
+                                     (i + 1) * 5 / 3)),
+              std::string::npos)
+        << r.out;
+    parts.append(" ").append(part.string());
+  }
+  r = Proctor(fmt::format("{} --out {} --shard 1/3", common, (dir_ / "part1").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Shard 1/3 (sequences [1, 3) of 5) already done"), std::string::npos)
+      << r.out;
+  r = Proctor(fmt::format("merge {}{}", dump.string(), parts));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Merged 3 dump shards: 5 sequences, 155 positions"), std::string::npos)
+      << r.out;
+  for (const char* name : {"tokens.bin", "seq-0.bin", "seq-1.bin", "seq-2.bin", "seq-3.bin",
+                           "seq-4.bin"}) {
+    EXPECT_TRUE(ReadFile(dump / name) == ReadFile(dir_ / "whole" / name)) << name;
+  }
+  json merged = ReadJson(dump / "manifest.json");
+  json whole = ReadJson(dir_ / "whole" / "manifest.json");
+  merged.erase("created");
+  whole.erase("created");
+  EXPECT_EQ(merged, whole);
+  EXPECT_EQ(ReadJson(dump / "floor.json")["floor"], ReadJson(dir_ / "whole" / "floor.json")["floor"]);
+  // Shard flags that do not go together are refused before anything is written.
+  r = Proctor(fmt::format("{} --out {} --shard 0/3 --seq-end 2", common, (dir_ / "x").string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "x"));
+  r = Proctor(fmt::format("{} --out {} --shard 3/3", common, (dir_ / "x").string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "x"));
+}
+
+// A saved-teacher kl run in 1, 2, 3 and 7 shards of 5 sequences merges into the unsharded run's
+// results: every statistic, the per-sequence values, where the KL lives and the floor pairing.
+TEST_F(CorpusPplVerbs, ShardedKlMergesToTheUnshardedStatistics) {
+  const fs::path corpus = dir_ / "corpus", dump = dir_ / "dump";
+  Result r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 32 --n-seqs 5 {}",
+                                 Stories260K().string(), corpus.string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  r = Proctor(fmt::format("-q dump --teacher {} --corpus {} --out {} --top-k 16 --chunk 8",
+                          Stories260K().string(), corpus.string(), dump.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  // The candidate: the teacher with a bf16 forward, so the KL is not zero.
+  const std::string common = fmt::format("-q kl --reference-logits {} --candidate {} --chunk 8 "
+                                         "--compute bf16",
+                                         dump.string(), Stories260K().string());
+  r = Proctor(fmt::format("{} --json {}", common, (dir_ / "whole.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json whole = ReadJson(dir_ / "whole.json");
+  ASSERT_GT(whole["results"]["kl"]["mean"].get<double>(), 0.0);
+  for (int n : {1, 2, 3, 7}) {
+    SCOPED_TRACE(fmt::format("{} shards", n));
+    std::string parts;
+    for (int i = n - 1; i >= 0; --i) {
+      const fs::path part = dir_ / fmt::format("kl{}-{}.json", n, i);
+      r = Proctor(fmt::format("{} --shard {}/{} --json {}", common, i, n, part.string()));
+      ASSERT_EQ(r.status, 0) << r.out << r.err;
+      EXPECT_TRUE(fs::exists(part.string() + ".positions"));
+      parts.append(" ").append(part.string());
+    }
+    const fs::path merged_path = dir_ / fmt::format("kl-merged{}.json", n);
+    r = Proctor(fmt::format("merge {}{}", merged_path.string(), parts));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const json merged = ReadJson(merged_path);
+    EXPECT_EQ(merged["command"], "kl");
+    EXPECT_EQ(merged["settings"], whole["settings"]);
+    EXPECT_EQ(merged["inputs"], whole["inputs"]);
+    for (const char* key :
+         {"mode", "label", "candidate", "reference", "kl", "tail_kl", "top1_agreement",
+          "mean_captured_mass", "min_captured_mass", "candidate_mean_nll", "candidate_ppl",
+          "teacher_mean_nll", "teacher_nll_positions", "positions", "sequences",
+          "sequence_mean_kl", "sequence_top1", "sequence_mean_nll", "candidate_vocab",
+          "chunk_size", "where", "floor"}) {
+      EXPECT_EQ(merged["results"][key], whole["results"][key]) << key;
+    }
+    EXPECT_FALSE(merged["results"].contains("shard"));
+  }
+  // Rerun: a finished shard is kept; a changed per-position file is refused by the merge.
+  const fs::path part = dir_ / "kl3-1.json";
+  r = Proctor(fmt::format("{} --shard 1/3 --json {}", common, part.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Shard 1/3 already done"), std::string::npos) << r.out;
+  {
+    std::ofstream positions(part.string() + ".positions", std::ios::app);
+    positions << "x";
+  }
+  r = Proctor(fmt::format("merge {} {} {} {}", (dir_ / "out.json").string(),
+                          (dir_ / "kl3-0.json").string(), part.string(),
+                          (dir_ / "kl3-2.json").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("changed after"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out.json"));
+  // Other settings are another run; --shard needs --json.
+  r = Proctor(fmt::format("-q kl --reference-logits {} --candidate {} --chunk 16 --compute bf16 "
+                          "--shard 1/3 --json {}",
+                          dump.string(), Stories260K().string(), (dir_ / "chunk.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  r = Proctor(fmt::format("merge {} {} {} {}", (dir_ / "out.json").string(),
+                          (dir_ / "kl3-0.json").string(), (dir_ / "chunk.json").string(),
+                          (dir_ / "kl3-2.json").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("setting chunk_size: 16 vs 8"), std::string::npos) << r.err;
+  r = Proctor(fmt::format("{} --shard 0/3", common));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("give --json FILE"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 // tokenized corpus and writes a reference-logits dump (top-k logits + full logsumexp).
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "cli/engine_flags.h"
 #include "cli/verbs.h"
+#include "eval/runners/dump_floor.h"
+#include "eval/runners/dump_shards.h"
 #include "eval/runners/llama_kld_eval.h"
 #include "eval/runners/results_json.h"
 #include "eval/runners/teacher_dump.h"
@@ -22,6 +26,7 @@ void RegisterDumpVerb(CLI::App& app) {
     bool no_floor = false;
     std::string format = "proctor";
     std::string json;
+    std::string shard;
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -36,12 +41,21 @@ void RegisterDumpVerb(CLI::App& app) {
       ->required();
   auto* top_k = verb->add_option("--top-k", args->top_k, "Logits kept per position (default 2048)")
                     ->check(CLI::PositiveNumber);
-  verb->add_option("--seq-start", args->seq_start, "First corpus sequence to dump (default 0)")
-      ->check(CLI::NonNegativeNumber);
-  verb->add_option("--seq-end", args->seq_end,
-                   "One past the last corpus sequence to dump (default: all)")
-      ->check(CLI::NonNegativeNumber);
+  auto* seq_start =
+      verb->add_option("--seq-start", args->seq_start, "First corpus sequence to dump (default 0)")
+          ->check(CLI::NonNegativeNumber);
+  auto* seq_end = verb->add_option("--seq-end", args->seq_end,
+                                   "One past the last corpus sequence to dump (default: all)")
+                      ->check(CLI::NonNegativeNumber);
   auto* resume = verb->add_flag("--resume", args->resume, "Continue an interrupted dump in --out");
+  auto* shard =
+      verb->add_option("--shard", args->shard,
+                       "I/N: dump only shard I of N (0-based) of the corpus' sequences, a "
+                       "contiguous share, into --out with its shard.json, for `proctor merge`; "
+                       "rerun, a finished shard is kept and an interrupted one resumes")
+          ->excludes(seq_start)
+          ->excludes(seq_end)
+          ->excludes(resume);
   auto* no_floor = verb->add_flag(
       "--no-floor", args->no_floor,
       "Do not score the teacher against its own records (the dump's floor, kept in floor.json "
@@ -52,10 +66,18 @@ void RegisterDumpVerb(CLI::App& app) {
       ->check(CLI::IsMember({"proctor", "llama.cpp"}))
       ->excludes(top_k)
       ->excludes(resume)
-      ->excludes(no_floor);
+      ->excludes(no_floor)
+      ->excludes(shard);
   verb->add_option("--json", args->json,
                    "Also write the results JSON (docs/results-json.md) to this file");
   args->engine.Add(*verb);
+  verb->footer(
+      "Examples:\n"
+      "  proctor dump --teacher model.gguf --corpus corpus/ --out teacher-dump/\n"
+      "  for i in 0 1 2 3; do proctor dump --teacher model.gguf --corpus corpus/ \\\n"
+      "      --out part$i/ --shard $i/4; done\n"
+      "  proctor merge teacher-dump/ part0/ part1/ part2/ part3/\n"
+      "The merged directory is the unsharded dump (docs/scale-out.md).");
   verb->callback([args] {
     const bool quiet = Globals().quiet;
     const bool json = !args->json.empty();
@@ -75,7 +97,7 @@ void RegisterDumpVerb(CLI::App& app) {
       if (!quiet) fmt::print(stderr, "{}", FormatTimings(r.timings, "encoding"));
       if (json) envelope = LlamaKldDumpResultsEnvelope(r, options);
     } else {
-      const TeacherDumpOptions options{.teacher = args->teacher,
+      TeacherDumpOptions options{.teacher = args->teacher,
                                        .corpus_dir = args->corpus,
                                        .out_dir = args->out,
                                        .top_k = args->top_k,
@@ -87,7 +109,32 @@ void RegisterDumpVerb(CLI::App& app) {
                                        .quiet = quiet,
                                        .describe_inputs = json,
                                        .floor = !args->no_floor};
-      const TeacherDumpResult result = DumpTeacher(options);
+      std::optional<TeacherDumpResult> dumped;
+      if (!args->shard.empty()) {
+        DumpShardResult sharded =
+            DumpTeacherShard(options, ParseShard(args->shard, "--shard"));
+        if (sharded.already_done) {
+          fmt::print("Shard {} (sequences [{}, {}) of {}) already done: '{}' holds it; not "
+                     "dumped again\n",
+                     sharded.shard.Name(), sharded.seqs.first, sharded.seqs.end,
+                     sharded.n_seqs_total, args->out);
+          return;
+        }
+        fmt::print("Shard {}: sequences [{}, {}) of {}\n", sharded.shard.Name(), sharded.seqs.first,
+                   sharded.seqs.end, sharded.n_seqs_total);
+        if (!sharded.dump) {
+          fmt::print("no sequences in this shard: wrote {}/{}\n", args->out, kDumpShardFile);
+          return;
+        }
+        // The slice the shard dumped, as its results file says.
+        options.seq_start = sharded.seqs.first;
+        options.seq_end = sharded.seqs.end;
+        options.resume = true;
+        dumped = std::move(sharded.dump);
+      } else {
+        dumped = DumpTeacher(options);
+      }
+      const TeacherDumpResult& result = *dumped;
       for (const auto& note : result.notes) fmt::print(stderr, "note: {}\n", note);
       if (!quiet) {
         fmt::print(stderr, "wrote {}: {} sequences ({} resumed), {} positions in {:.1f} s\n",
@@ -98,11 +145,8 @@ void RegisterDumpVerb(CLI::App& app) {
       if (result.floor) {
         // The KL the dump's storage costs: no candidate can be told apart from the teacher below
         // it.
-        fmt::print(
-            "floor (the teacher against its own dump): KL mean {:.3e} +- {:.1e}, top-1 "
-            "{:.4f}, mass {:.4f} (kept in {}/floor.json)\n",
-            result.floor->stats.kl.mean, result.floor->stats.kl.standard_error,
-            result.floor->stats.top1_agreement, result.floor->stats.mean_mass, args->out);
+        fmt::print("{}", FormatDumpFloorLine(*result.floor));
+        fmt::print("(kept in {}/floor.json)\n", args->out);
       }
       if (json) envelope = DumpResultsEnvelope(result, options);
     }

@@ -20,6 +20,7 @@
 #include "eval/formats/ref_logits.h"
 #include "eval/runners/dump_floor.h"
 #include "eval/runners/kl_eval.h"
+#include "eval/runners/kl_shards.h"
 #include "eval/runners/kl_where_report.h"
 #include "eval/runners/llama_kld_eval.h"
 #include "eval/runners/results_json.h"
@@ -126,6 +127,7 @@ void RegisterKlVerb(CLI::App& app) {
     int64_t decode_steps = 0;
     bool where = false;
     int worst = 20;
+    std::string shard;  // --shard I/N
     EngineFlags engine;
   };
   auto args = std::make_shared<Args>();
@@ -196,7 +198,21 @@ void RegisterKlVerb(CLI::App& app) {
   verb->add_option("--reference-kv", args->reference_kv,
                    "Two-model mode: the reference's --kv scheme (default: the candidate's)")
       ->needs(resident);
+  verb->add_option("--shard", args->shard,
+                   "I/N: with --reference-logits and --json FILE, score only shard I of N "
+                   "(0-based) of the sequences, a contiguous share, into a partial results file "
+                   "(its per-position scores beside it, FILE.positions, or --per-position) for "
+                   "`proctor merge`; rerun, a finished shard is kept")
+      ->needs(saved)
+      ->excludes(prompts);
   args->engine.Add(*verb);
+  verb->footer(
+      "Examples:\n"
+      "  proctor kl --reference-logits teacher-dump/ --candidate q4.gguf --json q4.json\n"
+      "  proctor kl --reference teacher.gguf --corpus corpus/ --candidate q4.gguf\n"
+      "  proctor kl --model model.gguf --kv-arm affine:4 --corpus corpus/ --decode-steps 32\n"
+      "  for i in 0 1 2 3; do proctor kl --reference-logits teacher-dump/ --candidate q4.gguf \\\n"
+      "      --shard $i/4 --json part$i.json; done; proctor merge q4.json part*.json");
   kv_arm->excludes(verb->get_option("--kv"));
   verb->get_option("--reference-compute")->excludes(self_ab);
   verb->get_option("--reference-kv")->excludes(self_ab);
@@ -254,6 +270,18 @@ void RegisterKlVerb(CLI::App& app) {
       Fail("cli",
            "--decode-steps needs two resident arms (--reference MODEL or --kv-arm SCHEME, with "
            "--corpus DIR); a saved teacher was dumped teacher-forced in chunks");
+    }
+    std::optional<Shard> shard;
+    if (!args->shard.empty()) {
+      shard = ParseShard(args->shard, "--shard");
+      if (args->json.empty()) {
+        Fail("cli", "--shard {} writes a partial results file for `proctor merge`: give --json FILE",
+             args->shard);
+      }
+      if (IsLlamaKldReference(args->reference_logits)) {
+        Fail("cli", "--shard needs a proctor dump directory, not the llama.cpp base file '{}'",
+             args->reference_logits);
+      }
     }
     const bool quiet = Globals().quiet;
     const bool json = !args->json.empty();
@@ -318,22 +346,44 @@ void RegisterKlVerb(CLI::App& app) {
               p["longest"].get<int64_t>());
         }
       } else {
-        const KlEvalOptions options{.reference_dir = args->reference_logits,
-                                    .candidate = args->candidate,
-                                    .max_seqs = args->n,
-                                    .chunk_size = args->engine.chunk,
-                                    .runtime = args->engine.Options(args->candidate),
-                                    .quiet = quiet,
-                                    .per_position = args->per_position,
-                                    .worst = args->worst,
-                                    .describe_inputs = json};
+        const KlEvalOptions options{
+            .reference_dir = args->reference_logits,
+            .candidate = args->candidate,
+            .max_seqs = args->n,
+            .shard = shard,
+            .chunk_size = args->engine.chunk,
+            .runtime = args->engine.Options(args->candidate),
+            .quiet = quiet,
+            .per_position = shard && args->per_position.empty() ? KlShardPositionsPath(args->json)
+                                                                : std::filesystem::path(args->per_position),
+            .worst = args->worst,
+            .describe_inputs = json};
+        if (shard) {
+          // A rerun of a finished shard keeps its partial (the settings as this run writes them).
+          KlEvalResult probe;
+          probe.manifest = ReferenceLogitsDump::Open(args->reference_logits).manifest();
+          if (KlShardDone(args->json, *shard, KlResultsEnvelope(probe, options).settings,
+                          args->candidate, args->reference_logits)) {
+            fmt::print("Shard {} already done: '{}' holds it; not scored again\n", shard->Name(),
+                       args->json);
+            return;
+          }
+        }
         result = EvaluateKlVsReferenceLogits(options);
         if (json) envelope = KlResultsEnvelope(result, options);
+        if (shard) {
+          fmt::print("Shard {}: sequences [{}, {}) of {}\n", shard->Name(), result.shard_seqs.first,
+                     result.shard_seqs.end, result.seqs_total);
+          envelope.results["shard"] =
+              KlShardToJson(result, options.worst, options.per_position, args->json);
+        }
       }
       for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
       // A saved teacher's dump carries its floor: shown first, the candidate paired against it.
       std::optional<KlEvalResult> floor;
-      if (!args->reference_logits.empty() && !IsLlamaKldReference(args->reference_logits)) {
+      // A shard's sequences cannot be paired with the floor's on their own: the merge pairs them.
+      if (!shard && !args->reference_logits.empty() &&
+          !IsLlamaKldReference(args->reference_logits)) {
         std::string why;
         floor = ReadDumpFloor(args->reference_logits, &why);
         if (!floor && !quiet) fmt::print(stderr, "note: no floor row: {}\n", why);

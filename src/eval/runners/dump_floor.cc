@@ -4,9 +4,11 @@
 
 #include <algorithm>
 
+#include "eval/formats/ref_logits.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sha256.h"
+#include "util/timing.h"
 
 namespace proctor {
 namespace {
@@ -19,6 +21,39 @@ std::string ManifestSha256(const std::filesystem::path& dump_dir) {
 }
 
 }  // namespace
+
+KlEvalResult DumpFloorResult(const std::filesystem::path& dump_dir, const DumpFloorRun& run,
+                             const std::vector<std::vector<PositionScore>>& scores,
+                             const std::filesystem::path& per_position) {
+  const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(dump_dir);
+  KlEvalResult floor;
+  floor.label = dump.Label();
+  floor.candidate = run.teacher;
+  floor.reference = dump_dir.string();
+  floor.manifest = dump.manifest();
+  floor.positions_per_seq = dump.positions();
+  floor.candidate_vocab = run.vocab;
+  floor.chunk_size = run.chunk_size;
+  floor.threads = run.threads;
+  FinishKlRun(per_position,
+              {.flags = 0,
+               .positions_per_seq = static_cast<uint64_t>(dump.positions()),
+               .top_k = static_cast<uint64_t>(run.top_k),
+               .vocab = static_cast<uint64_t>(run.vocab)},
+              scores, MonotonicSeconds(), /*worst=*/20, &floor);
+  floor.stats.elapsed_seconds = 0;
+  floor.stats.positions_per_second = 0;
+  floor.timings = {};
+  return floor;
+}
+
+std::string FormatDumpFloorLine(const KlEvalResult& floor) {
+  return fmt::format(
+      "floor (the teacher against its own dump): KL mean {:.3e} +- {:.1e}, top-1 {:.4f}, mass "
+      "{:.4f}\n",
+      floor.stats.kl.mean, floor.stats.kl.standard_error, floor.stats.top1_agreement,
+      floor.stats.mean_mass);
+}
 
 void WriteDumpFloor(const std::filesystem::path& dump_dir, const KlEvalResult& floor) {
   nlohmann::ordered_json file = {{kMagic, kVersion},

@@ -8,12 +8,34 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "eval/runners/kl_eval.h"
 
 namespace proctor {
 
 inline constexpr const char* kDumpFloorFile = "floor.json";
+
+// What the floor of a dump is scored with besides the per-position scores.
+struct DumpFloorRun {
+  std::string teacher;  // the teacher's spec (the floor's candidate)
+  int64_t top_k = 0;
+  int64_t vocab = 0;  // the teacher's vocabulary
+  int64_t chunk_size = 0;
+  int threads = 0;
+};
+
+// The floor of the dump in `dump_dir` (its manifest written) from the teacher's scores against
+// its records, [sequence][position] (FinishKlRun: the statistics, the per-sequence means, the 20
+// worst positions; the per-position file when `per_position` is not empty). No time of its own:
+// it is scored inside the dump, so its timings are zero and it is the same for the same scores.
+KlEvalResult DumpFloorResult(const std::filesystem::path& dump_dir, const DumpFloorRun& run,
+                             const std::vector<std::vector<PositionScore>>& scores,
+                             const std::filesystem::path& per_position);
+
+// One line for people: "floor (the teacher against its own dump): KL mean ..., top-1 ..., mass
+// ..." with a newline.
+std::string FormatDumpFloorLine(const KlEvalResult& floor);
 
 // DIR/floor.json, atomically: {"proctor_dump_floor": 1, "manifest_sha256": the sha256 of
 // DIR/manifest.json (written before), "floor": KlEvalResultToJson(floor)}.

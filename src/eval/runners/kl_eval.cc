@@ -52,8 +52,14 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   result.positions_per_seq = dump.positions();
   result.chunk_size = options.chunk_size;
   result.warnings = dump.warnings();
-  const int64_t n_seqs =
+  const int64_t run_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, dump.n_seqs()) : dump.n_seqs();
+  const ItemRange seqs =
+      options.shard ? ShardItems(*options.shard, run_seqs) : ItemRange{.first = 0, .end = run_seqs};
+  result.shard = options.shard;
+  result.shard_seqs = seqs;
+  result.seqs_total = run_seqs;
+  const int64_t n_seqs = seqs.size();
   const int64_t positions = dump.positions();
 
   LogitsChunkDriver driver({{fmt::format("candidate '{}'", options.candidate), forward}},
@@ -74,14 +80,14 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
   ReferenceRecords records;
   std::vector<uint8_t> seen;  // CheckReferenceRecord's scratch
-  for (int64_t s = 0; s < n_seqs; ++s) {
+  for (int64_t s = seqs.first; s < seqs.end; ++s) {
     std::vector<int32_t> tokens;
     {
       ScopedSeconds io(&timings.io_seconds);
       tokens = dump.Tokens(s);
     }
     const std::string where = fmt::format("'{}'", dump.SequencePath(s).string());
-    auto& seq_scores = scores[s];
+    auto& seq_scores = scores[static_cast<size_t>(s - seqs.first)];
     seq_scores.resize(static_cast<size_t>(positions));
     // The sequence's last position predicts no corpus token and has no record: it is not scored.
     driver.RunSequence(tokens, positions, where, [&](const LogitsChunk& chunk) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "eval/formats/ref_logits.h"
 #include "eval/runners/prompt_set.h"
 #include "eval/runners/results_json.h"
+#include "eval/runners/shard.h"
 #include "eval/runners/teacher_forced.h"
 #include "eval/scoring/kl_score.h"
 #include "eval/scoring/kl_stats.h"
@@ -36,6 +38,9 @@ struct KlEvalOptions {
   std::filesystem::path reference_dir{};
   std::string candidate{};        // model spec (or a display name with an injected forward)
   int64_t max_seqs = 0;           // score the first N sequences; 0 = all
+  // Set: score only this shard's share of those sequences (eval/runners/shard.h); the result's
+  // statistics, per-sequence values and per-position file are over its sequences alone.
+  std::optional<Shard> shard{};
   int64_t chunk_size = 512;       // positions per forward chunk
   TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(candidate))
   // Set: the candidate, already opened: its forward (unless `forward` is given) and its
@@ -62,6 +67,10 @@ struct KlEvalResult {
   int64_t candidate_vocab = 0;
   int64_t chunk_size = 0;
   int threads = 0;
+  // A shard's run (KlEvalOptions::shard): which shard, its sequences of the run's seqs_total.
+  std::optional<Shard> shard;
+  ItemRange shard_seqs;
+  int64_t seqs_total = 0;
   KlRunStats stats;
   std::vector<double> sequence_mean_kl;  // per scored sequence
   std::vector<double> sequence_top1;     // per scored sequence: top-1 agreement

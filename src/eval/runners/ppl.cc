@@ -61,15 +61,6 @@ nlohmann::ordered_json EnvelopeSettings(const PplResult& result, const RuntimeOp
   return settings;
 }
 
-ResultsTimings TimingsFromJson(const nlohmann::json& j) {
-  return {.total_seconds = j.at("total_seconds").get<double>(),
-          .forward_seconds = j.at("forward_seconds").get<double>(),
-          .scoring_seconds = j.at("scoring_seconds").get<double>(),
-          .io_seconds = j.at("io_seconds").get<double>(),
-          .load_seconds = j.at("load_seconds").get<double>(),
-          .hash_seconds = j.at("hash_seconds").get<double>()};
-}
-
 // A ppl partial results file, read back: every PplResult field a merge or a rerun needs, with
 // the envelope's settings. Errors name the file.
 struct PplPartial {
@@ -105,7 +96,7 @@ PplPartial ReadPplPartial(const std::filesystem::path& path, std::string_view co
     r.rows_sha256 = j.at("rows_sha256").get<std::string>();
     r.data_seconds = j.at("data_seconds").get<double>();
     r.threads = j.at("threads").get<int>();
-    r.timings = TimingsFromJson(env.at("timings"));
+    r.timings = ResultsTimingsFromJson(env.at("timings"));
     r.warnings = env.at("warnings").get<std::vector<std::string>>();
     r.inputs = env.at("inputs");
     const nlohmann::json& shard = j.at("shard");
@@ -139,16 +130,6 @@ PplPartial ReadPplPartial(const std::filesystem::path& path, std::string_view co
 }
 
 // The first key of `a` whose value differs in `b` (or is missing there), or "".
-std::string FirstDifference(const nlohmann::json& a, const nlohmann::json& b) {
-  for (const auto& [key, value] : a.items()) {
-    if (!b.contains(key) || b.at(key) != value) return key;
-  }
-  for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) return key;
-  }
-  return "";
-}
-
 }  // namespace
 
 std::vector<int32_t> PackPerplexityRows(std::span<const int32_t> stream, int64_t sequence_length,
@@ -481,8 +462,7 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
   std::vector<PplPartial> parts;
   for (const auto& path : partials) parts.push_back(ReadPplPartial(path, kMerge));
   const PplPartial& first = parts.front();
-  const int64_t count = first.result.shard->count;
-  std::vector<const PplPartial*> by_index(static_cast<size_t>(count), nullptr);
+  std::vector<ShardPart> shards;
   for (const PplPartial& p : parts) {
     const PplResult& r = p.result;
     const auto differs = [&](std::string_view what, const std::string& mine,
@@ -491,10 +471,10 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
            first.path.string(), what, mine, theirs);
     };
     const std::string setting =
-        FirstDifference(p.envelope.at("settings"), first.envelope.at("settings"));
+        FirstDifferingKey(p.envelope.at("settings"), first.envelope.at("settings"));
     if (!setting.empty()) {
-      differs("setting " + setting, p.envelope["settings"].value(setting, nlohmann::json()).dump(),
-              first.envelope["settings"].value(setting, nlohmann::json()).dump());
+      Fail(kMerge, "'{}' is from another run than '{}': setting {}", p.path.string(),
+           first.path.string(), setting);
     }
     if (r.model != first.result.model) differs("model", r.model, first.result.model);
     if (r.data != first.result.data) {
@@ -503,27 +483,10 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
     if (r.rows_sha256 != first.result.rows_sha256) {
       differs("scored rows' sha256", r.rows_sha256, first.result.rows_sha256);
     }
-    if (r.shard->count != count) {
-      Fail(kMerge, "'{}' is shard {} but '{}' is shard {}: one run has one shard count",
-           p.path.string(), r.shard->Name(), first.path.string(), first.result.shard->Name());
-    }
-    const PplPartial*& slot = by_index[static_cast<size_t>(r.shard->index)];
-    if (slot != nullptr) {
-      Fail(kMerge, "shard {} is given twice: '{}' and '{}'", r.shard->Name(), slot->path.string(),
-           p.path.string());
-    }
-    slot = &p;
+    shards.push_back({.shard = *r.shard, .name = p.path.string()});
   }
-  std::vector<std::string> missing;
-  for (int64_t i = 0; i < count; ++i) {
-    if (by_index[static_cast<size_t>(i)] == nullptr) {
-      missing.push_back(Shard{.index = i, .count = count}.Name());
-    }
-  }
-  if (!missing.empty()) {
-    Fail(kMerge, "shard(s) {} missing: {} of {} given", fmt::join(missing, ", "), parts.size(),
-         count);
-  }
+  std::vector<const PplPartial*> by_index;
+  for (const size_t i : OrderShardParts(shards)) by_index.push_back(&parts[i]);
 
   PplMerge merge;
   PplResult& m = merge.result;
@@ -536,13 +499,7 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
   std::vector<double> nlls;
   for (const PplPartial* p : by_index) {
     nlls.insert(nlls.end(), p->result.nlls.begin(), p->result.nlls.end());
-    const ResultsTimings& t = p->result.timings;
-    m.timings.total_seconds += t.total_seconds;
-    m.timings.forward_seconds += t.forward_seconds;
-    m.timings.scoring_seconds += t.scoring_seconds;
-    m.timings.io_seconds += t.io_seconds;
-    m.timings.load_seconds += t.load_seconds;
-    m.timings.hash_seconds += t.hash_seconds;
+    m.timings += p->result.timings;
     m.data_seconds += p->result.data_seconds;
   }
   SetStatistics(nlls, m.sequence_length - 1, m);

@@ -18,6 +18,25 @@ double ResultsTimings::other_seconds() const {
   return std::max(0.0, total_seconds - forward_seconds - scoring_seconds - io_seconds);
 }
 
+ResultsTimings& ResultsTimings::operator+=(const ResultsTimings& other) {
+  total_seconds += other.total_seconds;
+  forward_seconds += other.forward_seconds;
+  scoring_seconds += other.scoring_seconds;
+  io_seconds += other.io_seconds;
+  load_seconds += other.load_seconds;
+  hash_seconds += other.hash_seconds;
+  return *this;
+}
+
+ResultsTimings ResultsTimingsFromJson(const nlohmann::json& j) {
+  return {.total_seconds = j.at("total_seconds").get<double>(),
+          .forward_seconds = j.at("forward_seconds").get<double>(),
+          .scoring_seconds = j.at("scoring_seconds").get<double>(),
+          .io_seconds = j.at("io_seconds").get<double>(),
+          .load_seconds = j.at("load_seconds").get<double>(),
+          .hash_seconds = j.at("hash_seconds").get<double>()};
+}
+
 nlohmann::ordered_json ResultsTimingsToJson(const ResultsTimings& t) {
   nlohmann::ordered_json j;
   j["total_seconds"] = t.total_seconds;

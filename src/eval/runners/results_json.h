@@ -41,9 +41,13 @@ struct ResultsTimings {
   double load_seconds = 0;       // model loading (part of "other")
   double hash_seconds = 0;       // sha256 of the inputs (part of "other"): DescribeInputsAfterRun
   double other_seconds() const;  // total - forward - scoring - io (never below 0)
+  // Adds every field (a merge's timings are the sum of its shards').
+  ResultsTimings& operator+=(const ResultsTimings& other);
 };
 
 nlohmann::ordered_json ResultsTimingsToJson(const ResultsTimings& timings);
+// The inverse (a results file's "timings"); nlohmann's exception for a missing field.
+ResultsTimings ResultsTimingsFromJson(const nlohmann::json& json);
 // One line for the terminal: "time: T s total = forward F s + <work> S s + I/O I s + other O s
 // (loading L s)" (`work` names what the scoring time went to: "scoring", "top-k/logsumexp").
 std::string FormatTimings(const ResultsTimings& timings, std::string_view work = "scoring");

@@ -1,6 +1,7 @@
 #include "eval/runners/shard.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 
@@ -39,6 +40,49 @@ ItemRange ShardItems(const Shard& shard, int64_t total) {
     return static_cast<int64_t>(static_cast<__int128>(i) * total / shard.count);
   };
   return {boundary(shard.index), boundary(shard.index + 1)};
+}
+
+std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts) {
+  if (parts.empty()) Fail("merge", "no partial results given");
+  const ShardPart& first = parts.front();
+  const int64_t count = first.shard.count;
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  std::vector<size_t> order(static_cast<size_t>(count), kNone);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const ShardPart& part = parts[i];
+    if (part.shard.count != count) {
+      Fail("merge", "'{}' is shard {} but '{}' is shard {}: one run has one shard count",
+           part.name, part.shard.Name(), first.name, first.shard.Name());
+    }
+    size_t& slot = order[static_cast<size_t>(part.shard.index)];
+    if (slot != kNone) {
+      Fail("merge", "shard {} is given twice: '{}' and '{}'", part.shard.Name(), parts[slot].name,
+           part.name);
+    }
+    slot = i;
+  }
+  std::vector<std::string> missing;
+  for (int64_t i = 0; i < count; ++i) {
+    if (order[static_cast<size_t>(i)] == kNone) missing.push_back(Shard{i, count}.Name());
+  }
+  if (!missing.empty()) {
+    Fail("merge", "shard(s) {} missing: {} of {} given", fmt::join(missing, ", "), parts.size(),
+         count);
+  }
+  return order;
+}
+
+std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b) {
+  for (const auto& [key, value] : a.items()) {
+    if (!b.contains(key) || b.at(key) != value) {
+      return fmt::format("{}: {} vs {}", key, value.dump(),
+                         b.contains(key) ? b.at(key).dump() : "(absent)");
+    }
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) return fmt::format("{}: (absent) vs {}", key, value.dump());
+  }
+  return "";
 }
 
 }  // namespace proctor

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace proctor {
 
@@ -32,5 +34,20 @@ struct ItemRange {
 
 // The items of `total` that `shard` takes.
 ItemRange ShardItems(const Shard& shard, int64_t total);
+
+// What a merge reads of each partial: its shard and the file or directory that holds it.
+struct ShardPart {
+  Shard shard;
+  std::string name;
+};
+
+// The parts of one run in shard order (positions into `parts`): every shard 0 .. N-1 exactly
+// once, else Error("[merge] ...") naming the files: another shard count than the first part's, a
+// shard given twice, the shards missing.
+std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts);
+
+// The first key of two JSON objects whose values differ (or that only one has), as
+// "key: <a> vs <b>"; "" when they are equal.
+std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b);
 
 }  // namespace proctor

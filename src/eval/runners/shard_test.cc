@@ -1,5 +1,6 @@
 // Shards: I/N parsing with errors naming the flag, and the items each takes (contiguous, every
-// item exactly once in order, balanced to within one), counted here by hand and by brute force.
+// item exactly once in order, balanced to within one), counted here by hand and by brute force;
+// the merge's ordering of the parts and its description of a differing setting.
 #include "eval/runners/shard.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/testing_files.h"
 
 namespace proctor {
 namespace {
@@ -46,6 +48,34 @@ TEST(Shard, SharesAreContiguousCompleteAndBalancedToWithinOne) {
       EXPECT_LE(largest - smallest, 1) << total << " over " << count;
     }
   }
+}
+
+TEST(Shard, PartsAreOrderedByShardAndEveryShardIsThereOnce) {
+  const auto part = [](int64_t i, int64_t n, const char* name) {
+    return ShardPart{.shard = {.index = i, .count = n}, .name = name};
+  };
+  EXPECT_EQ(OrderShardParts({part(2, 3, "c"), part(0, 3, "a"), part(1, 3, "b")}),
+            (std::vector<size_t>{1, 2, 0}));
+  EXPECT_NE(testing::ErrorOf([&] {
+              OrderShardParts({part(0, 3, "a"), part(2, 3, "c")});
+            }).find("shard(s) 1/3 missing: 2 of 3 given"),
+            std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] {
+              OrderShardParts({part(0, 2, "a"), part(1, 2, "b"), part(1, 2, "b2")});
+            }).find("shard 1/2 is given twice: 'b' and 'b2'"),
+            std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] {
+              OrderShardParts({part(0, 2, "a"), part(1, 3, "b")});
+            }).find("'b' is shard 1/3 but 'a' is shard 0/2"),
+            std::string::npos);
+}
+
+TEST(Shard, FirstDifferingKeyNamesTheKeyAndBothValues) {
+  const nlohmann::json a = {{"x", 1}, {"y", "s"}};
+  EXPECT_EQ(FirstDifferingKey(a, a), "");
+  EXPECT_EQ(FirstDifferingKey(a, {{"x", 1}, {"y", "t"}}), "y: \"s\" vs \"t\"");
+  EXPECT_EQ(FirstDifferingKey(a, {{"x", 1}}), "y: \"s\" vs (absent)");
+  EXPECT_EQ(FirstDifferingKey({{"x", 1}}, a), "y: (absent) vs \"s\"");
 }
 
 }  // namespace

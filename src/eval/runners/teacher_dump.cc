@@ -94,6 +94,7 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
                                 .n_seqs = n_seqs,
                                 .top_k = top_k,
                                 .notes = notes,
+                                .created = options.created,
                                 .settings = {{"compute", ComputeModeName(options.runtime.compute)},
                                              {"kv", options.runtime.kv.Name()}}},
                                tokens);
@@ -188,25 +189,13 @@ TeacherDumpResult DumpTeacher(const TeacherDumpOptions& options) {
   writer.Finish();
   timings.io_seconds += writer.io_seconds() + kept_io;
   if (options.floor && n_seqs > 0) {
-    const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(options.out_dir);
-    KlEvalResult floor;
-    floor.label = dump.Label();
-    floor.candidate = options.teacher;
-    floor.reference = options.out_dir.string();
-    floor.manifest = dump.manifest();
-    floor.positions_per_seq = positions;
-    floor.candidate_vocab = result.vocab;
-    floor.chunk_size = options.chunk_size;
-    floor.threads = threads;
-    FinishKlRun(options.floor_per_position,
-                {.flags = 0,
-                 .positions_per_seq = static_cast<uint64_t>(positions),
-                 .top_k = static_cast<uint64_t>(top_k),
-                 .vocab = static_cast<uint64_t>(result.vocab)},
-                floor_scores, start_time, /*worst=*/20, &floor);
-    floor.stats.elapsed_seconds = 0;  // scored inside the dump: no time of its own
-    floor.stats.positions_per_second = 0;
-    floor.timings = {};
+    KlEvalResult floor = DumpFloorResult(options.out_dir,
+                                         {.teacher = options.teacher,
+                                          .top_k = top_k,
+                                          .vocab = result.vocab,
+                                          .chunk_size = options.chunk_size,
+                                          .threads = threads},
+                                         floor_scores, options.floor_per_position);
     WriteDumpFloor(options.out_dir, floor);
     result.floor = std::move(floor);
     if (floor_nlls) result.floor_perplexity = PerplexityFromNlls(nlls, positions);

@@ -1,0 +1,222 @@
+#include "eval/runners/kl_shards.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "eval/formats/per_position.h"
+#include "eval/runners/dump_floor.h"
+#include "util/error.h"
+#include "util/json_file.h"
+#include "util/sha256.h"
+#include "util/timing.h"
+
+namespace proctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kComponent = "merge";
+
+// The per-position file a partial names: relative names are beside the partial.
+fs::path PositionsFileOf(const fs::path& json_file, const nlohmann::json& shard) {
+  const fs::path file = shard.at("per_position").at("file").get<std::string>();
+  return file.is_absolute() ? file : json_file.parent_path() / file;
+}
+
+struct KlPartial {
+  fs::path path{};
+  nlohmann::json envelope{};
+  Shard shard{};
+  ItemRange seqs{};
+  int64_t seqs_total = 0;
+  int worst = 0;
+  fs::path positions{};
+  std::string positions_sha256{};
+};
+
+// A kl partial results file, read back and checked on its own; errors name the file.
+KlPartial ReadKlPartial(const fs::path& path) {
+  KlPartial p{.path = path, .envelope = ReadJsonFile(path, kComponent)};
+  const nlohmann::json& env = p.envelope;
+  if (!env.is_object() || env.value("command", "") != "kl" || !env.contains("results") ||
+      !env["results"].contains("shard")) {
+    Fail(kComponent,
+         "'{}' is not a partial kl result (a results file of `proctor kl --shard I/N --json "
+         "FILE`: command \"kl\" with results.shard)",
+         path.string());
+  }
+  try {
+    const nlohmann::json& shard = env.at("results").at("shard");
+    p.shard = {.index = shard.at("index").get<int64_t>(), .count = shard.at("count").get<int64_t>()};
+    p.seqs = {.first = shard.at("seqs").at(0).get<int64_t>(),
+              .end = shard.at("seqs").at(1).get<int64_t>()};
+    p.seqs_total = shard.at("seqs_total").get<int64_t>();
+    p.worst = shard.at("worst").get<int>();
+    p.positions = PositionsFileOf(path, shard);
+    p.positions_sha256 = shard.at("per_position").at("sha256").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    Fail(kComponent, "'{}' is not a partial kl result: {}", path.string(), e.what());
+  }
+  if (p.shard.count < 1 || p.shard.index < 0 || p.shard.index >= p.shard.count ||
+      p.seqs_total < 0) {
+    Fail(kComponent, "'{}': shard {} of {} sequences is impossible", path.string(),
+         p.shard.Name(), p.seqs_total);
+  }
+  const ItemRange expected = ShardItems(p.shard, p.seqs_total);
+  if (p.seqs.first != expected.first || p.seqs.end != expected.end) {
+    Fail(kComponent, "'{}': shard {} of {} sequences is [{}, {}); it says [{}, {})", path.string(),
+         p.shard.Name(), p.seqs_total, expected.first, expected.end, p.seqs.first, p.seqs.end);
+  }
+  return p;
+}
+
+}  // namespace
+
+fs::path KlShardPositionsPath(const fs::path& json_file) {
+  return json_file.string() + ".positions";
+}
+
+nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
+                                     const fs::path& per_position, const fs::path& json_file) {
+  CHECK_MSG(result.shard.has_value(), "not a shard's result");
+  const bool beside = fs::absolute(per_position).parent_path() ==
+                      fs::absolute(json_file).parent_path();
+  return {{"index", result.shard->index},
+          {"count", result.shard->count},
+          {"seqs", {result.shard_seqs.first, result.shard_seqs.end}},
+          {"seqs_total", result.seqs_total},
+          {"worst", worst},
+          {"per_position",
+           {{"file", beside ? per_position.filename().string() : per_position.string()},
+            {"sha256", Sha256FileHex(per_position)}}}};
+}
+
+bool KlShardDone(const fs::path& json_file, const Shard& shard, const nlohmann::json& settings,
+                 const std::string& candidate, const fs::path& reference_dir) {
+  if (!fs::exists(json_file)) return false;
+  const nlohmann::json env = nlohmann::json::parse(ReadFileToString(json_file), nullptr, false);
+  if (env.is_discarded() || !env.is_object() || env.value("command", "") != "kl" ||
+      !env.contains("results") || !env["results"].contains("shard")) {
+    return false;
+  }
+  try {
+    const nlohmann::json& results = env.at("results");
+    const nlohmann::json& recorded = results.at("shard");
+    const fs::path positions = PositionsFileOf(json_file, recorded);
+    return recorded.at("index").get<int64_t>() == shard.index &&
+           recorded.at("count").get<int64_t>() == shard.count && env.at("settings") == settings &&
+           results.at("candidate").get<std::string>() == candidate &&
+           results.at("reference").at("path").get<std::string>() == reference_dir.string() &&
+           fs::exists(positions) &&
+           Sha256FileHex(positions) == recorded.at("per_position").at("sha256").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
+  if (partials.empty()) Fail(kComponent, "no partial results given");
+  std::vector<KlPartial> parts;
+  std::vector<ShardPart> shards;
+  for (const fs::path& path : partials) {
+    parts.push_back(ReadKlPartial(path));
+    const KlPartial& p = parts.back();
+    const KlPartial& first = parts.front();
+    const auto differs = [&](std::string_view what, const std::string& how) {
+      Fail(kComponent, "'{}' is from another run than '{}': {} {}", p.path.string(),
+           first.path.string(), what, how);
+    };
+    for (const char* part : {"settings", "inputs"}) {
+      const nlohmann::json& a = p.envelope.at(part);
+      const nlohmann::json& b = first.envelope.at(part);
+      if (a == b) continue;
+      if (a.is_object() && b.is_object()) differs("setting", FirstDifferingKey(a, b));
+      differs(part, fmt::format("{} vs {}", a.dump(), b.dump()));
+    }
+    for (const char* key : {"candidate", "reference"}) {
+      const nlohmann::json& a = p.envelope["results"].at(key);
+      const nlohmann::json& b = first.envelope["results"].at(key);
+      if (a != b) differs(key, fmt::format("{} vs {}", a.dump(), b.dump()));
+    }
+    if (p.seqs_total != first.seqs_total) {
+      differs("sequences", fmt::format("{} vs {}", p.seqs_total, first.seqs_total));
+    }
+    shards.push_back({.shard = p.shard, .name = path.string()});
+  }
+  std::vector<const KlPartial*> by_index;
+  for (const size_t i : OrderShardParts(shards)) by_index.push_back(&parts[i]);
+
+  const KlPartial& first = *by_index.front();
+  KlMerge merge;
+  KlEvalResult& m = merge.result;
+  m = KlEvalResultFromJson(first.envelope.at("results"), first.path.string());
+  m.sequence_mean_kl.clear();
+  m.sequence_top1.clear();
+  m.sequence_mean_nll.clear();
+  // Every sequence's per-position scores, in run order.
+  std::vector<std::vector<PositionScore>> scores;
+  double elapsed = 0;
+  for (const KlPartial* p : by_index) {
+    if (!fs::exists(p->positions)) {
+      Fail(kComponent, "'{}' names the per-position file '{}', which does not exist",
+           p->path.string(), p->positions.string());
+    }
+    const std::string sha = Sha256FileHex(p->positions);
+    if (sha != p->positions_sha256) {
+      Fail(kComponent, "'{}' changed after '{}' was written: sha256 {}, the partial says {}",
+           p->positions.string(), p->path.string(), sha, p->positions_sha256);
+    }
+    const PerPositionFile file = ReadPerPositionFile(p->positions);
+    const auto positions = static_cast<uint64_t>(m.positions_per_seq);
+    if (file.header.n_seqs != static_cast<uint64_t>(p->seqs.size()) ||
+        (p->seqs.size() > 0 && file.header.positions_per_seq != positions) ||
+        file.records.size() != file.header.n_seqs * positions) {
+      Fail(kComponent,
+           "'{}' holds {} records of {} sequences x {} positions; shard {} scores {} x {}",
+           p->positions.string(), file.records.size(), file.header.n_seqs,
+           file.header.positions_per_seq, p->shard.Name(), p->seqs.size(), positions);
+    }
+    for (size_t i = 0; i < file.records.size(); ++i) {
+      const PerPositionRecord& r = file.records[i];
+      if (r.seq != i / positions || r.position != i % positions) {
+        Fail(kComponent, "'{}': record {} is sequence {} position {}; {} and {} expected",
+             p->positions.string(), i, r.seq, r.position, i / positions, i % positions);
+      }
+      if (r.position == 0) scores.emplace_back();
+      scores.back().push_back(r.score);
+    }
+    m.timings += ResultsTimingsFromJson(p->envelope.at("timings"));
+    elapsed += p->envelope["results"].at("elapsed_seconds").get<double>();
+    m.candidate_vocab = std::max(m.candidate_vocab,
+                                 p->envelope["results"].at("candidate_vocab").get<int64_t>());
+  }
+  const ResultsTimings timings = m.timings;
+  FinishKlRun({}, {}, scores, MonotonicSeconds(), first.worst, &m);
+  m.timings = timings;
+  m.stats.elapsed_seconds = elapsed;
+  m.stats.positions_per_second = elapsed > 0 ? static_cast<double>(m.stats.positions) / elapsed : 0;
+  m.warnings = first.envelope.at("warnings").get<std::vector<std::string>>();
+
+  merge.envelope = ResultsEnvelope{.command = "kl", .threads = m.threads};
+  merge.envelope.inputs = first.envelope.at("inputs");
+  merge.envelope.settings = first.envelope.at("settings");
+  merge.envelope.results = KlEvalResultToJson(m);
+  merge.envelope.timings = m.timings;
+  merge.envelope.warnings = m.warnings;
+  // A dump with a floor: the candidate paired against it sequence by sequence, as the unsharded
+  // run's file has it (a shard's sequences cannot be paired on their own).
+  if (!fs::is_directory(m.reference)) {
+    Fail(kComponent, "the partials were scored against the dump '{}', which the merge reads for "
+         "its floor: it is not there", m.reference);
+  }
+  std::string why;
+  if (const std::optional<KlEvalResult> floor = ReadDumpFloor(m.reference, &why)) {
+    merge.envelope.results["floor"] = FloorComparisonToJson(*floor, m, m.reference);
+  }
+  return merge;
+}
+
+}  // namespace proctor

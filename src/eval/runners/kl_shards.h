@@ -1,0 +1,48 @@
+// A saved-teacher KL run in shards (`proctor kl --reference-logits DIR --shard I/N --json FILE`)
+// and their merge (`proctor merge OUT PART...`) into the unsharded run's results file
+// (docs/scale-out.md).
+//
+// Shard I of N scores its share of the run's sequences (the dump's, or its first --n-seqs):
+// the results envelope over them with results.shard (which shard, its sequences, the worst
+// positions kept, and the per-position scores file beside it, FILE.positions by default, with its
+// sha256). The merge reads every shard's per-position scores back (float64, exact) and computes
+// every statistic from all of them as the unsharded run does: the same numbers to the last bit,
+// `where` with the sequences under their run numbers.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "eval/runners/kl_eval.h"
+#include "eval/runners/results_json.h"
+
+namespace proctor {
+
+// Where a shard keeps its per-position scores unless --per-position says: FILE.positions.
+std::filesystem::path KlShardPositionsPath(const std::filesystem::path& json_file);
+
+// results.shard of a shard's run: index, count, seqs [first, end), seqs_total, worst, and
+// per_position {file (relative to the results file's directory when beside it), sha256}.
+nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
+                                     const std::filesystem::path& per_position,
+                                     const std::filesystem::path& json_file);
+
+// True when `json_file` already holds the partial of this shard of this run (the same settings,
+// candidate and dump) with its per-position file intact: a rerun keeps it.
+bool KlShardDone(const std::filesystem::path& json_file, const Shard& shard,
+                 const nlohmann::json& settings, const std::string& candidate,
+                 const std::filesystem::path& reference_dir);
+
+struct KlMerge {
+  ResultsEnvelope envelope;  // the unsharded run's results file
+  KlEvalResult result;
+};
+
+// Merges the partial results files (any order; every shard 0..N-1 of one run exactly once).
+// Refuses, naming the file and the values: not a kl partial, truncated, another run (a setting,
+// the candidate, the dump, the inputs' sha256), another shard count, a shard missing or given
+// twice, a per-position file missing or changed.
+KlMerge MergeKlPartials(const std::vector<std::filesystem::path>& partials);
+
+}  // namespace proctor
