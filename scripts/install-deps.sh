@@ -22,6 +22,9 @@ if [[ "${1:-}" != --demo ]]; then
     gnuplot-nox chromium
     # The language profiles `proctor eval ifeval` detects languages with (langdetect's own data).
     python3-langdetect
+    # The one-node Slurm cluster the `proctor slurm` test submits to (tools/slurm/local_cluster.sh;
+    # the packages' own services are not used).
+    slurmctld slurmd slurm-client munge
   )
 fi
 

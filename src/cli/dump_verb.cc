@@ -98,26 +98,26 @@ void RegisterDumpVerb(CLI::App& app) {
       if (json) envelope = LlamaKldDumpResultsEnvelope(r, options);
     } else {
       TeacherDumpOptions options{.teacher = args->teacher,
-                                       .corpus_dir = args->corpus,
-                                       .out_dir = args->out,
-                                       .top_k = args->top_k,
-                                       .chunk_size = args->engine.chunk,
-                                       .seq_start = args->seq_start,
-                                       .seq_end = args->seq_end,
-                                       .resume = args->resume,
-                                       .runtime = args->engine.Options(args->teacher),
-                                       .quiet = quiet,
-                                       .describe_inputs = json,
-                                       .floor = !args->no_floor};
+                                 .corpus_dir = args->corpus,
+                                 .out_dir = args->out,
+                                 .top_k = args->top_k,
+                                 .chunk_size = args->engine.chunk,
+                                 .seq_start = args->seq_start,
+                                 .seq_end = args->seq_end,
+                                 .resume = args->resume,
+                                 .runtime = args->engine.Options(args->teacher),
+                                 .quiet = quiet,
+                                 .describe_inputs = json,
+                                 .floor = !args->no_floor};
       std::optional<TeacherDumpResult> dumped;
       if (!args->shard.empty()) {
-        DumpShardResult sharded =
-            DumpTeacherShard(options, ParseShard(args->shard, "--shard"));
+        DumpShardResult sharded = DumpTeacherShard(options, ParseShard(args->shard, "--shard"));
         if (sharded.already_done) {
-          fmt::print("Shard {} (sequences [{}, {}) of {}) already done: '{}' holds it; not "
-                     "dumped again\n",
-                     sharded.shard.Name(), sharded.seqs.first, sharded.seqs.end,
-                     sharded.n_seqs_total, args->out);
+          fmt::print(
+              "Shard {} (sequences [{}, {}) of {}) already done: '{}' holds it; not "
+              "dumped again\n",
+              sharded.shard.Name(), sharded.seqs.first, sharded.seqs.end, sharded.n_seqs_total,
+              args->out);
           return;
         }
         fmt::print("Shard {}: sequences [{}, {}) of {}\n", sharded.shard.Name(), sharded.seqs.first,

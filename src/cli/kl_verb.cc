@@ -275,7 +275,8 @@ void RegisterKlVerb(CLI::App& app) {
     if (!args->shard.empty()) {
       shard = ParseShard(args->shard, "--shard");
       if (args->json.empty()) {
-        Fail("cli", "--shard {} writes a partial results file for `proctor merge`: give --json FILE",
+        Fail("cli",
+             "--shard {} writes a partial results file for `proctor merge`: give --json FILE",
              args->shard);
       }
       if (IsLlamaKldReference(args->reference_logits)) {
@@ -346,18 +347,18 @@ void RegisterKlVerb(CLI::App& app) {
               p["longest"].get<int64_t>());
         }
       } else {
-        const KlEvalOptions options{
-            .reference_dir = args->reference_logits,
-            .candidate = args->candidate,
-            .max_seqs = args->n,
-            .shard = shard,
-            .chunk_size = args->engine.chunk,
-            .runtime = args->engine.Options(args->candidate),
-            .quiet = quiet,
-            .per_position = shard && args->per_position.empty() ? KlShardPositionsPath(args->json)
-                                                                : std::filesystem::path(args->per_position),
-            .worst = args->worst,
-            .describe_inputs = json};
+        const KlEvalOptions options{.reference_dir = args->reference_logits,
+                                    .candidate = args->candidate,
+                                    .max_seqs = args->n,
+                                    .shard = shard,
+                                    .chunk_size = args->engine.chunk,
+                                    .runtime = args->engine.Options(args->candidate),
+                                    .quiet = quiet,
+                                    .per_position = shard && args->per_position.empty()
+                                                        ? KlShardPositionsPath(args->json)
+                                                        : std::filesystem::path(args->per_position),
+                                    .worst = args->worst,
+                                    .describe_inputs = json};
         if (shard) {
           // A rerun of a finished shard keeps its partial (the settings as this run writes them).
           KlEvalResult probe;

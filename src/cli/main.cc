@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   cli::RegisterKlDiffVerb(app);
   cli::RegisterReportVerb(app);
   cli::RegisterMergeVerb(app);
+  cli::RegisterSlurmVerb(app);
 
   try {
     app.parse(argc, argv);

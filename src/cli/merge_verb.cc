@@ -50,11 +50,12 @@ void RegisterMergeVerb(CLI::App& app) {
     if (std::filesystem::is_directory(args->partials.front())) {
       const std::vector<std::filesystem::path> dirs(args->partials.begin(), args->partials.end());
       const DumpMergeResult merged = MergeDumpShards(args->out, dirs);
-      fmt::print("Merged {} dump shards: {} sequences, {} positions into {} ({:.1f} MB linked, "
-                 "{:.1f} MB written)\n",
-                 merged.shards, merged.n_seqs, merged.positions, args->out,
-                 static_cast<double>(merged.bytes_linked) / 1e6,
-                 static_cast<double>(merged.bytes_copied) / 1e6);
+      fmt::print(
+          "Merged {} dump shards: {} sequences, {} positions into {} ({:.1f} MB linked, "
+          "{:.1f} MB written)\n",
+          merged.shards, merged.n_seqs, merged.positions, args->out,
+          static_cast<double>(merged.bytes_linked) / 1e6,
+          static_cast<double>(merged.bytes_copied) / 1e6);
       if (merged.floor) fmt::print("{}", FormatDumpFloorLine(*merged.floor));
       return;
     }

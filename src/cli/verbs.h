@@ -60,5 +60,6 @@ void RegisterRunsVerb(CLI::App& app);
 void RegisterKlDiffVerb(CLI::App& app);
 void RegisterReportVerb(CLI::App& app);
 void RegisterMergeVerb(CLI::App& app);
+void RegisterSlurmVerb(CLI::App& app);
 
 }  // namespace proctor::cli

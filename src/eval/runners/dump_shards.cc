@@ -144,9 +144,8 @@ DumpShardResult DumpTeacherShard(TeacherDumpOptions options, const Shard& shard)
          shard.Name(), options.seq_start, options.seq_end);
   }
   const Corpus corpus = ReadCorpus(options.corpus_dir);
-  DumpShardResult result{.shard = shard,
-                         .seqs = ShardItems(shard, corpus.n_seqs),
-                         .n_seqs_total = corpus.n_seqs};
+  DumpShardResult result{
+      .shard = shard, .seqs = ShardItems(shard, corpus.n_seqs), .n_seqs_total = corpus.n_seqs};
   ShardRecord record{.dir = options.out_dir,
                      .shard = shard,
                      .seqs = result.seqs,
@@ -194,6 +193,8 @@ DumpMergeResult MergeDumpShards(const fs::path& out_dir, const std::vector<fs::p
   if (shard_dirs.empty()) Fail(kComponent, "no dump shards to merge");
   std::vector<ShardRecord> records;
   std::vector<ShardPart> shards;
+  records.reserve(shard_dirs.size());
+  shards.reserve(shard_dirs.size());
   for (const fs::path& dir : shard_dirs) {
     records.push_back(ReadShardRecord(dir, kComponent));
     const ShardRecord& record = records.back();
@@ -206,6 +207,7 @@ DumpMergeResult MergeDumpShards(const fs::path& out_dir, const std::vector<fs::p
   }
   const ShardRecord& first = records.front();
   std::vector<const ShardRecord*> by_index;
+  by_index.reserve(records.size());
   for (const size_t i : OrderShardParts(shards)) by_index.push_back(&records[i]);
   // Every shard's dump as it finished, in corpus order.
   struct Part {
@@ -219,7 +221,8 @@ DumpMergeResult MergeDumpShards(const fs::path& out_dir, const std::vector<fs::p
     ReferenceLogitsDump dump = ReferenceLogitsDump::Open(record.dir);
     const std::string sha = Sha256FileHex(record.dir / "manifest.json");
     if (!record.manifest_sha256 || sha != *record.manifest_sha256) {
-      Fail(kComponent, "'{}' changed after shard {} finished: manifest.json has sha256 {}, {} says {}",
+      Fail(kComponent,
+           "'{}' changed after shard {} finished: manifest.json has sha256 {}, {} says {}",
            record.dir.string(), record.shard.Name(), sha, kDumpShardFile,
            record.manifest_sha256.value_or("none"));
     }

@@ -46,9 +46,9 @@ DumpShardResult DumpTeacherShard(TeacherDumpOptions options, const Shard& shard)
 struct DumpMergeResult {
   int64_t shards = 0;
   int64_t n_seqs = 0;
-  int64_t positions = 0;            // records in the merged dump
-  uint64_t bytes_linked = 0;        // sequence files hard-linked from the shards
-  uint64_t bytes_copied = 0;        // written: copies (other file system), tokens.bin, manifest
+  int64_t positions = 0;                // records in the merged dump
+  uint64_t bytes_linked = 0;            // sequence files hard-linked from the shards
+  uint64_t bytes_copied = 0;            // written: copies (other file system), tokens.bin, manifest
   std::optional<KlEvalResult> floor{};  // when the shards kept theirs
 };
 

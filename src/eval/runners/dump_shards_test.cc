@@ -160,7 +160,7 @@ TEST(DumpShards, MergeRefusesShardsThatAreNotOneRunAndWritesNothing) {
   const std::vector<fs::path> three = run.DumpShards(3, "three");
   const fs::path out = run.temp.path() / "merged";
   auto refusal = [&](const std::vector<fs::path>& dirs) {
-    const std::string error = testing::ErrorOf([&] { MergeDumpShards(out, dirs); });
+    std::string error = testing::ErrorOf([&] { MergeDumpShards(out, dirs); });
     EXPECT_FALSE(fs::exists(out)) << error;
     return error;
   };
@@ -185,8 +185,9 @@ TEST(DumpShards, MergeRefusesShardsThatAreNotOneRunAndWritesNothing) {
   // The output must be new or empty.
   fs::create_directories(out);
   testing::WriteBytes(out / "something", "x");
-  EXPECT_NE(testing::ErrorOf([&] { MergeDumpShards(out, three); }).find("is not an empty directory"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::ErrorOf([&] { MergeDumpShards(out, three); }).find("is not an empty directory"),
+      std::string::npos);
   fs::remove_all(out);
   EXPECT_EQ(MergeDumpShards(out, three).n_seqs, kSeqs);
 }

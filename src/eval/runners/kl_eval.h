@@ -36,8 +36,8 @@ class EvalModel;  // eval/runners/eval_model.h
 
 struct KlEvalOptions {
   std::filesystem::path reference_dir{};
-  std::string candidate{};        // model spec (or a display name with an injected forward)
-  int64_t max_seqs = 0;           // score the first N sequences; 0 = all
+  std::string candidate{};  // model spec (or a display name with an injected forward)
+  int64_t max_seqs = 0;     // score the first N sequences; 0 = all
   // Set: score only this shard's share of those sequences (eval/runners/shard.h); the result's
   // statistics, per-sequence values and per-position file are over its sequences alone.
   std::optional<Shard> shard{};

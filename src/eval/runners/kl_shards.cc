@@ -50,7 +50,8 @@ KlPartial ReadKlPartial(const fs::path& path) {
   }
   try {
     const nlohmann::json& shard = env.at("results").at("shard");
-    p.shard = {.index = shard.at("index").get<int64_t>(), .count = shard.at("count").get<int64_t>()};
+    p.shard = {.index = shard.at("index").get<int64_t>(),
+               .count = shard.at("count").get<int64_t>()};
     p.seqs = {.first = shard.at("seqs").at(0).get<int64_t>(),
               .end = shard.at("seqs").at(1).get<int64_t>()};
     p.seqs_total = shard.at("seqs_total").get<int64_t>();
@@ -62,8 +63,8 @@ KlPartial ReadKlPartial(const fs::path& path) {
   }
   if (p.shard.count < 1 || p.shard.index < 0 || p.shard.index >= p.shard.count ||
       p.seqs_total < 0) {
-    Fail(kComponent, "'{}': shard {} of {} sequences is impossible", path.string(),
-         p.shard.Name(), p.seqs_total);
+    Fail(kComponent, "'{}': shard {} of {} sequences is impossible", path.string(), p.shard.Name(),
+         p.seqs_total);
   }
   const ItemRange expected = ShardItems(p.shard, p.seqs_total);
   if (p.seqs.first != expected.first || p.seqs.end != expected.end) {
@@ -82,8 +83,8 @@ fs::path KlShardPositionsPath(const fs::path& json_file) {
 nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
                                      const fs::path& per_position, const fs::path& json_file) {
   CHECK_MSG(result.shard.has_value(), "not a shard's result");
-  const bool beside = fs::absolute(per_position).parent_path() ==
-                      fs::absolute(json_file).parent_path();
+  const bool beside =
+      fs::absolute(per_position).parent_path() == fs::absolute(json_file).parent_path();
   return {{"index", result.shard->index},
           {"count", result.shard->count},
           {"seqs", {result.shard_seqs.first, result.shard_seqs.end}},
@@ -121,6 +122,8 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   if (partials.empty()) Fail(kComponent, "no partial results given");
   std::vector<KlPartial> parts;
   std::vector<ShardPart> shards;
+  parts.reserve(partials.size());
+  shards.reserve(partials.size());
   for (const fs::path& path : partials) {
     parts.push_back(ReadKlPartial(path));
     const KlPartial& p = parts.back();
@@ -147,6 +150,7 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
     shards.push_back({.shard = p.shard, .name = path.string()});
   }
   std::vector<const KlPartial*> by_index;
+  by_index.reserve(parts.size());
   for (const size_t i : OrderShardParts(shards)) by_index.push_back(&parts[i]);
 
   const KlPartial& first = *by_index.front();
@@ -190,8 +194,8 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
     }
     m.timings += ResultsTimingsFromJson(p->envelope.at("timings"));
     elapsed += p->envelope["results"].at("elapsed_seconds").get<double>();
-    m.candidate_vocab = std::max(m.candidate_vocab,
-                                 p->envelope["results"].at("candidate_vocab").get<int64_t>());
+    m.candidate_vocab =
+        std::max(m.candidate_vocab, p->envelope["results"].at("candidate_vocab").get<int64_t>());
   }
   const ResultsTimings timings = m.timings;
   FinishKlRun({}, {}, scores, MonotonicSeconds(), first.worst, &m);
@@ -209,8 +213,10 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   // A dump with a floor: the candidate paired against it sequence by sequence, as the unsharded
   // run's file has it (a shard's sequences cannot be paired on their own).
   if (!fs::is_directory(m.reference)) {
-    Fail(kComponent, "the partials were scored against the dump '{}', which the merge reads for "
-         "its floor: it is not there", m.reference);
+    Fail(kComponent,
+         "the partials were scored against the dump '{}', which the merge reads for "
+         "its floor: it is not there",
+         m.reference);
   }
   std::string why;
   if (const std::optional<KlEvalResult> floor = ReadDumpFloor(m.reference, &why)) {

@@ -460,9 +460,11 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
   constexpr std::string_view kMerge = "merge";
   if (partials.empty()) Fail(kMerge, "no partial results given");
   std::vector<PplPartial> parts;
+  parts.reserve(partials.size());
   for (const auto& path : partials) parts.push_back(ReadPplPartial(path, kMerge));
   const PplPartial& first = parts.front();
   std::vector<ShardPart> shards;
+  shards.reserve(parts.size());
   for (const PplPartial& p : parts) {
     const PplResult& r = p.result;
     const auto differs = [&](std::string_view what, const std::string& mine,
@@ -486,6 +488,7 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
     shards.push_back({.shard = *r.shard, .name = p.path.string()});
   }
   std::vector<const PplPartial*> by_index;
+  by_index.reserve(parts.size());
   for (const size_t i : OrderShardParts(shards)) by_index.push_back(&parts[i]);
 
   PplMerge merge;

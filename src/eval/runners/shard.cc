@@ -51,8 +51,8 @@ std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts) {
   for (size_t i = 0; i < parts.size(); ++i) {
     const ShardPart& part = parts[i];
     if (part.shard.count != count) {
-      Fail("merge", "'{}' is shard {} but '{}' is shard {}: one run has one shard count",
-           part.name, part.shard.Name(), first.name, first.shard.Name());
+      Fail("merge", "'{}' is shard {} but '{}' is shard {}: one run has one shard count", part.name,
+           part.shard.Name(), first.name, first.shard.Name());
     }
     size_t& slot = order[static_cast<size_t>(part.shard.index)];
     if (slot != kNone) {

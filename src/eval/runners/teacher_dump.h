@@ -33,10 +33,10 @@ struct TeacherDumpOptions {
   std::filesystem::path out_dir{};
   int64_t top_k = 2048;
   int64_t chunk_size = 512;
-  int64_t seq_start = 0;          // first corpus sequence dumped
-  int64_t seq_end = -1;           // one past the last; -1 = the corpus' n_seqs
-  bool resume = false;            // continue an interrupted dump in out_dir
-  std::string created{};          // manifest.created; empty: now (kept from the first run on resume)
+  int64_t seq_start = 0;  // first corpus sequence dumped
+  int64_t seq_end = -1;   // one past the last; -1 = the corpus' n_seqs
+  bool resume = false;    // continue an interrupted dump in out_dir
+  std::string created{};  // manifest.created; empty: now (kept from the first run on resume)
   TeacherForcedLogits forward{};  // empty: the engine's (EvalModel::Open(teacher))
   RuntimeOptions runtime{};
   bool quiet = false;
