@@ -479,10 +479,13 @@ TEST(KlVerb, PromptsFileOnTheDecodePath) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   const std::string all = bytes(all_bin), one = bytes(one_bin);
-  ASSERT_EQ(all.size(), 64u + 16 * 64);
-  ASSERT_EQ(one.size(), 64u + 4 * 64);
+  constexpr size_t kRecord = 72;  // docs/formats.md, per-position version 2
+  ASSERT_EQ(all.size(), 64u + 16 * kRecord);
+  ASSERT_EQ(one.size(), 64u + 4 * kRecord);
   for (size_t p = 0; p < 4; ++p) {  // each record but its sequence index (bytes 0-3)
-    EXPECT_EQ(all.substr(64 + (2 * 4 + p) * 64 + 4, 60), one.substr(64 + p * 64 + 4, 60)) << p;
+    EXPECT_EQ(all.substr(64 + (2 * 4 + p) * kRecord + 4, kRecord - 4),
+              one.substr(64 + p * kRecord + 4, kRecord - 4))
+        << p;
   }
 
   const fs::path curve = tmp.path() / "curve.json";

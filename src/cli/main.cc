@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   cli::RegisterReportVerb(app);
   cli::RegisterMergeVerb(app);
   cli::RegisterSlurmVerb(app);
+  cli::RegisterK8sVerb(app);
 
   try {
     app.parse(argc, argv);

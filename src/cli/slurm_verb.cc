@@ -98,7 +98,7 @@ void RegisterSlurmVerb(CLI::App& app) {
       "--json. Threads follow the allocation (-t $SLURM_CPUS_PER_TASK). A task requeued after\n"
       "a failure keeps or resumes its shard. See docs/scale-out.md.");
   verb->callback([args] {
-    const ShardableCommand command = ParseShardableCommand(args->command);
+    const ShardableCommand command = ParseShardableCommand(args->command, "slurm");
     args->slurm.dir = args->dir;
     args->slurm.proctor = fs::canonical("/proc/self/exe");
     args->slurm.workdir = fs::current_path();

@@ -61,5 +61,6 @@ void RegisterKlDiffVerb(CLI::App& app);
 void RegisterReportVerb(CLI::App& app);
 void RegisterMergeVerb(CLI::App& app);
 void RegisterSlurmVerb(CLI::App& app);
+void RegisterK8sVerb(CLI::App& app);
 
 }  // namespace proctor::cli

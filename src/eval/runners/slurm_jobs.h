@@ -7,23 +7,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "eval/runners/sharded_command.h"
+
 namespace proctor {
-
-// A command that shards: `dump` (its --out is a dump directory), `kl` and `ppl` (their --json is
-// the results file), with its arguments as given.
-struct ShardableCommand {
-  std::string verb{};
-  std::vector<std::string> args{};
-  std::string output{};        // the value of --out (dump) or --json (kl, ppl)
-  size_t output_index = 0;     // args[output_index] is that value
-  bool output_is_dir = false;  // dump: the partials are directories
-};
-
-// Errors ("[slurm] ..."): another verb, no output flag, a --shard of its own.
-ShardableCommand ParseShardableCommand(const std::vector<std::string>& command);
 
 struct SlurmOptions {
   int64_t shards = 0;
@@ -47,9 +35,5 @@ struct SlurmJobs {
 // The scripts of `command` in options.shards shards (errors: a count below 1, an option value a
 // script line cannot hold).
 SlurmJobs MakeSlurmJobs(const ShardableCommand& command, const SlurmOptions& options);
-
-// `text` as one word for sh: as it is when it holds only letters, digits and _-+=.,/:@%, else in
-// single quotes (a quote in it as '\'').
-std::string ShellQuote(std::string_view text);
 
 }  // namespace proctor

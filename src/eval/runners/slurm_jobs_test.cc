@@ -20,8 +20,8 @@ bool Contains(const std::string& text, const std::string& part) {
 }
 
 TEST(SlurmJobs, ADumpShardsIntoDirectoriesAndMergesIntoItsOut) {
-  const ShardableCommand command =
-      ParseShardableCommand({"dump", "--teacher", "m.gguf", "--corpus=c", "--out", "d", "-q"});
+  const ShardableCommand command = ParseShardableCommand(
+      {"dump", "--teacher", "m.gguf", "--corpus=c", "--out", "d", "-q"}, "slurm");
   EXPECT_EQ(command.output, "d");
   EXPECT_TRUE(command.output_is_dir);
   EXPECT_EQ(command.args,
@@ -40,15 +40,18 @@ TEST(SlurmJobs, ADumpShardsIntoDirectoriesAndMergesIntoItsOut) {
        {"#SBATCH --array=0-2\n", "#SBATCH --cpus-per-task=8\n", "#SBATCH --requeue\n",
         "#SBATCH --job-name=proctor-dump\n", "#SBATCH --partition=cpu\n",
         "#SBATCH --time=2:00:00\n", "#SBATCH --mem=16G\n", "#SBATCH --chdir=/scratch/run\n",
-        "#SBATCH --output=d.shards/slurm-%A_%a.out\n",
-        "exec /opt/proctor/bin/proctor -t \"${SLURM_CPUS_PER_TASK:-1}\" dump --teacher m.gguf "
-        "--corpus c --out d.shards/part-\"${task}\" -q --shard \"${task}/3\"\n"}) {
+        "#SBATCH --output=d.shards/slurm-%A_%a.out\n"}) {
     EXPECT_TRUE(Contains(jobs.array_script, line)) << line << "\n" << jobs.array_script;
   }
-  for (const char* line :
-       {"#SBATCH --job-name=proctor-dump-merge\n", "#SBATCH --output=d.shards/slurm-merge-%j.out\n",
-        "exec /opt/proctor/bin/proctor merge d d.shards/part-0 "
-        "d.shards/part-1 d.shards/part-2\n"}) {
+  const std::string task_line =
+      "exec /opt/proctor/bin/proctor -t \"${SLURM_CPUS_PER_TASK:-1}\" dump --teacher m.gguf "
+      "--corpus c --out d.shards/part-\"${task}\" -q --shard \"${task}/3\"\n";
+  EXPECT_TRUE(Contains(jobs.array_script, task_line)) << jobs.array_script;
+  const std::string merge_line =
+      "exec /opt/proctor/bin/proctor merge d d.shards/part-0 d.shards/part-1 d.shards/part-2\n";
+  for (const std::string& line :
+       {std::string("#SBATCH --job-name=proctor-dump-merge\n"),
+        std::string("#SBATCH --output=d.shards/slurm-merge-%j.out\n"), merge_line}) {
     EXPECT_TRUE(Contains(jobs.merge_script, line)) << line << "\n" << jobs.merge_script;
   }
 }
@@ -56,7 +59,7 @@ TEST(SlurmJobs, ADumpShardsIntoDirectoriesAndMergesIntoItsOut) {
 // The task's command line as sh reads it: every argument comes back as given.
 TEST(SlurmJobs, TheTaskCommandIsReadBackBySh) {
   const ShardableCommand command = ParseShardableCommand(
-      {"ppl", "my model", "--data", "it's \"quoted\" $HOME `x`", "--json", "runs/p.json"});
+      {"ppl", "my model", "--data", "it's \"quoted\" $HOME `x`", "--json", "runs/p.json"}, "slurm");
   const SlurmJobs jobs = MakeSlurmJobs(command, {.shards = 2, .proctor = "printf", .workdir = "/"});
   // The exec line with printf as the program, run for task 1: one argument per line.
   const size_t exec = jobs.array_script.find("exec ");
@@ -76,7 +79,7 @@ TEST(SlurmJobs, TheTaskCommandIsReadBackBySh) {
 
 TEST(SlurmJobs, WhatCannotBeShardedIsAnErrorSayingWhy) {
   const auto error = [](const std::vector<std::string>& command) {
-    return testing::ErrorOf([&] { ParseShardableCommand(command); });
+    return testing::ErrorOf([&] { ParseShardableCommand(command, "slurm"); });
   };
   EXPECT_TRUE(Contains(error({}), "no command to shard"));
   EXPECT_TRUE(Contains(error({"generate", "m"}), "`generate` does not shard"));
@@ -87,7 +90,7 @@ TEST(SlurmJobs, WhatCannotBeShardedIsAnErrorSayingWhy) {
   EXPECT_TRUE(Contains(error({"dump", "--out", "d", "--resume"}), "does not go with --resume"));
   EXPECT_TRUE(Contains(error({"kl", "--candidate", "m", "--json", "k.json"}),
                        "give --reference-logits DIR"));
-  const ShardableCommand ppl = ParseShardableCommand({"ppl", "m", "--json", "p.json"});
+  const ShardableCommand ppl = ParseShardableCommand({"ppl", "m", "--json", "p.json"}, "slurm");
   EXPECT_TRUE(Contains(testing::ErrorOf([&] { MakeSlurmJobs(ppl, {.shards = 0}); }),
                        "--shards must be at least 1"));
   EXPECT_TRUE(
