@@ -9,7 +9,6 @@
 #include "eval/formats/per_position.h"
 #include "eval/runners/dump_floor.h"
 #include "util/error.h"
-#include "util/json_file.h"
 #include "util/sha256.h"
 #include "util/timing.h"
 
@@ -39,15 +38,8 @@ struct KlPartial {
 
 // A kl partial results file, read back and checked on its own; errors name the file.
 KlPartial ReadKlPartial(const fs::path& path) {
-  KlPartial p{.path = path, .envelope = ReadJsonFile(path, kComponent)};
+  KlPartial p{.path = path, .envelope = ReadPartialEnvelope(path, "kl", kComponent)};
   const nlohmann::json& env = p.envelope;
-  if (!env.is_object() || env.value("command", "") != "kl" || !env.contains("results") ||
-      !env["results"].contains("shard")) {
-    Fail(kComponent,
-         "'{}' is not a partial kl result (a results file of `proctor kl --shard I/N --json "
-         "FILE`: command \"kl\" with results.shard)",
-         path.string());
-  }
   try {
     const nlohmann::json& shard = env.at("results").at("shard");
     p.shard = {.index = shard.at("index").get<int64_t>(),

@@ -15,7 +15,6 @@
 #include "text/tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/json_file.h"
 #include "util/sha256.h"
 
 namespace proctor {
@@ -70,15 +69,8 @@ struct PplPartial {
 };
 
 PplPartial ReadPplPartial(const std::filesystem::path& path, std::string_view component) {
-  PplPartial p{.path = path, .envelope = ReadJsonFile(path, component), .result = {}};
+  PplPartial p{.path = path, .envelope = ReadPartialEnvelope(path, "ppl", component), .result = {}};
   const nlohmann::json& env = p.envelope;
-  if (!env.is_object() || env.value("command", "") != "ppl" || !env.contains("results") ||
-      !env["results"].contains("shard")) {
-    Fail(component,
-         "'{}' is not a partial ppl result (a results file of `proctor ppl --shard I/N --json "
-         "FILE`: command \"ppl\" with results.shard)",
-         path.string());
-  }
   try {
     const nlohmann::json& j = env.at("results");
     const nlohmann::json& settings = env.at("settings");

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace proctor {
 
@@ -70,6 +71,19 @@ std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts) {
          count);
   }
   return order;
+}
+
+nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
+                                   std::string_view component) {
+  nlohmann::json env = ReadJsonFile(path, component);
+  if (!env.is_object() || env.value("command", "") != verb || !env.contains("results") ||
+      !env["results"].contains("shard")) {
+    Fail(component,
+         "'{}' is not a partial {} result (a results file of `proctor {} --shard I/N --json "
+         "FILE`: command \"{}\" with results.shard)",
+         path.string(), verb, verb, verb);
+  }
+  return env;
 }
 
 std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -45,6 +46,11 @@ struct ShardPart {
 // once, else Error("[merge] ...") naming the files: another shard count than the first part's, a
 // shard given twice, the shards missing.
 std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts);
+
+// A partial results file of `proctor VERB --shard I/N --json FILE`, read whole: its envelope,
+// with "command" VERB and results.shard, else Error("[component] ...") naming the file.
+nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
+                                   std::string_view component);
 
 // The first key of two JSON objects whose values differ (or that only one has), as
 // "key: <a> vs <b>"; "" when they are equal.
