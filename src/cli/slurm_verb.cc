@@ -2,34 +2,20 @@
 // VERB in N shards under Slurm and the merge job after it (eval/runners/slurm_jobs.h).
 #include <fmt/format.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "cli/verbs.h"
 #include "eval/runners/slurm_jobs.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/find_program.h"
 
 namespace proctor::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The program's path on PATH, or empty.
-fs::path FindOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
-}
 
 // `sbatch --parsable ARGS SCRIPT`: the job id it prints ("<id>" or "<id>;<cluster>").
 std::string Submit(const std::string& args, const fs::path& script) {
@@ -108,7 +94,7 @@ void RegisterSlurmVerb(CLI::App& app) {
                  (jobs.dir / "merge.sbatch").string(), jobs.merge_script);
       return;
     }
-    if (args->submit && FindOnPath("sbatch").empty()) {
+    if (args->submit && FindProgram("sbatch").empty()) {
       Fail("slurm",
            "sbatch is not on PATH: run this on a Slurm login node, or leave out --submit and "
            "submit the scripts there");

@@ -5,10 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "util/error.h"
 #include "util/file.h"
+#include "util/find_program.h"
 
 extern char** environ;
 
@@ -16,14 +15,8 @@ namespace proctor {
 namespace fs = std::filesystem;
 
 fs::path RequireGnuplot() {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/bin:/bin";
-  while (!dirs.empty()) {
-    const size_t colon = dirs.find(':');
-    fs::path candidate = fs::path(dirs.substr(0, colon)) / "gnuplot";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-  }
+  fs::path gnuplot = FindProgram("gnuplot");
+  if (!gnuplot.empty()) return gnuplot;
   Fail("report",
        "the plots are drawn with gnuplot, which is not on PATH: install it (Debian: apt install "
        "gnuplot-nox; scripts/install-deps.sh does)");
