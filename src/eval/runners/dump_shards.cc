@@ -84,19 +84,8 @@ ShardRecord ReadShardRecord(const fs::path& dir, const char* component) {
     if (!file.at("manifest_sha256").is_null()) {
       record.manifest_sha256 = file.at("manifest_sha256").get<std::string>();
     }
-    const int64_t total = record.run.at("corpus_n_seqs").get<int64_t>();
-    if (record.shard.count < 1 || record.shard.index < 0 ||
-        record.shard.index >= record.shard.count || total < 0) {
-      Fail(component, "'{}' names shard {}/{} of {} sequences: not a shard", path.string(),
-           record.shard.index, record.shard.count, total);
-    }
-    const ItemRange expected = ShardItems(record.shard, total);
-    if (record.seqs.first != expected.first || record.seqs.end != expected.end) {
-      Fail(component,
-           "'{}' says shard {} holds sequences [{}, {}); shard {} of {} sequences is [{}, {})",
-           path.string(), record.shard.Name(), record.seqs.first, record.seqs.end,
-           record.shard.Name(), total, expected.first, expected.end);
-    }
+    CheckShardHolds(record.shard, record.run.at("corpus_n_seqs").get<int64_t>(), record.seqs,
+                    "sequences", path.string(), component);
   } catch (const nlohmann::json::exception& e) {
     Fail(component, "'{}' is not a dump shard record: {}", path.string(), e.what());
   }

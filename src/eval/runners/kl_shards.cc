@@ -53,16 +53,7 @@ KlPartial ReadKlPartial(const fs::path& path) {
   } catch (const nlohmann::json::exception& e) {
     Fail(kComponent, "'{}' is not a partial kl result: {}", path.string(), e.what());
   }
-  if (p.shard.count < 1 || p.shard.index < 0 || p.shard.index >= p.shard.count ||
-      p.seqs_total < 0) {
-    Fail(kComponent, "'{}': shard {} of {} sequences is impossible", path.string(), p.shard.Name(),
-         p.seqs_total);
-  }
-  const ItemRange expected = ShardItems(p.shard, p.seqs_total);
-  if (p.seqs.first != expected.first || p.seqs.end != expected.end) {
-    Fail(kComponent, "'{}': shard {} of {} sequences is [{}, {}); it says [{}, {})", path.string(),
-         p.shard.Name(), p.seqs_total, expected.first, expected.end, p.seqs.first, p.seqs.end);
-  }
+  CheckShardHolds(p.shard, p.seqs_total, p.seqs, "sequences", path.string(), kComponent);
   return p;
 }
 
@@ -90,21 +81,17 @@ nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
 bool KlShardDone(const fs::path& json_file, const Shard& shard, const nlohmann::json& settings,
                  const std::string& candidate, const fs::path& reference_dir) {
   if (!fs::exists(json_file)) return false;
-  const nlohmann::json env = nlohmann::json::parse(ReadFileToString(json_file), nullptr, false);
-  if (env.is_discarded() || !env.is_object() || env.value("command", "") != "kl" ||
-      !env.contains("results") || !env["results"].contains("shard")) {
-    return false;
-  }
+  // Anything that is not a sound partial of this shard (another file, a damaged one) is not
+  // done: it is scored again and replaced.
   try {
-    const nlohmann::json& results = env.at("results");
-    const nlohmann::json& recorded = results.at("shard");
-    const fs::path positions = PositionsFileOf(json_file, recorded);
-    return recorded.at("index").get<int64_t>() == shard.index &&
-           recorded.at("count").get<int64_t>() == shard.count && env.at("settings") == settings &&
+    const KlPartial p = ReadKlPartial(json_file);
+    const nlohmann::json& results = p.envelope.at("results");
+    return p.shard == shard && p.envelope.at("settings") == settings &&
            results.at("candidate").get<std::string>() == candidate &&
            results.at("reference").at("path").get<std::string>() == reference_dir.string() &&
-           fs::exists(positions) &&
-           Sha256FileHex(positions) == recorded.at("per_position").at("sha256").get<std::string>();
+           fs::exists(p.positions) && Sha256FileHex(p.positions) == p.positions_sha256;
+  } catch (const Error&) {
+    return false;
   } catch (const nlohmann::json::exception&) {
     return false;
   }

@@ -103,25 +103,21 @@ PplPartial ReadPplPartial(const std::filesystem::path& path, std::string_view co
          path.string(), e.what());
   }
   const PplResult& r = p.result;
-  if (r.shard->count < 1 || r.shard->index < 0 || r.shard->index >= r.shard->count ||
-      r.rows_total < 0 || r.sequence_length < 2) {
-    Fail(component, "'{}': shard {} of {} rows of {} tokens is impossible", path.string(),
-         r.shard->Name(), r.rows_total, r.sequence_length);
+  if (r.sequence_length < 2) {
+    Fail(component, "'{}': rows of {} tokens are impossible (at least 2)", path.string(),
+         r.sequence_length);
   }
-  const ItemRange expected = ShardItems(*r.shard, r.rows_total);
-  const auto nlls_expected = static_cast<size_t>(expected.size() * (r.sequence_length - 1));
-  if (r.shard_rows.first != expected.first || r.shard_rows.end != expected.end ||
-      r.nlls.size() != nlls_expected) {
+  CheckShardHolds(*r.shard, r.rows_total, r.shard_rows, "rows", path.string(), component);
+  const auto nlls_expected = static_cast<size_t>(r.shard_rows.size() * (r.sequence_length - 1));
+  if (r.nlls.size() != nlls_expected) {
     Fail(component,
-         "'{}': shard {} of {} rows must hold rows [{}, {}) and {} NLLs; it holds rows [{}, {}) "
-         "and {} NLLs",
-         path.string(), r.shard->Name(), r.rows_total, expected.first, expected.end, nlls_expected,
-         r.shard_rows.first, r.shard_rows.end, r.nlls.size());
+         "'{}': shard {} holds rows [{}, {}) of {} tokens, which need {} NLLs; it has {}",
+         path.string(), r.shard->Name(), r.shard_rows.first, r.shard_rows.end, r.sequence_length,
+         nlls_expected, r.nlls.size());
   }
   return p;
 }
 
-// The first key of `a` whose value differs in `b` (or is missing there), or "".
 }  // namespace
 
 std::vector<int32_t> PackPerplexityRows(std::span<const int32_t> stream, int64_t sequence_length,

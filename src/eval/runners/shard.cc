@@ -73,6 +73,20 @@ std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts) {
   return order;
 }
 
+void CheckShardHolds(const Shard& shard, int64_t total, const ItemRange& held,
+                     std::string_view items, const std::string& file, std::string_view component) {
+  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || total < 0) {
+    Fail(component, "'{}' names shard {}/{} of {} {}: not a shard", file, shard.index, shard.count,
+         total, items);
+  }
+  const ItemRange expected = ShardItems(shard, total);
+  if (held.first != expected.first || held.end != expected.end) {
+    Fail(component, "'{}' says shard {} holds {} [{}, {}); shard {} of {} {} is [{}, {})", file,
+         shard.Name(), items, held.first, held.end, shard.Name(), total, items, expected.first,
+         expected.end);
+  }
+}
+
 nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
                                    std::string_view component) {
   nlohmann::json env = ReadJsonFile(path, component);

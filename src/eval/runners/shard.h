@@ -47,6 +47,12 @@ struct ShardPart {
 // shard given twice, the shards missing.
 std::vector<size_t> OrderShardParts(const std::vector<ShardPart>& parts);
 
+// What a partial says of its shard, checked: 0 <= index < count, total >= 0, and `held` is
+// exactly ShardItems(shard, total); else Error("[component] ...") naming `file`, the shard and
+// the `items` ("rows", "sequences") it holds and should hold.
+void CheckShardHolds(const Shard& shard, int64_t total, const ItemRange& held,
+                     std::string_view items, const std::string& file, std::string_view component);
+
 // A partial results file of `proctor VERB --shard I/N --json FILE`, read whole: its envelope,
 // with "command" VERB and results.shard, else Error("[component] ...") naming the file.
 nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
