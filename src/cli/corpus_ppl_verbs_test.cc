@@ -1,6 +1,6 @@
 // End-to-end tests of `proctor corpus` and `proctor ppl` (the built executable, PROCTOR_BIN) on
 // stories260K and the TinyStories excerpt: outputs, --json files, errors, and that ppl over a
-// corpus equals ppl over the text the corpus was cut from; sharded ppl and dump runs merged.
+// corpus equals ppl over the text the corpus was cut from; sharded ppl, dump and kl runs merged.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -48,6 +48,42 @@ json ReadJson(const fs::path& path) {
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What a merged kl result must hold as the unsharded run's: the command, settings and inputs and
+// every statistic of `results` (not the timings).
+void ExpectKlMergeEqualsWhole(const json& merged, const json& whole) {
+  EXPECT_EQ(merged["command"], "kl");
+  EXPECT_EQ(merged["settings"], whole["settings"]);
+  EXPECT_EQ(merged["inputs"], whole["inputs"]);
+  for (const char* key : {"mode",
+                          "label",
+                          "candidate",
+                          "reference",
+                          "kl",
+                          "tail_kl",
+                          "top1_agreement",
+                          "mean_captured_mass",
+                          "min_captured_mass",
+                          "candidate_mean_nll",
+                          "candidate_ppl",
+                          "teacher_mean_nll",
+                          "teacher_nll_positions",
+                          "positions",
+                          "sequences",
+                          "sequence_mean_kl",
+                          "sequence_top1",
+                          "sequence_mean_nll",
+                          "candidate_vocab",
+                          "chunk_size",
+                          "where",
+                          "floor"}) {
+    EXPECT_EQ(merged["results"].contains(key), whole["results"].contains(key)) << key;
+    if (whole["results"].contains(key)) {
+      EXPECT_EQ(merged["results"][key], whole["results"][key]) << key;
+    }
+  }
+  EXPECT_FALSE(merged["results"].contains("shard"));
 }
 
 class CorpusPplVerbs : public ::testing::Test {
@@ -382,6 +418,7 @@ TEST_F(CorpusPplVerbs, ShardedKlMergesToTheUnshardedStatistics) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const json whole = ReadJson(dir_ / "whole.json");
   ASSERT_GT(whole["results"]["kl"]["max"].get<double>(), 0.0);
+  ASSERT_TRUE(whole["results"].contains("floor"));
   for (int n : {1, 2, 3, 7}) {
     SCOPED_TRACE(fmt::format("{} shards", n));
     std::string parts;
@@ -395,35 +432,7 @@ TEST_F(CorpusPplVerbs, ShardedKlMergesToTheUnshardedStatistics) {
     const fs::path merged_path = dir_ / fmt::format("kl-merged{}.json", n);
     r = Proctor(fmt::format("merge {}{}", merged_path.string(), parts));
     ASSERT_EQ(r.status, 0) << r.out << r.err;
-    const json merged = ReadJson(merged_path);
-    EXPECT_EQ(merged["command"], "kl");
-    EXPECT_EQ(merged["settings"], whole["settings"]);
-    EXPECT_EQ(merged["inputs"], whole["inputs"]);
-    for (const char* key : {"mode",
-                            "label",
-                            "candidate",
-                            "reference",
-                            "kl",
-                            "tail_kl",
-                            "top1_agreement",
-                            "mean_captured_mass",
-                            "min_captured_mass",
-                            "candidate_mean_nll",
-                            "candidate_ppl",
-                            "teacher_mean_nll",
-                            "teacher_nll_positions",
-                            "positions",
-                            "sequences",
-                            "sequence_mean_kl",
-                            "sequence_top1",
-                            "sequence_mean_nll",
-                            "candidate_vocab",
-                            "chunk_size",
-                            "where",
-                            "floor"}) {
-      EXPECT_EQ(merged["results"][key], whole["results"][key]) << key;
-    }
-    EXPECT_FALSE(merged["results"].contains("shard"));
+    ExpectKlMergeEqualsWhole(ReadJson(merged_path), whole);
   }
   // Rerun: a finished shard is kept; a changed per-position file is refused by the merge.
   const fs::path part = dir_ / "kl3-1.json";
@@ -454,6 +463,86 @@ TEST_F(CorpusPplVerbs, ShardedKlMergesToTheUnshardedStatistics) {
   r = Proctor(fmt::format("{} --shard 0/3", common));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("give --json FILE"), std::string::npos) << r.err;
+}
+
+// Every resident-reference kl mode in 1, 2, 3 and 7 shards merges into the unsharded run's
+// results, every statistic bit for bit: two models, a self A/B of the forward's precision, a KV
+// arm on the decode path over a corpus, and over prompts of their own lengths (5 sequences or
+// prompts, so 7 shards leave some empty). Each shard's sequences score as they do in the whole
+// run; a finished shard is kept on rerun.
+TEST_F(CorpusPplVerbs, ShardedKlOfEveryResidentModeMergesToTheUnshardedStatistics) {
+  const fs::path corpus = dir_ / "corpus", prompts = dir_ / "prompts.jsonl";
+  Result r = Proctor(fmt::format("-q corpus --tokenizer {} --out {} --ctx-len 24 --n-seqs 5 {}",
+                                 Stories260K().string(), corpus.string(), TinyStories().string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  {
+    // Six prompts of their own lengths; the third is too short for 4 decode steps and is skipped.
+    std::ofstream out(prompts);
+    for (const char* text :
+         {"Once upon a time there was a little boy named Ben. Ben loved to explore.",
+          "He said, \"Wow, that is a really amazing vase! Can I buy it?\"", "Hi.",
+          "The shopkeeper smiled and said, of course you can.",
+          "So Ben took the vase home and he was so proud of it! He called his friends over.",
+          "One day, Ben was walking through the store when he came across a very special vase."}) {
+      out << json({{"text", text}}).dump() << "\n";
+    }
+  }
+  const std::string model = Stories260K().string();
+  const std::vector<std::pair<std::string, std::string>> modes = {
+      {"two-model", fmt::format("-q kl --reference {} --candidate {} --corpus {} --compute bf16 "
+                                "--reference-compute f32 --chunk 8",
+                                model, model, corpus.string())},
+      {"self", fmt::format("-q kl --candidate {} --corpus {} --self compute=f32:bf16 --chunk 8",
+                           model, corpus.string())},
+      {"kv-arm decode", fmt::format("-q kl --candidate {} --corpus {} --kv-arm bf16 "
+                                    "--decode-steps 6 --chunk 8",
+                                    model, corpus.string())},
+      {"prompts", fmt::format("-q kl --candidate {} --prompts {} --kv-arm bf16 "
+                              "--decode-steps 4 --chunk 8",
+                              model, prompts.string())},
+  };
+  for (const auto& [mode, common] : modes) {
+    SCOPED_TRACE(mode);
+    const fs::path whole_path = dir_ / fmt::format("{}-whole.json", mode);
+    r = Proctor(fmt::format("{} --json '{}'", common, whole_path.string()));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const json whole = ReadJson(whole_path);
+    ASSERT_GT(whole["results"]["kl"]["max"].get<double>(), 0.0);
+    const json& per_sequence = whole["results"]["sequence_mean_kl"];
+    ASSERT_EQ(per_sequence.size(), 5U);
+    for (int n : {1, 2, 3, 7}) {
+      SCOPED_TRACE(fmt::format("{} shards", n));
+      std::string parts;
+      for (int i = n - 1; i >= 0; --i) {
+        const fs::path part = dir_ / fmt::format("{}-{}-{}.json", mode, n, i);
+        r = Proctor(fmt::format("{} --shard {}/{} --json '{}'", common, i, n, part.string()));
+        ASSERT_EQ(r.status, 0) << r.out << r.err;
+        // The shard's sequences score as they do in the whole run.
+        const json partial = ReadJson(part)["results"];
+        const int64_t first = partial["shard"]["seqs"][0], end = partial["shard"]["seqs"][1];
+        EXPECT_EQ(first, i * 5 / n);
+        EXPECT_EQ(end, (i + 1) * 5 / n);
+        EXPECT_EQ(partial["sequence_mean_kl"], json(std::vector<json>(per_sequence.begin() + first,
+                                                                      per_sequence.begin() + end)));
+        parts.append(fmt::format(" '{}'", part.string()));
+      }
+      const fs::path merged_path = dir_ / fmt::format("{}-merged{}.json", mode, n);
+      r = Proctor(fmt::format("merge '{}'{}", merged_path.string(), parts));
+      ASSERT_EQ(r.status, 0) << r.out << r.err;
+      ExpectKlMergeEqualsWhole(ReadJson(merged_path), whole);
+      EXPECT_FALSE(whole["results"].contains("floor"));
+    }
+    // Rerun: the finished shard is kept; the same shard of another run is scored again.
+    const fs::path part = dir_ / fmt::format("{}-3-1.json", mode);
+    r = Proctor(fmt::format("{} --shard 1/3 --json '{}'", common, part.string()));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("Shard 1/3 already done"), std::string::npos) << r.out;
+    r = Proctor(fmt::format("{} --n-seqs 4 --shard 1/3 --json '{}'", common, part.string()));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("already done"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(ReadJson(dir_ / "prompts-whole.json")["settings"]["prompts"]["scored"], 5);
+  EXPECT_EQ(ReadJson(dir_ / "self-whole.json")["settings"]["self"], "compute=f32:bf16");
 }
 
 }  // namespace

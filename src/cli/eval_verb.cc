@@ -17,6 +17,7 @@
 #include "eval/runners/results_json.h"
 #include "eval/runs/run_database.h"
 #include "eval/tasks/task_eval.h"
+#include "eval/tasks/task_shards.h"
 #include "util/error.h"
 #include "util/timing.h"
 
@@ -46,6 +47,7 @@ struct EvalFlags {
   std::string langdetect_dir;
   std::string reference_logits;
   int64_t kl_seqs = 0;
+  std::string shard;  // --shard I/N
   EngineFlags engine;
 };
 
@@ -73,6 +75,25 @@ void RunEval(const EvalFlags& flags) {
   if (!flags.reference_logits.empty() && flags.model.empty()) {
     Fail("cli", "--reference-logits scores the local model: give --model MODEL");
   }
+  std::optional<Shard> shard;
+  if (!flags.shard.empty()) {
+    shard = ParseShard(flags.shard, "--shard");
+    if (flags.json.empty()) {
+      Fail("cli", "--shard {} writes a partial results file for `proctor merge`: give --json FILE",
+           flags.shard);
+    }
+    if (!flags.outputs.empty() || flags.resume) {
+      Fail("cli",
+           "--shard keeps its items beside its partial ('{}.outputs.jsonl') and resumes from "
+           "them by itself: leave out --outputs and --resume",
+           flags.json);
+    }
+    if (!flags.reference_logits.empty()) {
+      Fail("cli",
+           "--shard does not go with --reference-logits: shard the KL with `proctor kl "
+           "--reference-logits DIR --shard I/N`");
+    }
+  }
   const RuntimeOptions runtime_options = flags.engine.Options();
   nlohmann::ordered_json settings = {
       {"tasks", names}, {"n", flags.n}, {"seed", flags.seed}, {"chat", !flags.no_chat}};
@@ -99,11 +120,23 @@ void RunEval(const EvalFlags& flags) {
   TaskRunOptions run_options{.outputs = flags.outputs,
                              .resume = flags.resume,
                              .run_settings = settings,
-                             .quiet = Globals().quiet};
+                             .quiet = Globals().quiet,
+                             .shard = shard};
+  if (shard) {
+    if (TaskShardDone(flags.json, *shard, settings)) {
+      fmt::print("Shard {} already done: '{}' holds it; not run again\n", shard->Name(),
+                 flags.json);
+      return;
+    }
+    // A shard's items, beside its partial; an interrupted shard continues them.
+    run_options.outputs = flags.json + ".outputs.jsonl";
+    run_options.resume = std::filesystem::exists(run_options.outputs);
+    run_options.run_settings["shard"] = shard->Name();
+  }
   CheckOutputsFile(run_options);
   const std::filesystem::path data_dir = DataDir(flags);
   std::optional<RunDatabase> database;
-  if (!flags.no_db) {
+  if (!flags.no_db && !shard) {  // a shard is part of a run: the merge records the whole
     database = RunDatabase::Open(flags.db.empty() ? DefaultRunDatabasePath()
                                                   : std::filesystem::path(flags.db));
   }
@@ -180,7 +213,12 @@ void RunEval(const EvalFlags& flags) {
     inputs.push_back({{"role", "endpoint"}, {"kind", "http"}, {"url", flags.endpoint}});
   }
   for (auto& input : DescribeTaskInputs(names, data_dir)) inputs.push_back(std::move(input));
-  WriteResultsJson(flags.json, TaskEvalEnvelope(result, std::move(inputs), settings));
+  ResultsEnvelope envelope = TaskEvalEnvelope(result, std::move(inputs), settings);
+  if (shard) {
+    envelope.results["shard"] = TaskShardToJson(*shard, tasks, result.scores);
+    fmt::print("Shard {}: items kept in '{}'\n", shard->Name(), run_options.outputs.string());
+  }
+  WriteResultsJson(flags.json, envelope);
   if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", flags.json);
 }
 
@@ -266,6 +304,11 @@ void RegisterEvalVerb(CLI::App& app) {
                  "prefix and a multiple-choice item's shared context are otherwise evaluated "
                  "once); for measuring what the reuse saves");
   verb->add_option("--json", flags->json, "Also write the results JSON to this file");
+  verb->add_option("--shard", flags->shard,
+                   "I/N: with --json FILE, run only shard I of N (0-based) of each task's items, "
+                   "a contiguous share, into a partial results file for `proctor merge` (the "
+                   "items in FILE.outputs.jsonl; not recorded in the run database, the merge "
+                   "is); rerun, a finished shard is kept and an interrupted one continues");
   flags->engine.Add(*verb);
   verb->callback([flags] {
     if (flags->resume && flags->outputs.empty()) Fail("cli", "--resume needs --outputs FILE");

@@ -211,6 +211,123 @@ TEST(EvalVerb, SmoketestAndCapabilitySuites) {
   EXPECT_NEAR(runs[0]["capability"].get<double>(), sum / 6, 1e-9);
 }
 
+// A sharded eval (capability's six tasks and hellaswag: slices, tallies, acc_norm, a suite
+// score) in 1, 2, 3 and 7 shards of 3 items per task merges into the unsharded run: every task's
+// counts, accuracy, standard error, slices and tallies, the suite's score, the settings and
+// inputs; the shards' items are the unsharded run's, record for record (a shard's items do not
+// depend on the shard count); the merged run is recorded in the run database as the unsharded
+// one is. A finished shard is kept on rerun; an interrupted one continues its items.
+TEST(EvalVerb, ShardedEvalMergesToTheUnshardedRun) {
+  if (!HaveTaskData()) GTEST_SKIP() << "fixtures absent under " << Fixtures();
+  TempDir tmp;
+  const std::string common = fmt::format("eval capability,hellaswag --model {} --n 3 --data-dir {}",
+                                         Stories().string(), Fixtures().string());
+  const fs::path whole_db = tmp.path() / "whole.sqlite";
+  Result r = Proctor(fmt::format("{} --db {} --json {} --outputs {}", common, whole_db.string(),
+                                 (tmp.path() / "whole.json").string(),
+                                 (tmp.path() / "whole.jsonl").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto read_json = [](const fs::path& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json whole = read_json(tmp.path() / "whole.json");
+  const auto whole_items = ReadOutputs(tmp.path() / "whole.jsonl");
+  ASSERT_EQ(whole["results"]["tasks"].size(), 7u);
+  // The run database's rows but for when they were made.
+  const auto runs = [](const fs::path& db) {
+    nlohmann::json rows =
+        nlohmann::json::parse(Proctor(fmt::format("runs --db {} list --json", db.string())).out);
+    for (auto& row : rows) {
+      for (const char* key : {"id", "created"}) row.erase(key);
+    }
+    return rows;
+  };
+  for (int n : {1, 2, 3, 7}) {
+    SCOPED_TRACE(fmt::format("{} shards", n));
+    std::string parts;
+    std::map<std::string, nlohmann::json> shard_items;
+    for (int i = n - 1; i >= 0; --i) {
+      const fs::path part = tmp.path() / fmt::format("eval{}-{}.json", n, i);
+      r = Proctor(fmt::format("{} --shard {}/{} --json {}", common, i, n, part.string()));
+      ASSERT_EQ(r.status, 0) << r.out;
+      EXPECT_TRUE(Contains(r.out, fmt::format("Shard {}/{}: items kept", i, n))) << r.out;
+      shard_items.merge(ReadOutputs(part.string() + ".outputs.jsonl"));
+      parts.append(" ").append(part.string());
+    }
+    EXPECT_EQ(shard_items, whole_items);
+    const fs::path db = tmp.path() / fmt::format("merged{}.sqlite", n);
+    const fs::path merged_path = tmp.path() / fmt::format("merged{}.json", n);
+    r = Proctor(fmt::format("merge {} {} --db {}", merged_path.string(), parts, db.string()));
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(Contains(r.out, "capability: ")) << r.out;
+    nlohmann::json merged = read_json(merged_path);
+    EXPECT_EQ(merged["settings"], whole["settings"]);
+    EXPECT_EQ(merged["inputs"], whole["inputs"]);
+    EXPECT_EQ(merged["results"]["capability"], whole["results"]["capability"]);
+    EXPECT_FALSE(merged["results"].contains("shard"));
+    ASSERT_EQ(merged["results"]["tasks"].size(), 7u);
+    for (size_t t = 0; t < 7; ++t) {
+      nlohmann::json a = merged["results"]["tasks"][t], b = whole["results"]["tasks"][t];
+      a.erase("seconds");
+      b.erase("seconds");
+      EXPECT_EQ(a, b) << b["task"];
+    }
+    EXPECT_EQ(runs(db), runs(whole_db));
+  }
+  // Rerun: a finished shard is kept. An interrupted one (its partial not yet written, its items
+  // file cut after the first item) asks only the items it lacks.
+  const fs::path part = tmp.path() / "eval3-1.json";
+  r = Proctor(fmt::format("{} --shard 1/3 --json {}", common, part.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(Contains(r.out, "Shard 1/3 already done")) << r.out;
+  const std::string items_file = part.string() + ".outputs.jsonl";
+  {
+    std::ifstream in(items_file);
+    std::string header, first;
+    std::getline(in, header);
+    std::getline(in, first);
+    in.close();
+    std::ofstream out(items_file, std::ios::trunc);
+    out << header << "\n" << first << "\n";
+  }
+  fs::remove(part);
+  r = Proctor(fmt::format("{} --shard 1/3 --json {}", common, part.string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_json(part)["results"]["tasks"][0]["resumed"], 1);
+  r = Proctor(fmt::format("merge {} {} {} {} --no-db", (tmp.path() / "again.json").string(),
+                          (tmp.path() / "eval3-0.json").string(), part.string(),
+                          (tmp.path() / "eval3-2.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_json(tmp.path() / "again.json")["results"]["capability"],
+            whole["results"]["capability"]);
+  // Refused, nothing written: another run's shard, a shard missing, --shard without --json.
+  r = Proctor(
+      fmt::format("eval capability,hellaswag --model {} --n 4 --data-dir {} --shard 1/3 "
+                  "--json {}",
+                  Stories().string(), Fixtures().string(), (tmp.path() / "n4.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const fs::path out = tmp.path() / "refused.json";
+  r = Proctor(fmt::format("merge {} {} {} {} --no-db", out.string(),
+                          (tmp.path() / "eval3-0.json").string(), (tmp.path() / "n4.json").string(),
+                          (tmp.path() / "eval3-2.json").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "setting n: 4 vs 3")) << r.out;
+  r = Proctor(fmt::format("merge {} {} {} --no-db", out.string(),
+                          (tmp.path() / "eval3-0.json").string(),
+                          (tmp.path() / "eval3-2.json").string()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(Contains(r.out, "missing")) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  r = Proctor(fmt::format("{} --shard 0/3", common));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "give --json FILE")) << r.out;
+  r = Proctor(fmt::format("{} --shard 0/3 --json {} --outputs {}", common, out.string(),
+                          (tmp.path() / "o.jsonl").string()));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(Contains(r.out, "leave out --outputs")) << r.out;
+}
+
 // llama-server (greedy at temperature 0, F32 KV cache, one slot) and the local engine give the
 // same GSM8K completions on stories260K through the raw-text prompt: the HTTP client against a
 // real OpenAI-compatible server.

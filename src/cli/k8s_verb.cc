@@ -48,8 +48,9 @@ void RegisterK8sVerb(CLI::App& app) {
   verb->add_flag("--merge", args->merge,
                  "Print the Job that merges the N partials into the command's --out or --json "
                  "instead; apply it once the Indexed Job completed");
-  verb->add_option("command", args->command,
-                   "After --: the verb (dump, kl, ppl) and its arguments, as you would run it")
+  verb->add_option(
+          "command", args->command,
+          "After --: the verb (dump, eval, kl, ppl) and its arguments, as you would run it")
       ->required();
   verb->footer(
       "Example:\n"

@@ -83,9 +83,12 @@ SelfAb ParseSelfAb(const std::string& text) {
 }
 
 // Where the KL lives, the worst positions' tokens as text when the candidate has a tokenizer.
+// A shard's `where` numbers its sequences from 0; their text is the run's sequences from its
+// first.
 void PrintKlWhere(const KlEvalResult& result, const std::string& reference_logits,
                   const std::string& corpus_dir, const std::string& candidate,
                   int64_t decode_steps) {
+  const int64_t first = result.shard_seqs.first;
   KlWhereContext context;
   std::unique_ptr<text::Tokenizer> tokenizer;
   try {
@@ -95,11 +98,11 @@ void PrintKlWhere(const KlEvalResult& result, const std::string& reference_logit
   context.tokenizer = tokenizer.get();
   if (!reference_logits.empty()) {
     auto dump = std::make_shared<ReferenceLogitsDump>(ReferenceLogitsDump::Open(reference_logits));
-    context.tokens = [dump](int64_t seq) { return dump->Tokens(seq); };
+    context.tokens = [dump, first](int64_t seq) { return dump->Tokens(first + seq); };
   } else if (!corpus_dir.empty()) {  // over --prompts no context is shown
     auto corpus = std::make_shared<Corpus>(ReadCorpus(corpus_dir));
-    context.tokens = [corpus](int64_t seq) {
-      const std::span<const int32_t> tokens = corpus->Sequence(seq);
+    context.tokens = [corpus, first](int64_t seq) {
+      const std::span<const int32_t> tokens = corpus->Sequence(first + seq);
       return std::vector<int32_t>(tokens.begin(), tokens.end());
     };
     if (decode_steps > 0) context.first_predicted = corpus->ctx_len - decode_steps;
@@ -199,12 +202,10 @@ void RegisterKlVerb(CLI::App& app) {
                    "Two-model mode: the reference's --kv scheme (default: the candidate's)")
       ->needs(resident);
   verb->add_option("--shard", args->shard,
-                   "I/N: with --reference-logits and --json FILE, score only shard I of N "
-                   "(0-based) of the sequences, a contiguous share, into a partial results file "
-                   "(its per-position scores beside it, FILE.positions, or --per-position) for "
-                   "`proctor merge`; rerun, a finished shard is kept")
-      ->needs(saved)
-      ->excludes(prompts);
+                   "I/N: with --json FILE, score only shard I of N (0-based) of the sequences or "
+                   "prompts, a contiguous share, into a partial results file (its per-position "
+                   "scores beside it, FILE.positions, or --per-position) for `proctor merge`; "
+                   "rerun, a finished shard is kept");
   args->engine.Add(*verb);
   verb->footer(
       "Examples:\n"
@@ -286,6 +287,20 @@ void RegisterKlVerb(CLI::App& app) {
     }
     const bool quiet = Globals().quiet;
     const bool json = !args->json.empty();
+    // A shard keeps its per-position scores beside its partial unless told where.
+    const std::filesystem::path per_position = shard && args->per_position.empty()
+                                                   ? KlShardPositionsPath(args->json)
+                                                   : std::filesystem::path(args->per_position);
+    // A rerun of a finished shard keeps its partial.
+    const auto shard_done = [&](const nlohmann::json& settings, const std::string& reference,
+                                const std::string& label) {
+      if (!KlShardDone(args->json, *shard, settings, args->candidate, reference, label)) {
+        return false;
+      }
+      fmt::print("Shard {} already done: '{}' holds it; not scored again\n", shard->Name(),
+                 args->json);
+      return true;
+    };
     ResultsEnvelope envelope;
     if (IsLlamaKldReference(args->reference_logits)) {
       if (!args->per_position.empty()) {
@@ -320,6 +335,7 @@ void RegisterKlVerb(CLI::App& app) {
             .candidate = args->candidate,
             .corpus_dir = args->corpus,
             .max_seqs = args->n,
+            .shard = shard,
             .chunk_size = args->engine.chunk,
             .decode_steps = args->decode_steps,
             .prompts_file = args->prompts,
@@ -327,15 +343,33 @@ void RegisterKlVerb(CLI::App& app) {
             .runtime = args->engine.Options(args->candidate),
             .reference_runtime = reference_engine.Options(),
             .quiet = quiet,
-            .per_position = args->per_position,
+            .per_position = per_position,
             .worst = args->worst,
             .describe_inputs = json};
         options.runtime.pool = candidate_pool.get();
         options.reference_runtime.pool = reference_pool.get();
         options.runtime.forward_chunk = candidate_forward_chunk;
         options.reference_runtime.forward_chunk = reference_forward_chunk;
+        // The settings of the run: the options', and the lever a --self run sets two ways.
+        const auto settings_of = [&](const KlEvalResult& r) {
+          nlohmann::ordered_json settings = KlResultsEnvelope(r, options).settings;
+          if (!args->self_ab.empty()) settings["self"] = args->self_ab;
+          return settings;
+        };
+        if (shard) {
+          KlEvalResult probe;
+          probe.mode = args->decode_steps > 0 ? "decode" : "two-model";
+          nlohmann::ordered_json settings = settings_of(probe);
+          // What the run reads from its inputs; the label names the corpus or prompts file.
+          settings.erase("kv_start");
+          settings.erase("prompts");
+          if (shard_done(settings, args->reference, KlTwoModelLabel(options))) return;
+        }
         result = EvaluateKlTwoModels(options);
-        if (json) envelope = KlResultsEnvelope(result, options);
+        if (json) {
+          envelope = KlResultsEnvelope(result, options);
+          envelope.settings = settings_of(result);
+        }
         if (!result.prompts.is_null()) {
           const auto& p = result.prompts;
           fmt::print(
@@ -354,30 +388,26 @@ void RegisterKlVerb(CLI::App& app) {
                                     .chunk_size = args->engine.chunk,
                                     .runtime = args->engine.Options(args->candidate),
                                     .quiet = quiet,
-                                    .per_position = shard && args->per_position.empty()
-                                                        ? KlShardPositionsPath(args->json)
-                                                        : std::filesystem::path(args->per_position),
+                                    .per_position = per_position,
                                     .worst = args->worst,
                                     .describe_inputs = json};
         if (shard) {
-          // A rerun of a finished shard keeps its partial (the settings as this run writes them).
+          // The settings as this run writes them.
           KlEvalResult probe;
-          probe.manifest = ReferenceLogitsDump::Open(args->reference_logits).manifest();
-          if (KlShardDone(args->json, *shard, KlResultsEnvelope(probe, options).settings,
-                          args->candidate, args->reference_logits)) {
-            fmt::print("Shard {} already done: '{}' holds it; not scored again\n", shard->Name(),
-                       args->json);
+          const ReferenceLogitsDump dump = ReferenceLogitsDump::Open(args->reference_logits);
+          probe.manifest = dump.manifest();
+          if (shard_done(KlResultsEnvelope(probe, options).settings, args->reference_logits,
+                         dump.Label())) {
             return;
           }
         }
         result = EvaluateKlVsReferenceLogits(options);
         if (json) envelope = KlResultsEnvelope(result, options);
-        if (shard) {
-          fmt::print("Shard {}: sequences [{}, {}) of {}\n", shard->Name(), result.shard_seqs.first,
-                     result.shard_seqs.end, result.seqs_total);
-          envelope.results["shard"] =
-              KlShardToJson(result, options.worst, options.per_position, args->json);
-        }
+      }
+      if (shard) {
+        fmt::print("Shard {}: sequences [{}, {}) of {}\n", shard->Name(), result.shard_seqs.first,
+                   result.shard_seqs.end, result.seqs_total);
+        envelope.results["shard"] = KlShardToJson(result, args->worst, per_position, args->json);
       }
       for (const auto& w : result.warnings) fmt::print(stderr, "warning: {}\n", w);
       // A saved teacher's dump carries its floor: shown first, the candidate paired against it.
@@ -399,9 +429,7 @@ void RegisterKlVerb(CLI::App& app) {
                      args->decode_steps);
       }
       if (!quiet) fmt::print(stderr, "{}", FormatTimings(result.timings));
-      if (!args->per_position.empty() && !quiet) {
-        fmt::print(stderr, "wrote {}\n", args->per_position);
-      }
+      if (!per_position.empty() && !quiet) fmt::print(stderr, "wrote {}\n", per_position.string());
     }
     if (!json) return;
     WriteResultsJson(args->json, envelope);

@@ -11,6 +11,9 @@
 #include "eval/runners/kl_shards.h"
 #include "eval/runners/ppl.h"
 #include "eval/runners/results_json.h"
+#include "eval/runs/run_database.h"
+#include "eval/tasks/task_runner.h"
+#include "eval/tasks/task_shards.h"
 #include "util/error.h"
 #include "util/json_file.h"
 
@@ -20,6 +23,8 @@ void RegisterMergeVerb(CLI::App& app) {
   struct Args {
     std::string out;
     std::vector<std::string> partials;
+    std::string db;
+    bool no_db = false;
   };
   auto args = std::make_shared<Args>();
   auto* verb = app.add_subcommand(
@@ -34,13 +39,18 @@ void RegisterMergeVerb(CLI::App& app) {
                    "Every shard's partial results file or dump shard directory, in any order "
                    "(shards 0 .. N-1, each once)")
       ->required();
+  auto* db = verb->add_option("--db", args->db,
+                              "eval: the run database the merged run is recorded in (default: "
+                              "~/.cache/proctor/runs.sqlite, as `proctor eval`)");
+  verb->add_flag("--no-db", args->no_db, "eval: do not record the merged run")->excludes(db);
   verb->footer(
       "Example:\n"
       "  proctor merge ppl.json part0.json part1.json part2.json part3.json\n"
       "  proctor merge teacher-dump/ part0/ part1/ part2/ part3/\n"
       "Partials from other data, models or settings, another shard count, a shard missing or\n"
-      "given twice are refused, naming the file, and nothing is written. Today: ppl, dump and\n"
-      "saved-teacher kl (`proctor ppl|dump|kl --shard I/N`).");
+      "given twice are refused, naming the file, and nothing is written: ppl, dump, kl (every\n"
+      "mode) and eval (`proctor ppl|dump|kl|eval --shard I/N`). A merged eval is recorded in\n"
+      "the run database as the unsharded run would be.");
   verb->callback([args] {
     for (const std::string& partial : args->partials) {
       if (partial == args->out) {
@@ -62,6 +72,34 @@ void RegisterMergeVerb(CLI::App& app) {
     const std::string command =
         ReadJsonFile(args->partials.front(), "merge").value("command", std::string());
     std::vector<std::filesystem::path> partials(args->partials.begin(), args->partials.end());
+    if (command == "eval") {
+      const EvalMerge merge = MergeEvalPartials(partials);
+      WriteResultsJson(args->out, merge.envelope);
+      const nlohmann::ordered_json& inputs = merge.envelope.inputs;
+      const nlohmann::ordered_json model = !inputs.empty() && inputs[0].value("role", "") == "model"
+                                               ? inputs[0]
+                                               : nlohmann::ordered_json();
+      fmt::print("Merged {} shards\n{}{}", partials.size(), FormatTaskTable(merge.result.scores),
+                 FormatSuiteScores(merge.result.suites, ModelIdentity(model).second));
+      if (!Globals().quiet) fmt::print(stderr, "wrote {}\n", args->out);
+      if (args->no_db) return;
+      // Recorded as the unsharded run records itself (its settings without the client's).
+      nlohmann::ordered_json settings = merge.envelope.settings;
+      settings.erase("client");
+      const std::string spec = settings.contains("model") ? settings["model"].get<std::string>()
+                                                          : settings.value("endpoint", "");
+      RunDatabase database = RunDatabase::Open(args->db.empty() ? DefaultRunDatabasePath()
+                                                                : std::filesystem::path(args->db));
+      std::vector<int64_t> ids;
+      for (const RunRecord& record : TaskEvalRunRecords(merge.result, spec, model, settings)) {
+        ids.push_back(database.Insert(record));
+      }
+      if (!Globals().quiet) {
+        fmt::print(stderr, "recorded as run {} in {} (proctor runs list)\n", fmt::join(ids, ", "),
+                   database.path().string());
+      }
+      return;
+    }
     if (command == "kl") {
       const KlMerge merge = MergeKlPartials(partials);
       WriteResultsJson(args->out, merge.envelope);
@@ -72,8 +110,8 @@ void RegisterMergeVerb(CLI::App& app) {
     }
     if (command != "ppl") {
       Fail("merge",
-           "'{}' is a {} result; merge combines ppl and kl partial results (--shard I/N) and "
-           "dump shard directories",
+           "'{}' is a {} result; merge combines ppl, kl and eval partial results (--shard I/N) "
+           "and dump shard directories",
            args->partials.front(), command.empty() ? "non-proctor" : "`" + command + "`");
     }
     const PplMerge merge = MergePplPartials(partials);

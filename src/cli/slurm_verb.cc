@@ -70,8 +70,9 @@ void RegisterSlurmVerb(CLI::App& app) {
                                 "Submit the array and the merge job (sbatch must be on PATH)");
   verb->add_flag("--dry-run", args->dry_run, "Print the two scripts; write and submit nothing")
       ->excludes(submit);
-  verb->add_option("command", args->command,
-                   "After --: the verb (dump, kl, ppl) and its arguments, as you would run it")
+  verb->add_option(
+          "command", args->command,
+          "After --: the verb (dump, eval, kl, ppl) and its arguments, as you would run it")
       ->required();
   verb->footer(
       "Examples:\n"

@@ -54,8 +54,7 @@ KlEvalResult EvaluateKlVsReferenceLogits(const KlEvalOptions& options) {
   result.warnings = dump.warnings();
   const int64_t run_seqs =
       options.max_seqs > 0 ? std::min(options.max_seqs, dump.n_seqs()) : dump.n_seqs();
-  const ItemRange seqs =
-      options.shard ? ShardItems(*options.shard, run_seqs) : ItemRange{.first = 0, .end = run_seqs};
+  const ItemRange seqs = ItemsOf(options.shard, run_seqs);
   result.shard = options.shard;
   result.shard_seqs = seqs;
   result.seqs_total = run_seqs;

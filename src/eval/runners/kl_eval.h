@@ -107,6 +107,8 @@ struct KlTwoModelOptions {
   std::string candidate{};
   std::filesystem::path corpus_dir{};
   int64_t max_seqs = 0;  // score the first N sequences; 0 = all
+  // Set: score only this shard's share of the sequences or prompts (as KlEvalOptions::shard).
+  std::optional<Shard> shard{};
   int64_t chunk_size = 512;
   // > 0: the decode path (serving-decode KL). Of each sequence of L tokens, positions
   // [0, L-1-S) are prefilled in chunks, then the last S positions that predict a corpus token
@@ -140,6 +142,9 @@ struct KlTwoModelOptions {
 // every position but the last of each sequence is scored over the full vocabulary. Vocabularies
 // must match (logits width; tokenizers when both load) or it is an error naming both.
 KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options);
+// Its result's label: "two-model:<reference> full-vocab (<corpus>)", or on the decode path
+// "decode:<reference> full-vocab, last S steps (<corpus> | prompts '<file>')".
+std::string KlTwoModelLabel(const KlTwoModelOptions& options);
 
 // Every statistic of a result (the "results" object of the results JSON, docs/results-json.md).
 nlohmann::ordered_json KlEvalResultToJson(const KlEvalResult& result);

@@ -79,17 +79,22 @@ nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
 }
 
 bool KlShardDone(const fs::path& json_file, const Shard& shard, const nlohmann::json& settings,
-                 const std::string& candidate, const fs::path& reference_dir) {
+                 const std::string& candidate, const std::string& reference,
+                 const std::string& label) {
   if (!fs::exists(json_file)) return false;
   // Anything that is not a sound partial of this shard (another file, a damaged one) is not
   // done: it is scored again and replaced.
   try {
     const KlPartial p = ReadKlPartial(json_file);
     const nlohmann::json& results = p.envelope.at("results");
-    return p.shard == shard && p.envelope.at("settings") == settings &&
-           results.at("candidate").get<std::string>() == candidate &&
-           results.at("reference").at("path").get<std::string>() == reference_dir.string() &&
-           fs::exists(p.positions) && Sha256FileHex(p.positions) == p.positions_sha256;
+    const nlohmann::json& written = p.envelope.at("settings");
+    for (const auto& [key, value] : settings.items()) {
+      if (!written.contains(key) || written.at(key) != value) return false;
+    }
+    return p.shard == shard && results.at("candidate").get<std::string>() == candidate &&
+           results.at("reference").at("path").get<std::string>() == reference &&
+           results.at("label").get<std::string>() == label && fs::exists(p.positions) &&
+           Sha256FileHex(p.positions) == p.positions_sha256;
   } catch (const Error&) {
     return false;
   } catch (const nlohmann::json::exception&) {
@@ -111,13 +116,7 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
       Fail(kComponent, "'{}' is from another run than '{}': {} {}", p.path.string(),
            first.path.string(), what, how);
     };
-    for (const char* part : {"settings", "inputs"}) {
-      const nlohmann::json& a = p.envelope.at(part);
-      const nlohmann::json& b = first.envelope.at(part);
-      if (a == b) continue;
-      if (a.is_object() && b.is_object()) differs("setting", FirstDifferingKey(a, b));
-      differs(part, fmt::format("{} vs {}", a.dump(), b.dump()));
-    }
+    CheckSameRun(p.envelope, p.path.string(), first.envelope, first.path.string());
     for (const char* key : {"candidate", "reference"}) {
       const nlohmann::json& a = p.envelope["results"].at(key);
       const nlohmann::json& b = first.envelope["results"].at(key);
@@ -126,6 +125,7 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
     if (p.seqs_total != first.seqs_total) {
       differs("sequences", fmt::format("{} vs {}", p.seqs_total, first.seqs_total));
     }
+    if (p.worst != first.worst) differs("--worst", fmt::format("{} vs {}", p.worst, first.worst));
     shards.push_back({.shard = p.shard, .name = path.string()});
   }
   std::vector<const KlPartial*> by_index;
@@ -142,6 +142,7 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   // Every sequence's per-position scores, in run order.
   std::vector<std::vector<PositionScore>> scores;
   double elapsed = 0;
+  double reference_forward_seconds = 0;
   for (const KlPartial* p : by_index) {
     if (!fs::exists(p->positions)) {
       Fail(kComponent, "'{}' names the per-position file '{}', which does not exist",
@@ -173,12 +174,14 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
     }
     m.timings += ResultsTimingsFromJson(p->envelope.at("timings"));
     elapsed += p->envelope["results"].at("elapsed_seconds").get<double>();
+    reference_forward_seconds += p->envelope["results"].value("reference_forward_seconds", 0.0);
     m.candidate_vocab =
         std::max(m.candidate_vocab, p->envelope["results"].at("candidate_vocab").get<int64_t>());
   }
   const ResultsTimings timings = m.timings;
   FinishKlRun({}, {}, scores, MonotonicSeconds(), first.worst, &m);
   m.timings = timings;
+  m.reference_forward_seconds = reference_forward_seconds;
   m.stats.elapsed_seconds = elapsed;
   m.stats.positions_per_second = elapsed > 0 ? static_cast<double>(m.stats.positions) / elapsed : 0;
   m.warnings = first.envelope.at("warnings").get<std::vector<std::string>>();
@@ -190,7 +193,9 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   merge.envelope.timings = m.timings;
   merge.envelope.warnings = m.warnings;
   // A dump with a floor: the candidate paired against it sequence by sequence, as the unsharded
-  // run's file has it (a shard's sequences cannot be paired on their own).
+  // run's file has it (a shard's sequences cannot be paired on their own). A resident reference
+  // has no floor.
+  if (m.mode != "saved-teacher") return merge;
   if (!fs::is_directory(m.reference)) {
     Fail(kComponent,
          "the partials were scored against the dump '{}', which the merge reads for "

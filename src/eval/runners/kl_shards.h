@@ -1,13 +1,14 @@
-// A saved-teacher KL run in shards (`proctor kl --reference-logits DIR --shard I/N --json FILE`)
-// and their merge (`proctor merge OUT PART...`) into the unsharded run's results file
-// (docs/scale-out.md).
+// A KL run in shards (`proctor kl ... --shard I/N --json FILE`: a saved teacher, two models, a
+// KV arm, a self A/B, the decode path over a corpus or prompts) and their merge (`proctor merge
+// OUT PART...`) into the unsharded run's results file (docs/scale-out.md).
 //
-// Shard I of N scores its share of the run's sequences (the dump's, or its first --n-seqs):
-// the results envelope over them with results.shard (which shard, its sequences, the worst
-// positions kept, and the per-position scores file beside it, FILE.positions by default, with its
-// sha256). The merge reads every shard's per-position scores back (float64, exact) and computes
-// every statistic from all of them as the unsharded run does: the same numbers to the last bit,
-// `where` with the sequences under their run numbers.
+// Shard I of N scores its share of the run's sequences (the dump's or corpus', or its first
+// --n-seqs; the prompts scored): the results envelope over them with results.shard (which
+// shard, its sequences, the worst positions kept, and the per-position scores file beside it,
+// FILE.positions by default, with its sha256). The merge reads every shard's per-position scores
+// back (float64, exact) and computes every statistic from all of them as the unsharded run does:
+// the same numbers to the last bit, `where` with the sequences under their run numbers, a saved
+// teacher's floor pairing too.
 #pragma once
 
 #include <filesystem>
@@ -28,11 +29,14 @@ nlohmann::ordered_json KlShardToJson(const KlEvalResult& result, int worst,
                                      const std::filesystem::path& per_position,
                                      const std::filesystem::path& json_file);
 
-// True when `json_file` already holds the partial of this shard of this run (the same settings,
-// candidate and dump) with its per-position file intact: a rerun keeps it.
+// True when `json_file` already holds the partial of this shard of this run with its
+// per-position file intact: every key of `settings` (what the rerun knows before it reads its
+// inputs) as the partial has it, and the same results candidate, reference path (the dump, or
+// the reference model's spec) and label (which names the dump, corpus or prompts file). A rerun
+// keeps it.
 bool KlShardDone(const std::filesystem::path& json_file, const Shard& shard,
                  const nlohmann::json& settings, const std::string& candidate,
-                 const std::filesystem::path& reference_dir);
+                 const std::string& reference, const std::string& label);
 
 struct KlMerge {
   ResultsEnvelope envelope;  // the unsharded run's results file

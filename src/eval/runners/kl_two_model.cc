@@ -22,6 +22,16 @@ constexpr const char* kComponent = "kl";
 
 }  // namespace
 
+std::string KlTwoModelLabel(const KlTwoModelOptions& options) {
+  const bool decode = options.decode_steps > 0;
+  const std::filesystem::path prompts =
+      options.prompts ? options.prompts->path : options.prompts_file;
+  const std::string source =
+      prompts.empty() ? options.corpus_dir.string() : fmt::format("prompts '{}'", prompts.string());
+  return fmt::format("{}:{} full-vocab{} ({})", decode ? "decode" : "two-model", options.reference,
+                     decode ? fmt::format(", last {} steps", options.decode_steps) : "", source);
+}
+
 KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   const double start = MonotonicSeconds();
   CheckChunkSize(options.chunk_size, kComponent);
@@ -106,8 +116,14 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
 
   // The sequences scored: the corpus' (every one ctx_len tokens) or the prompts.
   const int64_t available = prompts ? prompts->size() : read->n_seqs;
-  const int64_t n_seqs =
+  const int64_t run_seqs =
       options.max_seqs > 0 && !prompts ? std::min(options.max_seqs, available) : available;
+  // A shard scores its share of them (eval/runners/shard.h), under its own numbers from 0.
+  const ItemRange seqs = ItemsOf(options.shard, run_seqs);
+  result.shard = options.shard;
+  result.shard_seqs = seqs;
+  result.seqs_total = run_seqs;
+  const int64_t n_seqs = seqs.size();
   const auto sequence = [&](int64_t s) { return prompts ? prompts->Prompt(s) : read->Sequence(s); };
   const auto where_of = [&](int64_t s) {
     if (!prompts) return fmt::format("sequence {} of corpus '{}'", s, read->dir.string());
@@ -118,17 +134,16 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
     if (options.decode_steps == 0) return -1;
     return static_cast<int64_t>(sequence(s).size()) - 1 - options.decode_steps;
   };
-  // A corpus fixes one schedule for every sequence; prompts set theirs one by one.
-  if (candidate) candidate_forward = candidate_forward_from(decode_from_of(0));
+  // A corpus fixes one schedule for every sequence; prompts set theirs one by one (the run's
+  // first sequence sets the schedule of an empty shard, which runs none).
+  const int64_t first_seq = n_seqs > 0 ? seqs.first : 0;
+  if (candidate) candidate_forward = candidate_forward_from(decode_from_of(first_seq));
 
   // Scored positions per sequence: every one that predicts a corpus token, or the decode steps.
   const bool decode = options.decode_steps > 0;
   const int64_t positions = decode ? options.decode_steps : read->ctx_len - 1;
-  const std::string source =
-      prompts ? fmt::format("prompts '{}'", prompts->path.string()) : read->dir.string();
   result.mode = decode ? "decode" : "two-model";
-  result.label = fmt::format("{}:{} full-vocab{} ({})", result.mode, options.reference,
-                             decode ? fmt::format(", last {} steps", positions) : "", source);
+  result.label = KlTwoModelLabel(options);
   result.candidate = options.candidate;
   result.reference = options.reference;
   result.manifest.model = options.reference;
@@ -142,24 +157,24 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
   if (prompts) result.prompts = PromptSetSummary(*prompts, options.decode_steps + 2);
 
   uint64_t total_positions = 0;
-  for (int64_t s = 0; s < n_seqs; ++s) total_positions += sequence(s).size() - 1;
+  for (int64_t s = seqs.first; s < seqs.end; ++s) total_positions += sequence(s).size() - 1;
   LogitsChunkDriver driver({{fmt::format("reference '{}'", options.reference), reference_forward},
                             {fmt::format("candidate '{}'", options.candidate), candidate_forward}},
                            {.component = kComponent,
                             .chunk_size = options.chunk_size,
-                            .decode_from = decode_from_of(0),
+                            .decode_from = decode_from_of(first_seq),
                             .progress_label = "kl",
                             .total_positions = total_positions,
                             .pool = options.pool,
                             .quiet = options.quiet});
   result.threads = driver.pool().num_threads();
   std::vector<std::vector<PositionScore>> scores(static_cast<size_t>(n_seqs));
-  for (int64_t s = 0; s < n_seqs; ++s) {
+  for (int64_t s = seqs.first; s < seqs.end; ++s) {
     const std::span<const int32_t> tokens = sequence(s);
     const auto length = static_cast<int64_t>(tokens.size());
     const int64_t decode_from = decode_from_of(s);
     const int64_t first_scored = std::max<int64_t>(decode_from, 0);
-    if (prompts && s > 0) {
+    if (prompts && s > seqs.first) {
       driver.SetDecodeFrom(decode_from);
       // Only a cache that converts depends on where the prefill ends (kv.start).
       if (candidate && candidate_runtime.kv.quantized()) {
@@ -167,7 +182,7 @@ KlEvalResult EvaluateKlTwoModels(const KlTwoModelOptions& options) {
       }
     }
     const std::string where = where_of(s);
-    auto& seq_scores = scores[s];
+    auto& seq_scores = scores[static_cast<size_t>(s - seqs.first)];
     seq_scores.resize(static_cast<size_t>(positions));
     // Chunks cover the whole sequence (as `dump`, saved-teacher `kl` and `logits` run it, so the
     // same chunk size gives the same logits in every mode); the last position predicts no

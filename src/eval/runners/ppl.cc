@@ -460,12 +460,6 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
       Fail(kMerge, "'{}' is from another run than '{}': {} {} vs {}", p.path.string(),
            first.path.string(), what, mine, theirs);
     };
-    const std::string setting =
-        FirstDifferingKey(p.envelope.at("settings"), first.envelope.at("settings"));
-    if (!setting.empty()) {
-      Fail(kMerge, "'{}' is from another run than '{}': setting {}", p.path.string(),
-           first.path.string(), setting);
-    }
     if (r.model != first.result.model) differs("model", r.model, first.result.model);
     if (r.data != first.result.data) {
       differs("data", r.data.dump(), first.result.data.dump());
@@ -473,6 +467,7 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
     if (r.rows_sha256 != first.result.rows_sha256) {
       differs("scored rows' sha256", r.rows_sha256, first.result.rows_sha256);
     }
+    CheckSameRun(p.envelope, p.path.string(), first.envelope, first.path.string());
     shards.push_back({.shard = *r.shard, .name = p.path.string()});
   }
   std::vector<const PplPartial*> by_index;

@@ -113,4 +113,21 @@ std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b) 
   return "";
 }
 
+void CheckSameRun(const nlohmann::json& partial, const std::string& file,
+                  const nlohmann::json& first, const std::string& first_file) {
+  const std::string setting = FirstDifferingKey(partial.at("settings"), first.at("settings"));
+  if (!setting.empty()) {
+    Fail("merge", "'{}' is from another run than '{}': setting {}", file, first_file, setting);
+  }
+  if (partial.contains("inputs") && first.contains("inputs") &&
+      partial.at("inputs") != first.at("inputs")) {
+    Fail("merge", "'{}' is from another run than '{}': inputs {} vs {}", file, first_file,
+         partial.at("inputs").dump(), first.at("inputs").dump());
+  }
+}
+
+ItemRange ItemsOf(const std::optional<Shard>& shard, int64_t total) {
+  return shard ? ShardItems(*shard, total) : ItemRange{.first = 0, .end = total};
+}
+
 }  // namespace proctor

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,5 +62,14 @@ nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::strin
 // The first key of two JSON objects whose values differ (or that only one has), as
 // "key: <a> vs <b>"; "" when they are equal.
 std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b);
+
+// Error("[merge] '<file>' is from another run than '<first_file>': ...") unless the partial
+// results envelope `partial` has `first`'s settings (naming the first that differs) and, when
+// both list them, its inputs.
+void CheckSameRun(const nlohmann::json& partial, const std::string& file,
+                  const nlohmann::json& first, const std::string& first_file);
+
+// The items of `total` a run takes: its shard's (ShardItems), or all when it is not sharded.
+ItemRange ItemsOf(const std::optional<Shard>& shard, int64_t total);
 
 }  // namespace proctor

@@ -17,9 +17,10 @@ struct VerbShape {
   std::array<const char*, 3> refused;  // flags the verb's --shard does not go with
 };
 
-constexpr std::array<VerbShape, 3> kShardable = {{
+constexpr std::array<VerbShape, 4> kShardable = {{
     {"dump", "--out", true, {"--seq-start", "--seq-end", "--resume"}},
-    {"kl", "--json", false, {"--prompts", "--kv-arm", "--self"}},
+    {"eval", "--json", false, {"--outputs", "--resume", "--reference-logits"}},
+    {"kl", "--json", false, {nullptr, nullptr, nullptr}},
     {"ppl", "--json", false, {nullptr, nullptr, nullptr}},
 }};
 
@@ -53,7 +54,8 @@ ShardableCommand ParseShardableCommand(const std::vector<std::string>& command,
   const auto shape = std::find_if(kShardable.begin(), kShardable.end(),
                                   [&](const VerbShape& s) { return command[0] == s.verb; });
   if (shape == kShardable.end()) {
-    Fail(component, "`{}` does not shard: the verbs that take --shard I/N are dump, kl and ppl",
+    Fail(component,
+         "`{}` does not shard: the verbs that take --shard I/N are dump, eval, kl and ppl",
          command[0]);
   }
   ShardableCommand parsed{.verb = command[0], .output_is_dir = shape->output_is_dir};
@@ -91,10 +93,6 @@ ShardableCommand ParseShardableCommand(const std::vector<std::string>& command,
     Fail(component, "`{}` needs {} {}: where the merge writes the whole run's {}", parsed.verb,
          flag, shape->output_is_dir ? "DIR" : "FILE",
          shape->output_is_dir ? "dump" : "results file");
-  }
-  if (parsed.verb == "kl" && std::find(parsed.args.begin(), parsed.args.end(),
-                                       "--reference-logits") == parsed.args.end()) {
-    Fail(component, "`kl --shard` scores against a saved teacher: give --reference-logits DIR");
   }
   return parsed;
 }

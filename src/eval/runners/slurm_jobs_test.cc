@@ -88,8 +88,7 @@ TEST(SlurmJobs, WhatCannotBeShardedIsAnErrorSayingWhy) {
   EXPECT_TRUE(
       Contains(error({"ppl", "m", "--json", "p.json", "--shard", "0/2"}), "gives --shard itself"));
   EXPECT_TRUE(Contains(error({"dump", "--out", "d", "--resume"}), "does not go with --resume"));
-  EXPECT_TRUE(Contains(error({"kl", "--candidate", "m", "--json", "k.json"}),
-                       "give --reference-logits DIR"));
+  EXPECT_TRUE(Contains(error({"kl", "--candidate", "m", "--kv-arm", "affine:4"}), "needs --json"));
   const ShardableCommand ppl = ParseShardableCommand({"ppl", "m", "--json", "p.json"}, "slurm");
   EXPECT_TRUE(Contains(testing::ErrorOf([&] { MakeSlurmJobs(ppl, {.shards = 0}); }),
                        "--shards must be at least 1"));

@@ -234,7 +234,8 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
   for (const Task* task : tasks) {
     TaskScore score;
     score.task = task->name();
-    score.n = task->size();
+    const ItemRange range = ItemsOf(options.shard, task->size());
+    score.n = range.size();
     score.note = task->Note();
     score.settings = task->Settings();
     score.show_groups = task->ShowsGroups();
@@ -245,7 +246,7 @@ std::vector<TaskScore> RunTasks(const std::vector<const Task*>& tasks, Completio
                        .unit = "items",
                        .total = static_cast<uint64_t>(score.n),
                        .mode = options.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto});
-    for (int64_t i = 0; i < score.n; ++i) {
+    for (int64_t i = range.first; i < range.end; ++i) {
       const std::string id = task->ItemId(i);
       const auto done = resumed.outcomes.find({task->name(), id});
       ItemOutcome outcome;

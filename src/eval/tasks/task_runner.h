@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "eval/runners/shard.h"
 #include "eval/tasks/task.h"
 
 namespace proctor {
@@ -50,6 +52,9 @@ struct TaskRunOptions {
   // The run's identity, the first line of `outputs`; a resumed file must carry the same.
   nlohmann::ordered_json run_settings = nlohmann::ordered_json::object();
   bool quiet = false;  // no progress lines
+  // Set: each task runs only this shard's share of its items (eval/runners/shard.h), and its
+  // score is over them.
+  std::optional<Shard> shard{};
 };
 
 // Error("[tasks] ...") before anything is asked when `outputs` exists without `resume`, or when
