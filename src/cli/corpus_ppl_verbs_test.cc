@@ -531,6 +531,12 @@ TEST_F(CorpusPplVerbs, ShardedKlOfEveryResidentModeMergesToTheUnshardedStatistic
       ASSERT_EQ(r.status, 0) << r.out << r.err;
       ExpectKlMergeEqualsWhole(ReadJson(merged_path), whole);
       EXPECT_FALSE(whole["results"].contains("floor"));
+      // Settings in the unsharded file's order.
+      const auto in_file_order = [](const fs::path& path) {
+        std::ifstream in(path);
+        return nlohmann::ordered_json::parse(in)["settings"].dump();
+      };
+      EXPECT_EQ(in_file_order(merged_path), in_file_order(whole_path));
     }
     // Rerun: the finished shard is kept; the same shard of another run is scored again.
     const fs::path part = dir_ / fmt::format("{}-3-1.json", mode);

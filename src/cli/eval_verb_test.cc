@@ -263,6 +263,12 @@ TEST(EvalVerb, ShardedEvalMergesToTheUnshardedRun) {
     EXPECT_TRUE(Contains(r.out, "capability: ")) << r.out;
     nlohmann::json merged = read_json(merged_path);
     EXPECT_EQ(merged["settings"], whole["settings"]);
+    // The same file as the unsharded run writes, settings in its order.
+    const auto in_file_order = [](const fs::path& path) {
+      std::ifstream in(path);
+      return nlohmann::ordered_json::parse(in)["settings"].dump();
+    };
+    EXPECT_EQ(in_file_order(merged_path), in_file_order(tmp.path() / "whole.json"));
     EXPECT_EQ(merged["inputs"], whole["inputs"]);
     EXPECT_EQ(merged["results"]["capability"], whole["results"]["capability"]);
     EXPECT_FALSE(merged["results"].contains("shard"));

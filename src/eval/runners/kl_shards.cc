@@ -187,8 +187,8 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   m.warnings = first.envelope.at("warnings").get<std::vector<std::string>>();
 
   merge.envelope = ResultsEnvelope{.command = "kl", .threads = m.threads};
-  merge.envelope.inputs = first.envelope.at("inputs");
-  merge.envelope.settings = first.envelope.at("settings");
+  merge.envelope.inputs = ReadInFileOrder(first.path, "inputs");
+  merge.envelope.settings = ReadInFileOrder(first.path, "settings");
   merge.envelope.results = KlEvalResultToJson(m);
   merge.envelope.timings = m.timings;
   merge.envelope.warnings = m.warnings;

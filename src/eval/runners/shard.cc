@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "util/error.h"
+#include "util/file.h"
 #include "util/json_file.h"
 
 namespace proctor {
@@ -98,6 +99,14 @@ nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::strin
          path.string(), verb, verb, verb);
   }
   return env;
+}
+
+nlohmann::ordered_json ReadInFileOrder(const std::filesystem::path& path, std::string_view key) {
+  try {
+    return nlohmann::ordered_json::parse(ReadFileToString(path)).at(key);
+  } catch (const nlohmann::json::exception& e) {
+    Fail("merge", "'{}' has no readable '{}': {}", path.string(), key, e.what());
+  }
 }
 
 std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b) {

@@ -59,6 +59,11 @@ void CheckShardHolds(const Shard& shard, int64_t total, const ItemRange& held,
 nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
                                    std::string_view component);
 
+// `key` ("settings", "inputs") of a partial results file, its objects' keys in the file's order
+// (ReadPartialEnvelope's come back sorted): what a merged results file keeps, so that it reads as
+// the unsharded run's.
+nlohmann::ordered_json ReadInFileOrder(const std::filesystem::path& path, std::string_view key);
+
 // The first key of two JSON objects whose values differ (or that only one has), as
 // "key: <a> vs <b>"; "" when they are equal.
 std::string FirstDifferingKey(const nlohmann::json& a, const nlohmann::json& b);

@@ -189,8 +189,8 @@ EvalMerge MergeEvalPartials(const std::vector<fs::path>& partials) {
   } catch (const nlohmann::json::exception& e) {
     Fail(kComponent, "'{}' is not a partial eval result: {}", first.path.string(), e.what());
   }
-  merge.envelope =
-      TaskEvalEnvelope(result, first.envelope.at("inputs"), first.envelope.at("settings"));
+  merge.envelope = TaskEvalEnvelope(result, ReadInFileOrder(first.path, "inputs"),
+                                    ReadInFileOrder(first.path, "settings"));
   return merge;
 }
 
