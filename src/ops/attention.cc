@@ -161,6 +161,10 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         // scores = q_rows · K^T, affine keys made in registers from their codes.
         internal::ScoreFewRowsAffine(q_rows.data(), rows, D, *k.quantized, s_lo - row0, S,
                                      static_cast<int64_t>(kv) * D, scores.data(), S);
+      } else if (few_rows && k.turbo && internal::TurboKeysScoredInPlace(*k.turbo, D)) {
+        // The same, TurboQuant keys made in registers from their codes.
+        internal::ScoreFewRowsTurbo(q_rows.data(), rows, D, *k.turbo, s_lo - row0, S,
+                                    static_cast<int64_t>(kv) * D, scores.data(), S);
       } else if (few_rows) {
         // scores = q_rows · K^T, a tile of keys at a time, read where they are.
         for (int64_t j0 = 0; j0 < S; j0 += kQuantizedTile) {

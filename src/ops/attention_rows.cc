@@ -4,9 +4,13 @@
 
 #include <algorithm>
 
+#include <cstring>
+
 #include "quant/mlx_quant.h"
 #include "quant/segment_prefetch.h"
+#include "quant/turbo_quant.h"
 #include "util/error.h"
+#include "util/half.h"
 
 // Highway: HWY_TARGET_INCLUDE, then foreach_target.h, then highway.h and the -inl.h headers.
 // clang-format off
@@ -39,8 +43,8 @@ inline void PrefetchSegment(const float* row, int64_t floats) {
 }
 
 // out[r * stride] = the sum of acc[r]'s lanes for r < R. Eight-lane vectors on x86 sum eight (or
-// four) accumulators at once in a tree of horizontal adds (lanes ((0+1)+(2+3))+((4+5)+(6+7)));
-// elsewhere each is reduced alone.
+// four) accumulators at once in a tree of horizontal adds (lanes ((0+1)+(2+3))+((4+5)+(6+7))),
+// sixteen-lane ones first add their halves; elsewhere each is reduced alone.
 template <int R, class D>
 HWY_INLINE void StoreSums(D d, const hn::Vec<D>* acc, float* out, int64_t stride) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
@@ -59,6 +63,18 @@ HWY_INLINE void StoreSums(D d, const hn::Vec<D>* acc, float* out, int64_t stride
       _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1)));
     }
     for (int r = 0; r < R; ++r) out[r * stride] = sums[r];
+    return;
+  }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // Sixteen lanes (AVX-512): each accumulator's halves added (lane i + lane i + 8), then the
+  // eight-lane tree.
+  if constexpr (hn::MaxLanes(D()) == 16 && (R == 8 || R == 4)) {
+    const hn::Half<D> dh;
+    hn::Vec<hn::Half<D>> halves[R];
+    for (int r = 0; r < R; ++r)
+      halves[r] = hn::Add(hn::LowerHalf(dh, acc[r]), hn::UpperHalf(dh, acc[r]));
+    StoreSums<R>(dh, halves, out, stride);
     return;
   }
 #endif
@@ -90,12 +106,36 @@ class F32Keys {
   int64_t stride_, width_, readable_;
 };
 
+// A coded key's vector of elements e .. e + Lanes(DF) - 1, from `make`, which decodes Lanes(D8)
+// of them: itself where the two widths agree (AVX2), two decoded halves side by side where DF is
+// twice as wide (AVX-512). Coded keys are DF wide as F32Keys' are, so each lane sums the same
+// elements in the same order and the scores equal those over the decoded rows bit for bit.
+template <class Make>
+HWY_INLINE hn::Vec<DF> KeyVector(int64_t e, const Make& make) {
+  constexpr size_t kCodes = hn::MaxLanes(quant::HWY_NAMESPACE::D8());
+  constexpr size_t kLanes = hn::MaxLanes(DF());
+  if constexpr (kLanes == kCodes) {
+    return make(e);
+  } else {
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kLanes == 2 * kCodes) {
+      return hn::Combine(DF(), make(e + static_cast<int64_t>(kCodes)), make(e));
+    }
+#endif
+    HWY_ALIGN float lanes[kLanes];
+    for (size_t k = 0; k < kLanes; k += kCodes) {
+      hn::Store(make(e + static_cast<int64_t>(k)), quant::HWY_NAMESPACE::D8(), lanes + k);
+    }
+    return hn::Load(DF(), lanes);
+  }
+}
+
 // Key vectors of an affine-coded cache (mlx-lm's: 2-, 3-, 4- or 8-bit codes, an f32 scale and
 // bias per group): scale * code + bias, the decoder's f32 operations (DecodeMlxRowsSegment), made
 // in registers instead of a tile.
 class AffineKeys {
  public:
-  using D = quant::HWY_NAMESPACE::D8;
+  using D = DF;
   AffineKeys(const quant::MlxQuantizedMatrix& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
       : m_(m),
         s0_(s0),
@@ -108,8 +148,8 @@ class AffineKeys {
   void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
   template <class F>
   HWY_INLINE void Visit(int64_t j, const F& f) const {
-    const D d;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    const quant::HWY_NAMESPACE::D8 d8;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(D()));
     const int64_t row = s0_ + j;
     const uint8_t* codes = m_.packed.Row(row);
     const auto* scales = reinterpret_cast<const float*>(m_.scales.Row(row));
@@ -117,17 +157,65 @@ class AffineKeys {
     const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
     const int64_t group = m_.group_size;
     for (int64_t g = k0_ / group; g < (k0_ + width_) / group; ++g) {
-      const auto scale = hn::Set(d, scales[g]);
-      const auto bias = hn::Set(d, biases[g]);
-      for (int64_t e = g * group; e < (g + 1) * group; e += N) {
+      const auto scale = hn::Set(d8, scales[g]);
+      const auto bias = hn::Set(d8, biases[g]);
+      const auto decode = [&](int64_t e) HWY_ATTR {
         const auto code = m_.bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
-        f(e - k0_, hn::Add(hn::Mul(scale, hn::ConvertTo(d, code)), bias));
-      }
+        return hn::Add(hn::Mul(scale, hn::ConvertTo(d8, code)), bias);
+      };
+      for (int64_t e = g * group; e < (g + 1) * group; e += N) f(e - k0_, KeyVector(e, decode));
     }
   }
 
  private:
   const quant::MlxQuantizedMatrix& m_;
+  int64_t s0_, k0_, width_, n_, row_bytes_;
+  quant::SegmentPrefetcher prefetch_;
+};
+
+// Key vectors of TurboQuant keys (2-, 4- or 8-bit codes, an fp16 scale and offset per group of
+// 32): scale * code + offset, the decoder's f32 operations (DecodeTurboRowsSegment), made in
+// registers instead of a tile.
+class TurboKeys {
+ public:
+  using D = DF;
+  TurboKeys(const quant::TurboRows& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
+      : m_(m),
+        s0_(s0),
+        k0_(k0),
+        width_(width),
+        n_(n),
+        row_bytes_(static_cast<int64_t>(m.packed.cols)),
+        prefetch_(m.packed, m.scales, m.offsets, m.cols(), k0, width) {}
+
+  void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
+  template <class F>
+  HWY_INLINE void Visit(int64_t j, const F& f) const {
+    const quant::HWY_NAMESPACE::D8 d8;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(D()));
+    const int64_t row = s0_ + j;
+    const uint8_t* codes = m_.packed.Row(row);
+    const uint8_t* scales = m_.scales.Row(row);
+    const uint8_t* offsets = m_.offsets.Row(row);
+    const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
+    for (int64_t g = k0_ / quant::kTurboGroup; g < (k0_ + width_) / quant::kTurboGroup; ++g) {
+      uint16_t half;
+      std::memcpy(&half, scales + 2 * g, 2);
+      const auto scale = hn::Set(d8, F16ToF32(half));
+      std::memcpy(&half, offsets + 2 * g, 2);
+      const auto offset = hn::Set(d8, F16ToF32(half));
+      const auto decode = [&](int64_t e) HWY_ATTR {
+        const auto code = m_.bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
+        return hn::Add(hn::Mul(scale, hn::ConvertTo(d8, code)), offset);
+      };
+      for (int64_t e = g * quant::kTurboGroup; e < (g + 1) * quant::kTurboGroup; e += N) {
+        f(e - k0_, KeyVector(e, decode));
+      }
+    }
+  }
+
+ private:
+  const quant::TurboRows& m_;
   int64_t s0_, k0_, width_, n_, row_bytes_;
   quant::SegmentPrefetcher prefetch_;
 };
@@ -175,6 +263,12 @@ void ScoreFewRowsAffineImpl(const float* q, int64_t rows, int64_t D,
                             const quant::MlxQuantizedMatrix& keys, int64_t s0, int64_t n,
                             int64_t k0, float* scores, int64_t scores_stride) {
   ScoreKeys(q, rows, D, AffineKeys(keys, s0, k0, D, n), n, scores, scores_stride);
+}
+
+void ScoreFewRowsTurboImpl(const float* q, int64_t rows, int64_t D, const quant::TurboRows& keys,
+                           int64_t s0, int64_t n, int64_t k0, float* scores,
+                           int64_t scores_stride) {
+  ScoreKeys(q, rows, D, TurboKeys(keys, s0, k0, D, n), n, scores, scores_stride);
 }
 
 // out[R rows][C vectors from d] (+)= sum_j p[r][j] * v[j][d..]: R x C accumulators. With
@@ -262,6 +356,7 @@ namespace proctor::ops::internal {
 HWY_EXPORT(FloatLanesImpl);
 HWY_EXPORT(ScoreFewRowsImpl);
 HWY_EXPORT(ScoreFewRowsAffineImpl);
+HWY_EXPORT(ScoreFewRowsTurboImpl);
 HWY_EXPORT(WeightFewRowsImpl);
 
 bool FewRowsKernelsFit(int64_t head_dim) {
@@ -289,6 +384,20 @@ void ScoreFewRowsAffine(const float* q, int64_t rows, int64_t D,
   CHECK_MSG(s0 >= 0 && s0 + n <= keys.rows() && k0 >= 0 && k0 % D == 0 && k0 + D <= keys.cols(),
             "rows [{}, {}) of {}, head at {} of {}", s0, s0 + n, keys.rows(), k0, keys.cols());
   HWY_DYNAMIC_DISPATCH(ScoreFewRowsAffineImpl)(q, rows, D, keys, s0, n, k0, scores, scores_stride);
+}
+
+bool TurboKeysScoredInPlace(const quant::TurboRows& keys, int64_t head_dim) {
+  return keys.part == quant::TurboPart::kKeys && (keys.bits == 8 || keys.bits <= 4) &&
+         head_dim % quant::kTurboGroup == 0;
+}
+
+void ScoreFewRowsTurbo(const float* q, int64_t rows, int64_t D, const quant::TurboRows& keys,
+                       int64_t s0, int64_t n, int64_t k0, float* scores, int64_t scores_stride) {
+  CHECK_MSG(TurboKeysScoredInPlace(keys, D), "TurboQuant keys of {} bits, head_dim {}", keys.bits,
+            D);
+  CHECK_MSG(s0 >= 0 && s0 + n <= keys.rows() && k0 >= 0 && k0 % D == 0 && k0 + D <= keys.cols(),
+            "rows [{}, {}) of {}, head at {} of {}", s0, s0 + n, keys.rows(), k0, keys.cols());
+  HWY_DYNAMIC_DISPATCH(ScoreFewRowsTurboImpl)(q, rows, D, keys, s0, n, k0, scores, scores_stride);
 }
 
 void WeightFewRows(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,

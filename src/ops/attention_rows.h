@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "quant/mlx_quant.h"
+#include "quant/turbo_quant.h"
 
 namespace proctor::ops::internal {
 
@@ -32,6 +33,16 @@ bool AffineKeysScoredInPlace(const quant::MlxQuantizedMatrix& keys, int64_t head
 void ScoreFewRowsAffine(const float* q, int64_t rows, int64_t D,
                         const quant::MlxQuantizedMatrix& keys, int64_t s0, int64_t n, int64_t k0,
                         float* scores, int64_t scores_stride);
+
+// Whether ScoreFewRowsTurbo takes these keys: TurboQuant keys of 2, 4 or 8 bits (5-bit codes
+// decode through the scalar decoder) whose groups of 32 tile a head.
+bool TurboKeysScoredInPlace(const quant::TurboRows& keys, int64_t head_dim);
+// ScoreFewRows over rows s0 .. s0 + n - 1 of TurboQuant keys, the head at columns [k0, k0 + D):
+// each key vector made in registers as DecodeTurboRowsSegment makes it (scale * code + offset,
+// the fp16 scale and offset widened exactly), so the scores equal ScoreFewRows over the decoded
+// rows bit for bit.
+void ScoreFewRowsTurbo(const float* q, int64_t rows, int64_t D, const quant::TurboRows& keys,
+                       int64_t s0, int64_t n, int64_t k0, float* scores, int64_t scores_stride);
 
 // out[r * out_stride + d] = (accumulate ? out[...] : 0) + sum over j < n, in order, of
 // p[r * p_stride + j] * v[j * v_stride + d] for r < rows, d < D: one FMA chain per output, so a

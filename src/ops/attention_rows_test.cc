@@ -125,5 +125,58 @@ TEST_F(FewRowsEveryTarget, AffineKeysFromCodesEqualTheDecodedRows) {
       quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 4, 128).View(), 64));
 }
 
+// TurboQuant keys scored from their codes equal the scores of the decoded rows bit for bit, for
+// every key width the kernels take (2, 4, 8 bits); 5-bit keys are not taken, nor values.
+TEST_F(FewRowsEveryTarget, TurboKeysFromCodesEqualTheDecodedRows) {
+  const int64_t D = 64, kv_dim = 3 * D, n = 29, s0 = 4, rows_held = s0 + n;
+  const int64_t groups = kv_dim / quant::kTurboGroup;
+  const auto raw = Normal(static_cast<size_t>(rows_held * kv_dim), 8);
+  for (int bits : {2, 4, 8}) {
+    std::vector<uint8_t> packed(static_cast<size_t>(rows_held * kv_dim * bits / 8));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows_held * groups)), offsets(scales.size());
+    const int64_t row_bytes = kv_dim * bits / 8;
+    for (int64_t r = 0; r < rows_held; ++r) {
+      quant::EncodeTurboKeys(raw.data() + r * kv_dim, kv_dim, bits, packed.data() + r * row_bytes,
+                             scales.data() + r * groups, offsets.data() + r * groups, "keys");
+    }
+    const auto view = [&](DType type, int64_t cols, const void* data) {
+      return MatView{type, rows_held, cols, BytesFor(type, static_cast<uint64_t>(cols)),
+                     static_cast<const uint8_t*>(data)};
+    };
+    const quant::TurboRows keys{.part = quant::TurboPart::kKeys,
+                                .bits = bits,
+                                .head_dim = static_cast<int>(D),
+                                .packed = view(DType::kU8, row_bytes, packed.data()),
+                                .scales = view(DType::kF16, groups, scales.data()),
+                                .offsets = view(DType::kF16, groups, offsets.data())};
+    ASSERT_TRUE(TurboKeysScoredInPlace(keys, D));
+    std::vector<float> decoded(static_cast<size_t>(n * D));
+    quant::DecodeTurboRowsSegment(keys, s0, n, D, D, decoded.data(), D);
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      hwy::SetSupportedTargetsForTest(target);
+      for (int64_t rows : {1, 3, 4, 7, 8, 9, 16}) {
+        SCOPED_TRACE(testing::Message()
+                     << hwy::TargetName(target) << ", " << bits << " bits, rows " << rows);
+        const auto q = Normal(static_cast<size_t>(rows * D), 9);
+        std::vector<float> from_codes(static_cast<size_t>(rows * n)), from_rows(from_codes.size());
+        ScoreFewRowsTurbo(q.data(), rows, D, keys, s0, n, D, from_codes.data(), n);
+        ScoreFewRows(q.data(), rows, D, decoded.data(), D, n, n, from_rows.data(), n);
+        ASSERT_EQ(std::memcmp(from_codes.data(), from_rows.data(), from_rows.size() * 4), 0);
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+    EXPECT_FALSE(TurboKeysScoredInPlace(quant::TurboRows{.part = quant::TurboPart::kValues,
+                                                         .bits = bits,
+                                                         .head_dim = static_cast<int>(D),
+                                                         .packed = keys.packed,
+                                                         .scales = keys.scales,
+                                                         .offsets = {}},
+                                        D));
+  }
+  quant::TurboRows five_bits = {};
+  five_bits.bits = 5;
+  EXPECT_FALSE(TurboKeysScoredInPlace(five_bits, D));
+}
+
 }  // namespace
 }  // namespace proctor::ops::internal
