@@ -339,7 +339,14 @@ TEST(MlxLmQuantizedKv, EngineLogitsEqualMlxLmsQuantizedCache) {
         "[ distance ] qwen3-f32 %s: max |logit difference| %.3g vs mlx-lm; the quantized cache "
         "moved the logits by %.3g (max |logit| %.3g)\n",
         label.c_str(), diff, moved, scale);
-    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << label;
+    // The cache rounds each key and value to 2^bits levels, so an ulp of difference in one
+    // before rounding (the two engines' f32 products sum in different orders) can put one
+    // element on the other side of a rounding boundary: one code a step away. That moves the
+    // logits by far more than 1e-4 but by a sliver of what the quantization itself moved them
+    // (measured: proctor's own AVX2 and AVX-512 paths differ by 1.2e-5 with the f32 cache and by
+    // 4.5e-3 with affine:4:g32, one flipped code, against the 1.97 the quantization moved).
+    // Equal codes agree to 1e-4; otherwise the difference must stay under 1% of that movement.
+    EXPECT_LE(diff, std::max(1e-4 * std::max(1.0, scale / 8), moved / 100)) << label;
     EXPECT_GT(moved, 100 * diff) << label << ": the comparison must see the quantization";
   }
 }

@@ -160,6 +160,8 @@ EvalMerge MergeEvalPartials(const std::vector<fs::path>& partials) {
   const EvalPartial& first = *by_index.front();
   EvalMerge merge;
   TaskEvalResult& result = merge.result;
+  // The run's settings in the file's order (the client's too), as the merged file keeps them.
+  const nlohmann::ordered_json settings = ReadInFileOrder(first.path, "settings");
   try {
     const nlohmann::json& tasks = first.envelope.at("results").at("tasks");
     for (size_t t = 0; t < tasks.size(); ++t) {
@@ -185,12 +187,11 @@ EvalMerge MergeEvalPartials(const std::vector<fs::path>& partials) {
       }
     }
     result.suites = ScoreSuites(suites, result.scores);
-    result.client = first.envelope.at("settings").at("client");
+    result.client = settings.at("client");
   } catch (const nlohmann::json::exception& e) {
     Fail(kComponent, "'{}' is not a partial eval result: {}", first.path.string(), e.what());
   }
-  merge.envelope = TaskEvalEnvelope(result, ReadInFileOrder(first.path, "inputs"),
-                                    ReadInFileOrder(first.path, "settings"));
+  merge.envelope = TaskEvalEnvelope(result, ReadInFileOrder(first.path, "inputs"), settings);
   return merge;
 }
 
