@@ -130,6 +130,25 @@ HWY_INLINE hn::Vec<DF> KeyVector(int64_t e, const Make& make) {
   }
 }
 
+// f(e - k0, the key vector of elements e..) for the elements [begin, end) of one group of a row's
+// codes (`codes`, or `shifted` for 2-, 3- and 4-bit ones): scale * code + offset, the decoders'
+// f32 operations.
+template <class F>
+HWY_INLINE void VisitCodedGroup(const uint8_t* codes,
+                                const quant::HWY_NAMESPACE::ShiftedCodes& shifted, int bits,
+                                int64_t begin, int64_t end, float scale, float offset, int64_t k0,
+                                const F& f) {
+  const quant::HWY_NAMESPACE::D8 d8;
+  const auto scales = hn::Set(d8, scale);
+  const auto offsets = hn::Set(d8, offset);
+  const auto decode = [&](int64_t e) HWY_ATTR {
+    const auto code = bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
+    return hn::Add(hn::Mul(scales, hn::ConvertTo(d8, code)), offsets);
+  };
+  const auto N = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t e = begin; e < end; e += N) f(e - k0, KeyVector(e, decode));
+}
+
 // Key vectors of an affine-coded cache (mlx-lm's: 2-, 3-, 4- or 8-bit codes, an f32 scale and
 // bias per group): scale * code + bias, the decoder's f32 operations (DecodeMlxRowsSegment), made
 // in registers instead of a tile.
@@ -148,8 +167,6 @@ class AffineKeys {
   void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
   template <class F>
   HWY_INLINE void Visit(int64_t j, const F& f) const {
-    const quant::HWY_NAMESPACE::D8 d8;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(D()));
     const int64_t row = s0_ + j;
     const uint8_t* codes = m_.packed.Row(row);
     const auto* scales = reinterpret_cast<const float*>(m_.scales.Row(row));
@@ -157,13 +174,8 @@ class AffineKeys {
     const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
     const int64_t group = m_.group_size;
     for (int64_t g = k0_ / group; g < (k0_ + width_) / group; ++g) {
-      const auto scale = hn::Set(d8, scales[g]);
-      const auto bias = hn::Set(d8, biases[g]);
-      const auto decode = [&](int64_t e) HWY_ATTR {
-        const auto code = m_.bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
-        return hn::Add(hn::Mul(scale, hn::ConvertTo(d8, code)), bias);
-      };
-      for (int64_t e = g * group; e < (g + 1) * group; e += N) f(e - k0_, KeyVector(e, decode));
+      VisitCodedGroup(codes, shifted, m_.bits, g * group, (g + 1) * group, scales[g], biases[g],
+                      k0_, f);
     }
   }
 
@@ -191,26 +203,18 @@ class TurboKeys {
   void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
   template <class F>
   HWY_INLINE void Visit(int64_t j, const F& f) const {
-    const quant::HWY_NAMESPACE::D8 d8;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(D()));
     const int64_t row = s0_ + j;
     const uint8_t* codes = m_.packed.Row(row);
     const uint8_t* scales = m_.scales.Row(row);
     const uint8_t* offsets = m_.offsets.Row(row);
     const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
-    for (int64_t g = k0_ / quant::kTurboGroup; g < (k0_ + width_) / quant::kTurboGroup; ++g) {
-      uint16_t half;
-      std::memcpy(&half, scales + 2 * g, 2);
-      const auto scale = hn::Set(d8, F16ToF32(half));
-      std::memcpy(&half, offsets + 2 * g, 2);
-      const auto offset = hn::Set(d8, F16ToF32(half));
-      const auto decode = [&](int64_t e) HWY_ATTR {
-        const auto code = m_.bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
-        return hn::Add(hn::Mul(scale, hn::ConvertTo(d8, code)), offset);
-      };
-      for (int64_t e = g * quant::kTurboGroup; e < (g + 1) * quant::kTurboGroup; e += N) {
-        f(e - k0_, KeyVector(e, decode));
-      }
+    constexpr int64_t kGroup = quant::kTurboGroup;
+    for (int64_t g = k0_ / kGroup; g < (k0_ + width_) / kGroup; ++g) {
+      uint16_t scale, offset;
+      std::memcpy(&scale, scales + 2 * g, 2);
+      std::memcpy(&offset, offsets + 2 * g, 2);
+      VisitCodedGroup(codes, shifted, m_.bits, g * kGroup, (g + 1) * kGroup, F16ToF32(scale),
+                      F16ToF32(offset), k0_, f);
     }
   }
 
