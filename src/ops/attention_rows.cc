@@ -130,97 +130,69 @@ HWY_INLINE hn::Vec<DF> KeyVector(int64_t e, const Make& make) {
   }
 }
 
-// f(e - k0, the key vector of elements e..) for the elements [begin, end) of one group of a row's
-// codes (`codes`, or `shifted` for 2-, 3- and 4-bit ones): scale * code + offset, the decoders'
-// f32 operations.
-template <class F>
-HWY_INLINE void VisitCodedGroup(const uint8_t* codes,
-                                const quant::HWY_NAMESPACE::ShiftedCodes& shifted, int bits,
-                                int64_t begin, int64_t end, float scale, float offset, int64_t k0,
-                                const F& f) {
-  const quant::HWY_NAMESPACE::D8 d8;
-  const auto scales = hn::Set(d8, scale);
-  const auto offsets = hn::Set(d8, offset);
-  const auto decode = [&](int64_t e) HWY_ATTR {
-    const auto code = bits == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
-    return hn::Add(hn::Mul(scales, hn::ConvertTo(d8, code)), offsets);
-  };
-  const auto N = static_cast<int64_t>(hn::Lanes(DF()));
-  for (int64_t e = begin; e < end; e += N) f(e - k0, KeyVector(e, decode));
-}
-
-// Key vectors of an affine-coded cache (mlx-lm's: 2-, 3-, 4- or 8-bit codes, an f32 scale and
-// bias per group): scale * code + bias, the decoder's f32 operations (DecodeMlxRowsSegment), made
-// in registers instead of a tile.
-class AffineKeys {
+// Key vectors of coded keys, made in registers instead of a tile with the decoders' f32
+// operations: scale * code + offset per group. Affine caches (mlx-lm's: 2-, 3-, 4- or 8-bit codes,
+// an f32 scale and bias per group; DecodeMlxRowsSegment) and TurboQuant keys (2-, 4- or 8-bit
+// codes, an fp16 scale and offset per group of 32; DecodeTurboRowsSegment).
+class CodedKeys {
  public:
   using D = DF;
-  AffineKeys(const quant::MlxQuantizedMatrix& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
-      : m_(m),
-        s0_(s0),
-        k0_(k0),
-        width_(width),
-        n_(n),
-        row_bytes_(m.packed.cols * 4),
-        prefetch_(m.packed, m.scales, m.biases, m.cols(), k0, width) {}
+  CodedKeys(const quant::MlxQuantizedMatrix& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
+      : CodedKeys(m.packed, m.scales, m.biases, m.bits, m.group_size, m.packed.cols * 4, m.cols(),
+                  s0, k0, width, n) {}
+  CodedKeys(const quant::TurboRows& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
+      : CodedKeys(m.packed, m.scales, m.offsets, m.bits, quant::kTurboGroup,
+                  static_cast<int64_t>(m.packed.cols), m.cols(), s0, k0, width, n) {}
 
   void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
   template <class F>
   HWY_INLINE void Visit(int64_t j, const F& f) const {
+    const quant::HWY_NAMESPACE::D8 d8;
+    const auto N = static_cast<int64_t>(hn::Lanes(D()));
     const int64_t row = s0_ + j;
-    const uint8_t* codes = m_.packed.Row(row);
-    const auto* scales = reinterpret_cast<const float*>(m_.scales.Row(row));
-    const auto* biases = reinterpret_cast<const float*>(m_.biases.Row(row));
-    const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
-    const int64_t group = m_.group_size;
-    for (int64_t g = k0_ / group; g < (k0_ + width_) / group; ++g) {
-      VisitCodedGroup(codes, shifted, m_.bits, g * group, (g + 1) * group, scales[g], biases[g],
-                      k0_, f);
+    const uint8_t* codes = packed_.Row(row);
+    const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, bits_);
+    for (int64_t g = k0_ / group_; g < (k0_ + width_) / group_; ++g) {
+      const auto scale = hn::Set(d8, GroupValue(scales_, row, g));
+      const auto offset = hn::Set(d8, GroupValue(offsets_, row, g));
+      const auto decode = [&](int64_t e) HWY_ATTR {
+        const auto code = bits_ == 8 ? quant::HWY_NAMESPACE::LoadCodesWord(codes, e) : shifted(e);
+        return hn::Add(hn::Mul(scale, hn::ConvertTo(d8, code)), offset);
+      };
+      for (int64_t e = g * group_; e < (g + 1) * group_; e += N) f(e - k0_, KeyVector(e, decode));
     }
   }
 
  private:
-  const quant::MlxQuantizedMatrix& m_;
-  int64_t s0_, k0_, width_, n_, row_bytes_;
-  quant::SegmentPrefetcher prefetch_;
-};
-
-// Key vectors of TurboQuant keys (2-, 4- or 8-bit codes, an fp16 scale and offset per group of
-// 32): scale * code + offset, the decoder's f32 operations (DecodeTurboRowsSegment), made in
-// registers instead of a tile.
-class TurboKeys {
- public:
-  using D = DF;
-  TurboKeys(const quant::TurboRows& m, int64_t s0, int64_t k0, int64_t width, int64_t n)
-      : m_(m),
+  CodedKeys(const MatView& packed, const MatView& scales, const MatView& offsets, int bits,
+            int64_t group, int64_t row_bytes, int64_t cols, int64_t s0, int64_t k0, int64_t width,
+            int64_t n)
+      : packed_(packed),
+        scales_(scales),
+        offsets_(offsets),
+        bits_(bits),
+        group_(group),
+        row_bytes_(row_bytes),
         s0_(s0),
         k0_(k0),
         width_(width),
         n_(n),
-        row_bytes_(static_cast<int64_t>(m.packed.cols)),
-        prefetch_(m.packed, m.scales, m.offsets, m.cols(), k0, width) {}
+        prefetch_(packed, scales, offsets, cols, k0, width) {}
 
-  void Prefetch(int64_t j) const { prefetch_.Ahead(s0_, j, n_); }
-  template <class F>
-  HWY_INLINE void Visit(int64_t j, const F& f) const {
-    const int64_t row = s0_ + j;
-    const uint8_t* codes = m_.packed.Row(row);
-    const uint8_t* scales = m_.scales.Row(row);
-    const uint8_t* offsets = m_.offsets.Row(row);
-    const quant::HWY_NAMESPACE::ShiftedCodes shifted(codes, row_bytes_, m_.bits);
-    constexpr int64_t kGroup = quant::kTurboGroup;
-    for (int64_t g = k0_ / kGroup; g < (k0_ + width_) / kGroup; ++g) {
-      uint16_t scale, offset;
-      std::memcpy(&scale, scales + 2 * g, 2);
-      std::memcpy(&offset, offsets + 2 * g, 2);
-      VisitCodedGroup(codes, shifted, m_.bits, g * kGroup, (g + 1) * kGroup, F16ToF32(scale),
-                      F16ToF32(offset), k0_, f);
+  // Group g's scale or offset of `row`: stored as f32 (affine) or fp16 (TurboQuant), widened
+  // exactly.
+  static float GroupValue(const MatView& values, int64_t row, int64_t g) {
+    if (values.type == DType::kF16) {
+      uint16_t half;
+      std::memcpy(&half, values.Row(row) + 2 * g, 2);
+      return F16ToF32(half);
     }
+    return values.RowAs<float>(row)[g];
   }
 
- private:
-  const quant::TurboRows& m_;
-  int64_t s0_, k0_, width_, n_, row_bytes_;
+  MatView packed_, scales_, offsets_;
+  int bits_;
+  int64_t group_, row_bytes_, s0_, k0_, width_, n_;
   quant::SegmentPrefetcher prefetch_;
 };
 
@@ -266,13 +238,13 @@ void ScoreFewRowsImpl(const float* q, int64_t rows, int64_t D, const float* k, i
 void ScoreFewRowsAffineImpl(const float* q, int64_t rows, int64_t D,
                             const quant::MlxQuantizedMatrix& keys, int64_t s0, int64_t n,
                             int64_t k0, float* scores, int64_t scores_stride) {
-  ScoreKeys(q, rows, D, AffineKeys(keys, s0, k0, D, n), n, scores, scores_stride);
+  ScoreKeys(q, rows, D, CodedKeys(keys, s0, k0, D, n), n, scores, scores_stride);
 }
 
 void ScoreFewRowsTurboImpl(const float* q, int64_t rows, int64_t D, const quant::TurboRows& keys,
                            int64_t s0, int64_t n, int64_t k0, float* scores,
                            int64_t scores_stride) {
-  ScoreKeys(q, rows, D, TurboKeys(keys, s0, k0, D, n), n, scores, scores_stride);
+  ScoreKeys(q, rows, D, CodedKeys(keys, s0, k0, D, n), n, scores, scores_stride);
 }
 
 // out[R rows][C vectors from d] (+)= sum_j p[r][j] * v[j][d..]: R x C accumulators. With
