@@ -87,11 +87,8 @@ bool KlShardDone(const fs::path& json_file, const Shard& shard, const nlohmann::
   try {
     const KlPartial p = ReadKlPartial(json_file);
     const nlohmann::json& results = p.envelope.at("results");
-    const nlohmann::json& written = p.envelope.at("settings");
-    for (const auto& [key, value] : settings.items()) {
-      if (!written.contains(key) || written.at(key) != value) return false;
-    }
-    return p.shard == shard && results.at("candidate").get<std::string>() == candidate &&
+    return p.shard == shard && SettingsHold(p.envelope.at("settings"), settings) &&
+           results.at("candidate").get<std::string>() == candidate &&
            results.at("reference").at("path").get<std::string>() == reference &&
            results.at("label").get<std::string>() == label && fs::exists(p.positions) &&
            Sha256FileHex(p.positions) == p.positions_sha256;

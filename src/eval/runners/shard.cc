@@ -101,6 +101,13 @@ nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::strin
   return env;
 }
 
+bool SettingsHold(const nlohmann::json& written, const nlohmann::json& settings) {
+  for (const auto& [key, value] : settings.items()) {
+    if (!written.contains(key) || written.at(key) != value) return false;
+  }
+  return true;
+}
+
 nlohmann::ordered_json ReadInFileOrder(const std::filesystem::path& path, std::string_view key) {
   try {
     return nlohmann::ordered_json::parse(ReadFileToString(path)).at(key);

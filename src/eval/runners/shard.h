@@ -59,6 +59,10 @@ void CheckShardHolds(const Shard& shard, int64_t total, const ItemRange& held,
 nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::string_view verb,
                                    std::string_view component);
 
+// Whether `written` (a partial's settings) has every key of `settings` with the same value: what
+// a rerun knows of its run before it reads its inputs, against what a finished shard wrote.
+bool SettingsHold(const nlohmann::json& written, const nlohmann::json& settings);
+
 // `key` ("settings", "inputs") of a partial results file, its objects' keys in the file's order
 // (ReadPartialEnvelope's come back sorted): what a merged results file keeps, so that it reads as
 // the unsharded run's.

@@ -128,11 +128,7 @@ bool TaskShardDone(const fs::path& json_file, const Shard& shard, const nlohmann
   // Anything that is not a sound partial of this shard is not done: it is run again.
   try {
     const EvalPartial p = ReadEvalPartial(json_file);
-    const nlohmann::json& written = p.envelope.at("settings");
-    for (const auto& [key, value] : settings.items()) {
-      if (!written.contains(key) || written.at(key) != value) return false;
-    }
-    return p.shard == shard;
+    return p.shard == shard && SettingsHold(p.envelope.at("settings"), settings);
   } catch (const Error&) {
     return false;
   } catch (const nlohmann::json::exception&) {
