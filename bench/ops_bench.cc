@@ -160,6 +160,31 @@ BENCHMARK(BM_MatMulLayer)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// One decode product (T = 1, one thread) with a GGUF block matrix small enough to stay in the
+// L2 cache (256 x 2048), mode 0 f32, 2 q8: the kernel's arithmetic rate without the memory
+// stream, which the layer benchmark above includes (weight bytes/s here measure work done).
+void BM_MatVecInCache(benchmark::State& state) {
+  constexpr ComputeMode kModes[] = {ComputeMode::kF32, ComputeMode::kBF16, ComputeMode::kQ8};
+  const ComputeMode mode = kModes[state.range(0)];
+  const auto type = static_cast<DType>(state.range(1));
+  constexpr int64_t N = 256, K = 2048;
+  ThreadPool pool(1);
+  const Tensor w = testing::RandomMatrix(type, N, K, 3);
+  const Tensor x = testing::RandomMatrix(DType::kF32, 1, K, 4);
+  Tensor out = Tensor::F32(1, N);
+  for (auto _ : state) MatMul(x.View(), w.View(), out.MutF32(), mode, pool);
+  state.counters["weight_bytes_per_second"] = benchmark::Counter(
+      static_cast<double>(w.size_bytes()), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(fmt::format("{} kernel={}", Name(type), MatMulKernelName(w.View(), mode, 1)));
+}
+BENCHMARK(BM_MatVecInCache)
+    ->ArgNames({"mode", "type"})
+    ->ArgsProduct({{0, 2},
+                   {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ5_K),
+                    static_cast<int64_t>(DType::kQ6_K)}})
+    ->Unit(benchmark::kMicrosecond);
+
 // One bf16-weight MatMul out[T, N] = x[T, K] · w[N, K]^T on one thread.
 void BM_MatMul(benchmark::State& state) {
   const auto mode = state.range(0) == 0 ? ComputeMode::kF32 : ComputeMode::kBF16;

@@ -77,6 +77,8 @@ void ActivationsQ8::Quantize(const float* x, int64_t K, Q8Blocks blocks) {
   scale.resize(static_cast<size_t>(K / 32));
   sum16.resize(static_cast<size_t>(K / 16));
   sum32.resize(static_cast<size_t>(K / 32));
+  code_sum16.resize(static_cast<size_t>(K / 16));
+  code_sum32.resize(static_cast<size_t>(K / 32));
   for (int64_t s = 0; s < K / 32; ++s) {
     const float d = row.d[static_cast<size_t>(s * 32 / row.block_elems)];
     int halves[2] = {0, 0};
@@ -87,6 +89,10 @@ void ActivationsQ8::Quantize(const float* x, int64_t K, Q8Blocks blocks) {
     sum16[2 * s] = d * static_cast<float>(halves[0]);
     sum16[2 * s + 1] = d * static_cast<float>(halves[1]);
     sum32[s] = d * static_cast<float>(halves[0] + halves[1]);
+    // |code| <= 127: at most 4064 over 32 values.
+    code_sum16[2 * s] = static_cast<int16_t>(halves[0]);
+    code_sum16[2 * s + 1] = static_cast<int16_t>(halves[1]);
+    code_sum32[s] = static_cast<int16_t>(halves[0] + halves[1]);
   }
 }
 

@@ -32,6 +32,8 @@ struct ActivationsQ8 {
   std::vector<float> scale;           // [K / 32]: the d of the block holding each 32 values, as f32
   std::vector<float> sum16;           // [K / 16]: sum of x^ over each 16 values
   std::vector<float> sum32;           // [K / 32]: sum of x^ over each 32 values
+  std::vector<int16_t> code_sum16;    // [K / 16]: sum of the codes over each 16 values
+  std::vector<int16_t> code_sum32;    // [K / 32]: sum of the codes over each 32 values
   Q8Blocks blocks = Q8Blocks::kQ8_0;  // what Quantize made
   // (Q8_0: the sums are exact in f32; Q8_K: d times the exact code sum, rounded once.)
 

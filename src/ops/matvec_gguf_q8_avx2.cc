@@ -42,11 +42,13 @@ struct Inputs {
   // [K rounded down to 64]: per pair of blocks 2p, 2p + 1, the 32 bytes [values 0..15 of 2p |
   // values 0..15 of 2p + 1] then [16..31 of 2p | 16..31 of 2p + 1] (PairCodes; Q4 types only).
   const int8_t* pair_codes;
-  const float* scale;  // [K / 32]
-  const float* sum16;  // [K / 16]
-  const float* sum32;  // [K / 32]
-  int64_t n_blocks;    // weight blocks per row
-  const float* f16;    // F16ToF32Table()
+  const float* scale;         // [K / 32]
+  const float* sum16;         // [K / 16]
+  const float* sum32;         // [K / 32]
+  const int16_t* code_sum16;  // [K / 16]
+  const int16_t* code_sum32;  // [K / 32]
+  int64_t n_blocks;           // weight blocks per row
+  const float* f16;           // F16ToF32Table()
   mutable Prefetcher prefetch;
 };
 
@@ -219,6 +221,7 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
     one.codes = in.codes + 32 * last;
     one.scale = in.scale + last;
     one.sum32 = in.sum32 + last;
+    one.code_sum32 = in.code_sum32 + last;
     one.n_blocks = 1;
     one.prefetch = Prefetcher{};
     Rows32<Block, R>(one, tail_rows, tail);
@@ -242,10 +245,12 @@ PROCTOR_AVX2_TARGET void PairCodes(const int8_t* codes, int64_t K, int8_t* pairs
   }
 }
 
-// ---- Q4_K, Q5_K, Q6_K: one f32 accumulator per super-block ---------------------------------
+// ---- Q4_K, Q5_K, Q6_K: integer super-block sums, four rows scaled at once ------------------
 
-// The integer sums of a super-block's 32-value slices are scaled by their activation scale into
-// a per-super-block accumulator, which is scaled by the weight block's d once at the end.
+// Each row's super-block is summed exactly in int32 (its sub-block scales multiply the pair sums
+// in vpmaddwd; the codes' minimum or offset enters through the activations' integer code sums),
+// then the rows' sums meet in one xmm and are scaled by the rows' d times d_x (Q8_K has one d_x
+// per super-block) at once.
 
 // The 16 int16 lanes all equal to int16 lane k (0..7) of a 128-bit lane: _mm256_shuffle_epi8
 // masks, one per k (bytes 2k, 2k + 1 repeated).
@@ -277,37 +282,62 @@ PROCTOR_AVX2_TARGET inline __m256i Mask(const uint8_t* bytes) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
 }
 
+// Row r's 8 int32 lanes summed into lane r of one xmm (rows >= R: 0); exact while a row's lanes
+// sum below 2^31.
+template <int R>
+PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m256i* lanes) {
+  __m256i v[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                  _mm256_setzero_si256()};
+  for (int r = 0; r < R; ++r) v[r] = lanes[r];
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+// Row r's 4 int32 lanes summed into lane r (rows >= R: 0).
+template <int R>
+PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m128i* lanes) {
+  __m128i v[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                  _mm_setzero_si128()};
+  for (int r = 0; r < R; ++r) v[r] = lanes[r];
+  return _mm_hadd_epi32(_mm_hadd_epi32(v[0], v[1]), _mm_hadd_epi32(v[2], v[3]));
+}
+
+// The R outputs in lanes 0..R-1 of v.
+template <int R>
+PROCTOR_AVX2_TARGET inline void StoreRows(__m128 v, float* out) {
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, v);
+  for (int r = 0; r < R; ++r) out[r] = lanes[r];
+}
+
 // Q4_K (kFifthBit false, 144-byte blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (176 bytes:
 // qh[32] before qs). Chunk c holds sub-blocks 2c (low nibbles of qs[32c..32c+32)) and 2c + 1 (high
 // nibbles); Q5_K adds bit 2c / 2c + 1 of qh[l] as 16. Sub-block j's 6-bit scale multiplies its
-// pair sums in vpmaddwd; dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
+// pair sums in vpmaddwd; the minimum enters as dmin d_x sum_j m_j (code sum of sub-block j),
+// the m_j times the code sums in one vpmaddwd.
 template <bool kFifthBit, int R>
 PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows, float* out) {
   constexpr int kBytes = kFifthBit ? 176 : 144;
   constexpr int kQs = kFifthBit ? 48 : 16;
-  __m256 acc[R], min_acc[R];
-  alignas(32) __m256i scales16[R];  // the 8 sub-block scales as int16, in both 128-bit lanes
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();  // lane r: row r
   const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+  const uint8_t* blocks[4] = {};
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
-    const __m256 xs32 = _mm256_loadu_ps(in.sum32 + 8 * sb);
     in.prefetch.Advance(sb + 1);
+    const int8_t* x = in.codes + 256 * sb;
+    const __m128i x_sums =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.code_sum32 + 8 * sb));
+    __m256i sb_sum[R];
+    __m128i min_dot[R];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows[r] + sb * kBytes;
+      const uint8_t* block = blocks[r] = rows[r] + sb * kBytes;
       __m128i sc, m;
       UnpackK4(block + 4, &sc, &m);
-      scales16[r] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc));
-      const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)),
-                                        _mm256_set1_ps(Half(block + 2)));
-      min_acc[r] = _mm256_fmadd_ps(mins, xs32, min_acc[r]);
-    }
-    const int8_t* x = in.codes + 256 * sb;
-    __m256i sb_sum[R];
-    for (int r = 0; r < R; ++r) sb_sum[r] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i x_lo = Load32(x + 64 * c), x_hi = Load32(x + 64 * c + 32);
-      for (int r = 0; r < R; ++r) {
-        const uint8_t* block = rows[r] + sb * kBytes;
+      // m_j <= 63 and |code sum| <= 4064: each pair sum below 2^19.
+      min_dot[r] = _mm_madd_epi16(_mm_cvtepu8_epi16(m), x_sums);
+      const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc));
+      __m256i sum = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
         const __m256i qs = Load32(block + kQs + 32 * c);
         __m256i lo = _mm256_and_si256(qs, low4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
@@ -318,79 +348,71 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
           lo = _mm256_or_si256(lo, _mm256_slli_epi16(bit_lo, 4));
           hi = _mm256_or_si256(hi, _mm256_slli_epi16(bit_hi, 4));
         }
-        const __m256i s_lo = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c]));
-        const __m256i s_hi = _mm256_shuffle_epi8(scales16[r], Mask(kPickWord.bytes[2 * c + 1]));
-        sb_sum[r] = _mm256_add_epi32(
-            sb_sum[r], _mm256_add_epi32(DotScaled(lo, x_lo, s_lo), DotScaled(hi, x_hi, s_hi)));
+        const __m256i s_lo = _mm256_shuffle_epi8(scales16, Mask(kPickWord.bytes[2 * c]));
+        const __m256i s_hi = _mm256_shuffle_epi8(scales16, Mask(kPickWord.bytes[2 * c + 1]));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(DotScaled(lo, Load32(x + 64 * c), s_lo),
+                                                     DotScaled(hi, Load32(x + 64 * c + 32), s_hi)));
       }
+      // Per lane at most 4 chunks x 2 x 2 pairs x 31 x 127 x 63 < 2^26.
+      sb_sum[r] = sum;
     }
-    // Q8_K: one d_x for the super-block. Per lane sb_sum is at most 4 chunks x 2 x 2 pairs x
-    // 31 x 127 x 63 < 2^26.
-    const float d_x = in.scale[8 * sb];
-    for (int r = 0; r < R; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sb_sum[r]),
-                               _mm256_set1_ps(Half(rows[r] + sb * kBytes) * d_x), acc[r]);
-    }
+    const __m128 d_x = _mm_set1_ps(in.scale[8 * sb]);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(sb_sum)), _mm_mul_ps(Halves4<R>(blocks, 0), d_x),
+                       acc);
+    min_acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(min_dot)),
+                           _mm_mul_ps(Halves4<R>(blocks, 2), d_x), min_acc);
   }
-  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) - SumLanes(min_acc[r]);
+  StoreRows<R>(_mm_sub_ps(acc, min_acc), out);
 }
 
 // Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
 // ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, minus 32;
 // group g (16 values) has scale d * scales[g]. The codes enter unsigned (0..63); the offset 32
-// starts each super-block's accumulator as -32 sum_g scales[g] * sum(x^ of group g).
+// starts each super-block's integer sum at -32 sum_g scales[g] (code sum of group g).
 template <int R>
 PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, float* out) {
   constexpr int kBytes = 210;
-  __m256 acc[R];
-  alignas(32) __m256i scales16[R][2];  // groups 0-7 and 8-15 as int16, in both 128-bit lanes
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps();  // lane r: row r
   const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x30);
-  const __m256 minus32 = _mm256_set1_ps(-32.0f);
+  const uint8_t* blocks[4] = {};
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
     in.prefetch.Advance(sb + 1);
-    const __m256 xs0 = _mm256_loadu_ps(in.sum16 + 16 * sb);
-    const __m256 xs1 = _mm256_loadu_ps(in.sum16 + 16 * sb + 8);
-    __m256 sb_acc[R];
+    const int8_t* x = in.codes + 256 * sb;
+    const __m256i x_sums = Load32(in.code_sum16 + 16 * sb);
     __m256i sb_sum[R];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = rows[r] + sb * kBytes;
-      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192));
-      scales16[r][0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc));
-      scales16[r][1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc, 8)));
-      const __m256 s0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
-      const __m256 s1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
-      sb_acc[r] = _mm256_mul_ps(_mm256_fmadd_ps(s1, xs1, _mm256_mul_ps(s0, xs0)), minus32);
-      sb_sum[r] = _mm256_setzero_si256();
-    }
-    for (int h = 0; h < 2; ++h) {
-      for (int i = 0; i < 4; ++i) {
-        const int j = 4 * h + i;  // 32-value slice: groups 2j, 2j + 1
-        const __m256i x = Load32(in.codes + 256 * sb + 32 * j);
-        for (int r = 0; r < R; ++r) {
-          const uint8_t* block = rows[r] + sb * kBytes;
+      const uint8_t* block = blocks[r] = rows[r] + sb * kBytes;
+      const __m128i sc = Load16(block + 192);
+      // |scale| <= 128 and |code sum| <= 2032: each pair sum below 2^19, times 32 below 2^24.
+      __m256i sum = _mm256_sub_epi32(
+          _mm256_setzero_si256(),
+          _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), x_sums), 5));
+      const __m256i scales16[2] = {
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc)),
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc, 8)))};
+      for (int h = 0; h < 2; ++h) {
+        const __m256i qh = Load32(block + 128 + 32 * h);
+        for (int i = 0; i < 4; ++i) {
+          const int j = 4 * h + i;  // 32-value slice: groups 2j, 2j + 1
           const __m256i ql = Load32(block + 64 * h + 32 * (i & 1));
           const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (i >> 1)), low4);
-          const __m256i qh = Load32(block + 128 + 32 * h);
           // bits 2i, 2i + 1 of qh moved to bits 4, 5: shift right by 2i - 4 (or left by 4 - 2i).
           const __m256i high = _mm256_and_si256(
               i < 2 ? _mm256_slli_epi16(qh, 4 - 2 * i) : _mm256_srli_epi16(qh, 2 * i - 4),
               two_bits);
-          const __m256i scales = _mm256_shuffle_epi8(scales16[r][h], Mask(kPickWordPair.bytes[i]));
-          sb_sum[r] = _mm256_add_epi32(sb_sum[r], DotScaled(_mm256_or_si256(low, high), x, scales));
+          const __m256i scales = _mm256_shuffle_epi8(scales16[h], Mask(kPickWordPair.bytes[i]));
+          sum = _mm256_add_epi32(sum,
+                                 DotScaled(_mm256_or_si256(low, high), Load32(x + 32 * j), scales));
         }
       }
+      // Per lane at most 8 slices x 2 pairs x 63 x 127 x 128 < 2^26, plus the offset's < 2^24.
+      sb_sum[r] = sum;
     }
-    // Q8_K: one d_x for the super-block. Per lane sb_sum is at most 8 slices x 2 pairs x 63 x
-    // 127 x 128 < 2^26.
-    const __m256 d_x = _mm256_set1_ps(in.scale[8 * sb]);
-    for (int r = 0; r < R; ++r) {
-      sb_acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sb_sum[r]), d_x, sb_acc[r]);
-      acc[r] =
-          _mm256_fmadd_ps(sb_acc[r], _mm256_set1_ps(Half(rows[r] + sb * kBytes + 208)), acc[r]);
-    }
+    const __m128 d_x = _mm_set1_ps(in.scale[8 * sb]);
+    acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(sb_sum)),
+                       _mm_mul_ps(Halves4<R>(blocks, 208), d_x), acc);
   }
-  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]);
+  StoreRows<R>(acc, out);
 }
 
 // ---- Q2_K, Q3_K: decoded super-blocks ------------------------------------------------------
@@ -471,10 +493,11 @@ void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int6
     pair_codes.resize(x.codes.size());
     PairCodes(x.codes.data(), w.cols, pair_codes.data());
   }
-  Inputs in{x.codes.data(),  pair_codes.data(),
-            x.scale.data(),  x.sum16.data(),
-            x.sum32.data(),  w.cols / static_cast<int64_t>(Info(w.type).block_elems),
-            F16ToF32Table(), {}};
+  Inputs in{x.codes.data(),      pair_codes.data(),
+            x.scale.data(),      x.sum16.data(),
+            x.sum32.data(),      x.code_sum16.data(),
+            x.code_sum32.data(), w.cols / static_cast<int64_t>(Info(w.type).block_elems),
+            F16ToF32Table(),     {}};
   WalkRowPasses(w, out, n_begin, n_end, in,
                 [&]<int R>(const Inputs& inputs, const uint8_t* const* row_ptrs, float* row_out) {
                   RunRows<R>(w.type, inputs, row_ptrs, row_out);

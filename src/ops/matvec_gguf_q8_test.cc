@@ -41,7 +41,9 @@ TEST(ActivationsQ8, AreGgmlsX86Q8_0BlocksUnpacked) {
     const float d = F16ToF32(blocks[b].d);
     EXPECT_EQ(q.scale[b], d) << b;
     double sums[2] = {0, 0};
+    int code_sums[2] = {0, 0};
     for (int i = 0; i < 32; ++i) {
+      code_sums[i / 16] += blocks[b].q[i];
       EXPECT_EQ(q.codes[b * 32 + i], blocks[b].q[i]) << b << " " << i;
       EXPECT_EQ(round_trip[b * 32 + i], d * blocks[b].q[i]);
       // Half a step, plus the f16 rounding of d (relative 2^-11) times a code of at most 127.
@@ -51,6 +53,9 @@ TEST(ActivationsQ8, AreGgmlsX86Q8_0BlocksUnpacked) {
     EXPECT_EQ(q.sum16[2 * b], sums[0]);  // exact in f32
     EXPECT_EQ(q.sum16[2 * b + 1], sums[1]);
     EXPECT_EQ(q.sum32[b], sums[0] + sums[1]);
+    EXPECT_EQ(q.code_sum16[2 * b], code_sums[0]);
+    EXPECT_EQ(q.code_sum16[2 * b + 1], code_sums[1]);
+    EXPECT_EQ(q.code_sum32[b], code_sums[0] + code_sums[1]);
   }
   EXPECT_EQ(q.scale[1], 0.0f);
 }
@@ -79,11 +84,13 @@ TEST(ActivationsQ8, AreGgmlQ8_KBlocksUnpackedForTheKQuants) {
     }
     for (int g = 0; g < 16; ++g) {
       EXPECT_EQ(q.sum16[16 * b + g], block.d * static_cast<float>(block.bsums[g])) << b << " " << g;
+      EXPECT_EQ(q.code_sum16[16 * b + g], block.bsums[g]) << b << " " << g;  // ggml's own sums
     }
     for (int s = 0; s < 8; ++s) {
       EXPECT_EQ(q.scale[8 * b + s], block.d);
       EXPECT_EQ(q.sum32[8 * b + s],
                 block.d * static_cast<float>(block.bsums[2 * s] + block.bsums[2 * s + 1]));
+      EXPECT_EQ(q.code_sum32[8 * b + s], block.bsums[2 * s] + block.bsums[2 * s + 1]);
     }
   }
   EXPECT_EQ(blocks[1].d, 0.0f);
@@ -91,6 +98,31 @@ TEST(ActivationsQ8, AreGgmlQ8_KBlocksUnpackedForTheKQuants) {
   // Half a step of the block's d, as for Q8_0 but with an f32 d.
   for (int64_t k = 0; k < K; ++k) {
     EXPECT_LE(std::fabs(round_trip[k] - x[k]), 0.5001 * std::fabs(blocks[k / 256].d)) << k;
+  }
+}
+
+// MatVecGgufQ8Avx2 of w [N, K] against the double-precision sum of the exactly decoded weights
+// times x^; rows split in two calls give the same bits.
+void ExpectProductWithDequantizedActivations(const MatView& w, const std::vector<float>& x) {
+  const int64_t N = w.rows, K = w.cols;
+  ActivationsQ8 q;
+  q.Quantize(x.data(), K, Q8BlocksFor(w.type));
+  std::vector<float> x_hat(K);
+  RoundTripQ8Activations(x.data(), K, Q8BlocksFor(w.type), x_hat.data());
+  std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
+  internal::MatVecGgufQ8Avx2(q, w, out.data(), 0, N);
+  internal::MatVecGgufQ8Avx2(q, w, split.data(), 0, N / 2);
+  internal::MatVecGgufQ8Avx2(q, w, split.data(), N / 2, N);
+  EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
+  std::vector<float> a, b;
+  for (int64_t n = 0; n < N; ++n) {
+    testing::SplitWeightRow(w, n, a, b);
+    double exact = 0.0, magnitude = 0.0;
+    for (int64_t k = 0; k < K; ++k) {
+      exact += static_cast<double>(x_hat[k]) * (static_cast<double>(a[k]) - b[k]);
+      magnitude += std::fabs(static_cast<double>(x_hat[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
+    }
+    EXPECT_NEAR(out[n], exact, 4e-6 * magnitude + 1e-30) << "row " << n;
   }
 }
 
@@ -105,29 +137,41 @@ TEST(MatVecGgufQ8, EveryTypeIsTheProductWithTheDequantizedActivations) {
         const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row),
                                                       static_cast<uint32_t>(K + N));
         const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
-        const auto x = quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K));
-        ActivationsQ8 q;
-        q.Quantize(x.data(), K, Q8BlocksFor(type));
-        std::vector<float> x_hat(K);
-        RoundTripQ8Activations(x.data(), K, Q8BlocksFor(type), x_hat.data());
-        std::vector<float> out(static_cast<size_t>(N)), split(static_cast<size_t>(N));
-        internal::MatVecGgufQ8Avx2(q, w, out.data(), 0, N);
-        internal::MatVecGgufQ8Avx2(q, w, split.data(), 0, N / 2);
-        internal::MatVecGgufQ8Avx2(q, w, split.data(), N / 2, N);
-        EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
-        std::vector<float> a, b;
-        for (int64_t n = 0; n < N; ++n) {
-          testing::SplitWeightRow(w, n, a, b);
-          double exact = 0.0, magnitude = 0.0;
-          for (int64_t k = 0; k < K; ++k) {
-            exact += static_cast<double>(x_hat[k]) * (static_cast<double>(a[k]) - b[k]);
-            magnitude +=
-                std::fabs(static_cast<double>(x_hat[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
-          }
-          EXPECT_NEAR(out[n], exact, 4e-6 * magnitude + 1e-30) << "row " << n;
-        }
+        ExpectProductWithDequantizedActivations(
+            w, quant::testing::RandomWeights(K, static_cast<uint32_t>(7 * N + K)));
       }
     }
+  }
+}
+
+// The K-quants' integer super-block sums at their largest: every code, scale and minimum at its
+// extreme (Q6_K scales -128 and 127, codes 63; Q4_K / Q5_K 6-bit scales and minimums 63, codes 15
+// / 31) against activation codes +-127, in 5 rows of 3 super-blocks.
+TEST(MatVecGgufQ8, KQuantSumsAtTheirExtremesStayExact) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  constexpr int64_t N = 5, K = 768;
+  for (const DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    SCOPED_TRACE(Name(type));
+    const size_t row_bytes = BytesFor(type, K);
+    std::vector<uint8_t> raw(N * row_bytes, 0xFF);  // codes, scales and minimums all ones
+    const size_t block_bytes = row_bytes / (K / 256);
+    for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
+      uint8_t* block = raw.data() + b * block_bytes;
+      const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), dmin = F32ToF16(0.125f);
+      if (type == DType::kQ6_K) {
+        for (int g = 0; g < 16; ++g) block[192 + g] = g % 3 == 0 ? 0x7F : 0x80;  // 127, -128
+        std::memcpy(block + 208, &d, 2);
+      } else {
+        std::memcpy(block, &d, 2);
+        std::memcpy(block + 2, &dmin, 2);
+      }
+    }
+    const MatView w{type, N, K, row_bytes, raw.data()};
+    std::vector<float> x(K);
+    for (int64_t k = 0; k < K; ++k) x[k] = k % 256 < 128 ? 2.0f : -2.0f;  // codes +-127
+    ExpectProductWithDequantizedActivations(w, x);
+    for (int64_t k = 0; k < K; ++k) x[k] = k % 7 == 0 ? -3.0f : 3.0f;
+    ExpectProductWithDequantizedActivations(w, x);
   }
 }
 
