@@ -52,13 +52,6 @@ struct Inputs {
   mutable Prefetcher prefetch;
 };
 
-// The f16 at p as f32 (F16C; exact).
-PROCTOR_AVX2_TARGET inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
 PROCTOR_AVX2_TARGET inline __m256i Load32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
