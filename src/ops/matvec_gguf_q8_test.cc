@@ -114,15 +114,9 @@ void ExpectProductWithDequantizedActivations(const MatView& w, const std::vector
   internal::MatVecGgufQ8Avx2(q, w, split.data(), 0, N / 2);
   internal::MatVecGgufQ8Avx2(q, w, split.data(), N / 2, N);
   EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
-  std::vector<float> a, b;
   for (int64_t n = 0; n < N; ++n) {
-    testing::SplitWeightRow(w, n, a, b);
-    double exact = 0.0, magnitude = 0.0;
-    for (int64_t k = 0; k < K; ++k) {
-      exact += static_cast<double>(x_hat[k]) * (static_cast<double>(a[k]) - b[k]);
-      magnitude += std::fabs(static_cast<double>(x_hat[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
-    }
-    EXPECT_NEAR(out[n], exact, 4e-6 * magnitude + 1e-30) << "row " << n;
+    const testing::RowProduct p = testing::ExactRowProduct(w, n, x_hat.data());
+    EXPECT_NEAR(out[n], p.exact, 4e-6 * p.magnitude + 1e-30) << "row " << n;
   }
 }
 
@@ -218,15 +212,12 @@ TEST(MatMulQ8, ContractForEveryRowCount) {
     MatMul(RowView(x, 1, K), w, single.MutF32(), ComputeMode::kQ8, one);
     EXPECT_EQ(std::memcmp(fast.bytes(), single.bytes(), fast.size_bytes()), 0);
     MatMulRef(RowView(x, 1, K), w, ref.MutF32(), ComputeMode::kQ8);
-    std::vector<float> x_hat(static_cast<size_t>(T * K)), a, b;
+    std::vector<float> x_hat(static_cast<size_t>(T * K));
     for (int64_t t = 0; t < T; ++t) {
       RoundTripQ8Activations(&x[t * K], K, Q8BlocksFor(type), &x_hat[t * K]);
     }
     for (int64_t n = 0; n < N; ++n) {
-      testing::SplitWeightRow(w, n, a, b);
-      double magnitude = 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        magnitude += std::fabs(x_hat[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
+      const double magnitude = testing::ExactRowProduct(w, n, x_hat.data()).magnitude;
       EXPECT_NEAR(fast.RowF32(0)[n], ref.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
     }
     Tensor q8 = Tensor::F32(T, N), f32_on_x_hat = Tensor::F32(T, N);

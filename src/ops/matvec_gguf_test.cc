@@ -49,15 +49,9 @@ TEST_P(MatVecGguf, EveryTypeMatchesTheReferenceOnOddShapes) {
         kernel.fn(x.data(), w, split.data(), 0, N / 2);
         kernel.fn(x.data(), w, split.data(), N / 2, N);
         EXPECT_EQ(std::memcmp(out.data(), split.data(), out.size() * 4), 0);
-        std::vector<float> a, b;
         for (int64_t n = 0; n < N; ++n) {
-          testing::SplitWeightRow(w, n, a, b);
-          double exact = 0.0, magnitude = 0.0;
-          for (int64_t k = 0; k < K; ++k) {
-            exact += static_cast<double>(x[k]) * (static_cast<double>(a[k]) - b[k]);
-            magnitude += std::fabs(static_cast<double>(x[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
-          }
-          EXPECT_NEAR(out[n], exact, 4e-6 * magnitude + 1e-30) << "row " << n;
+          const testing::RowProduct p = testing::ExactRowProduct(w, n, x.data());
+          EXPECT_NEAR(out[n], p.exact, 4e-6 * p.magnitude + 1e-30) << "row " << n;
         }
       }
     }
@@ -96,12 +90,8 @@ TEST(MatVecGgufDispatch, MatMulAgreesWithThePerRowDotKernels) {
     EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kF32, 1), "f32-matvec");
     MatMul(xv, w, per_row.MutF32(), ComputeMode::kF32, pool);
     SetKernelOverridesForTesting({});
-    std::vector<float> a, b;
     for (int64_t n = 0; n < N; ++n) {
-      testing::SplitWeightRow(w, n, a, b);
-      double magnitude = 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        magnitude += std::fabs(x[k]) * (std::fabs(a[k]) + std::fabs(b[k]));
+      const double magnitude = testing::ExactRowProduct(w, n, x.data()).magnitude;
       EXPECT_NEAR(fused.RowF32(0)[n], per_row.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
     }
   }

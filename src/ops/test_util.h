@@ -1,6 +1,7 @@
 // Helpers shared by the ops tests: random matrices in every weight type.
 #pragma once
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -98,6 +99,23 @@ inline void SplitWeightRow(const LinearWeight& w, int64_t n, std::vector<float>&
     DecodeRowSegmentRef(view, 0, 0, K, b.data());
     for (float& v : b) v = -v;
   }
+}
+
+// Row n of w times x[K] summed in double from the exactly decoded weights (`exact`), and the
+// tolerance scale sum |x| (|a| + |b|) of SplitWeightRow (`magnitude`).
+struct RowProduct {
+  double exact = 0.0;
+  double magnitude = 0.0;
+};
+inline RowProduct ExactRowProduct(const LinearWeight& w, int64_t n, const float* x) {
+  std::vector<float> a, b;
+  SplitWeightRow(w, n, a, b);
+  RowProduct p;
+  for (size_t k = 0; k < a.size(); ++k) {
+    p.exact += static_cast<double>(x[k]) * (static_cast<double>(a[k]) - b[k]);
+    p.magnitude += std::fabs(static_cast<double>(x[k])) * (std::fabs(a[k]) + std::fabs(b[k]));
+  }
+  return p;
 }
 
 }  // namespace proctor::ops::testing
