@@ -117,6 +117,41 @@ PROCTOR_AVX2_TARGET inline __m256 Halves8(const uint8_t* const* blocks, int at, 
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
+// Row r's 8 int32 lanes summed in fours by two rounds of vphaddd: its lanes 0..3 into lane r,
+// 4..7 into lane r + 4 (rows >= R: 0); exact while a row's lanes sum below 2^31.
+template <int R>
+PROCTOR_AVX2_TARGET inline __m256i PackRows(const __m256i* lanes) {
+  __m256i v[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                  _mm256_setzero_si256()};
+  for (int r = 0; r < R; ++r) v[r] = lanes[r];
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+}
+
+// Row r's 8 int32 lanes summed into lane r of one xmm (rows >= R: 0); exact while a row's lanes
+// sum below 2^31.
+template <int R>
+PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m256i* lanes) {
+  const __m256i s = PackRows<R>(lanes);
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+// Row r's 4 int32 lanes summed into lane r (rows >= R: 0).
+template <int R>
+PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m128i* lanes) {
+  __m128i v[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                  _mm_setzero_si128()};
+  for (int r = 0; r < R; ++r) v[r] = lanes[r];
+  return _mm_hadd_epi32(_mm_hadd_epi32(v[0], v[1]), _mm_hadd_epi32(v[2], v[3]));
+}
+
+// The R outputs in lanes 0..R-1 of v.
+template <int R>
+PROCTOR_AVX2_TARGET inline void StoreRows(__m128 v, float* out) {
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, v);
+  for (int r = 0; r < R; ++r) out[r] = lanes[r];
+}
+
 // Up to 4 rows at once: each row's 8 int32 lanes of a block are summed exactly by two rounds of
 // vphaddd into lane r of both 128-bit halves, then scaled by the 4 rows' d times d_x at once.
 template <class Block, int R>
@@ -128,14 +163,12 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
   for (int64_t b = 0; b < in.n_blocks; ++b) {
     const __m256i x = Load32(in.codes + 32 * b);
     in.prefetch.Advance(b + 1);
-    __m256i isum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                       _mm256_setzero_si256()};
+    __m256i isum[R];
     for (int r = 0; r < R; ++r) {
       blocks[r] = rows[r] + b * Block::kBytes;
       isum[r] = BlockDot<Block>(blocks[r], x);
     }
-    const __m256i sums =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
+    const __m256i sums = PackRows<R>(isum);
     const __m128 d_w = Halves4<R>(blocks, 0);
     const __m128 d = _mm_mul_ps(d_w, _mm_set1_ps(in.scale[b]));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(d, d), acc);
@@ -146,11 +179,9 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
       min_acc = _mm_fmadd_ps(d_w, _mm_set1_ps(-Block::kOffset * in.sum32[b]), min_acc);
     }
   }
-  const __m128 rows_sum =
-      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), min_acc);
-  alignas(16) float lanes[4];
-  _mm_store_ps(lanes, rows_sum);
-  for (int r = 0; r < R; ++r) out[r] = lanes[r];
+  StoreRows<R>(
+      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), min_acc),
+      out);
 }
 
 // Q4_0 / Q4_1 two blocks at a time: one 32-byte load holds the nibbles of both (the row's blocks
@@ -174,8 +205,7 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
     const int64_t b = 2 * p;
     const __m256i x_lo = Load32(in.pair_codes + 64 * p), x_hi = Load32(in.pair_codes + 64 * p + 32);
     in.prefetch.Advance(b + 2);
-    __m256i isum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                       _mm256_setzero_si256()};
+    __m256i isum[R];
     for (int r = 0; r < R; ++r) {
       blocks[r] = rows[r] + b * kBytes;
       const __m256i packed =
@@ -186,8 +216,7 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
           _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
       isum[r] = _mm256_madd_epi16(pair_sums, ones);
     }
-    const __m256i sums =
-        _mm256_hadd_epi32(_mm256_hadd_epi32(isum[0], isum[1]), _mm256_hadd_epi32(isum[2], isum[3]));
+    const __m256i sums = PackRows<R>(isum);
     const __m256 d_w = Halves8<R>(blocks, 0, kBytes);
     const __m256 d_x = _mm256_set_m128(_mm_set1_ps(in.scale[b + 1]), _mm_set1_ps(in.scale[b]));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_w, d_x), acc);
@@ -206,7 +235,7 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
                  _mm_add_ps(_mm256_castps256_ps128(min_acc), _mm256_extractf128_ps(min_acc, 1)));
   in.prefetch.Advance(in.n_blocks);
   if (in.n_blocks % 2 != 0) {
-    float tail[4];
+    alignas(16) float tail[4] = {0, 0, 0, 0};  // rows >= R: 0
     const uint8_t* tail_rows[4] = {};
     const int64_t last = in.n_blocks - 1;
     for (int r = 0; r < R; ++r) tail_rows[r] = rows[r] + last * kBytes;
@@ -218,13 +247,9 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
     one.n_blocks = 1;
     one.prefetch = Prefetcher{};
     Rows32<Block, R>(one, tail_rows, tail);
-    alignas(16) float padded[4] = {0, 0, 0, 0};
-    for (int r = 0; r < R; ++r) padded[r] = tail[r];
-    rows_sum = _mm_add_ps(rows_sum, _mm_load_ps(padded));
+    rows_sum = _mm_add_ps(rows_sum, _mm_load_ps(tail));
   }
-  alignas(16) float lanes[4];
-  _mm_store_ps(lanes, rows_sum);
-  for (int r = 0; r < R; ++r) out[r] = lanes[r];
+  StoreRows<R>(rows_sum, out);
 }
 
 // PairCodes' order of x's codes for RowsQ4Pairs (the K / 64 whole pairs of blocks).
@@ -273,34 +298,6 @@ inline constexpr PickWordPairMasks kPickWordPair;
 
 PROCTOR_AVX2_TARGET inline __m256i Mask(const uint8_t* bytes) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
-}
-
-// Row r's 8 int32 lanes summed into lane r of one xmm (rows >= R: 0); exact while a row's lanes
-// sum below 2^31.
-template <int R>
-PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m256i* lanes) {
-  __m256i v[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                  _mm256_setzero_si256()};
-  for (int r = 0; r < R; ++r) v[r] = lanes[r];
-  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-}
-
-// Row r's 4 int32 lanes summed into lane r (rows >= R: 0).
-template <int R>
-PROCTOR_AVX2_TARGET inline __m128i SumRows(const __m128i* lanes) {
-  __m128i v[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
-                  _mm_setzero_si128()};
-  for (int r = 0; r < R; ++r) v[r] = lanes[r];
-  return _mm_hadd_epi32(_mm_hadd_epi32(v[0], v[1]), _mm_hadd_epi32(v[2], v[3]));
-}
-
-// The R outputs in lanes 0..R-1 of v.
-template <int R>
-PROCTOR_AVX2_TARGET inline void StoreRows(__m128 v, float* out) {
-  alignas(16) float lanes[4];
-  _mm_store_ps(lanes, v);
-  for (int r = 0; r < R; ++r) out[r] = lanes[r];
 }
 
 // Q4_K (kFifthBit false, 144-byte blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (176 bytes:
