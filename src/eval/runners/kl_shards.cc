@@ -184,8 +184,9 @@ KlMerge MergeKlPartials(const std::vector<fs::path>& partials) {
   m.warnings = first.envelope.at("warnings").get<std::vector<std::string>>();
 
   merge.envelope = ResultsEnvelope{.command = "kl", .threads = m.threads};
-  merge.envelope.inputs = ReadInFileOrder(first.path, "inputs");
-  merge.envelope.settings = ReadInFileOrder(first.path, "settings");
+  const InputsAndSettings in_file_order = ReadInFileOrder(first.path);
+  merge.envelope.inputs = in_file_order.inputs;
+  merge.envelope.settings = in_file_order.settings;
   merge.envelope.results = KlEvalResultToJson(m);
   merge.envelope.timings = m.timings;
   merge.envelope.warnings = m.warnings;

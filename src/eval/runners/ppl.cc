@@ -493,8 +493,9 @@ PplMerge MergePplPartials(const std::vector<std::filesystem::path>& partials) {
   m.tokens_per_second =
       scored_seconds > 0 ? static_cast<double>(m.stats.positions) / scored_seconds : 0;
   merge.envelope = ResultsEnvelope{.command = "ppl", .threads = m.threads};
-  merge.envelope.inputs = ReadInFileOrder(first.path, "inputs");
-  merge.envelope.settings = ReadInFileOrder(first.path, "settings");
+  const InputsAndSettings in_file_order = ReadInFileOrder(first.path);
+  merge.envelope.inputs = in_file_order.inputs;
+  merge.envelope.settings = in_file_order.settings;
   merge.envelope.results = PplResultToJson(m);
   merge.envelope.timings = m.timings;
   merge.envelope.warnings = m.warnings;

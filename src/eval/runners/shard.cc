@@ -108,11 +108,12 @@ bool SettingsHold(const nlohmann::json& written, const nlohmann::json& settings)
   return true;
 }
 
-nlohmann::ordered_json ReadInFileOrder(const std::filesystem::path& path, std::string_view key) {
+InputsAndSettings ReadInFileOrder(const std::filesystem::path& path) {
   try {
-    return nlohmann::ordered_json::parse(ReadFileToString(path)).at(key);
+    const auto file = nlohmann::ordered_json::parse(ReadFileToString(path));
+    return {.inputs = file.at("inputs"), .settings = file.at("settings")};
   } catch (const nlohmann::json::exception& e) {
-    Fail("merge", "'{}' has no readable '{}': {}", path.string(), key, e.what());
+    Fail("merge", "'{}' has no readable 'inputs' and 'settings': {}", path.string(), e.what());
   }
 }
 

@@ -63,10 +63,13 @@ nlohmann::json ReadPartialEnvelope(const std::filesystem::path& path, std::strin
 // a rerun knows of its run before it reads its inputs, against what a finished shard wrote.
 bool SettingsHold(const nlohmann::json& written, const nlohmann::json& settings);
 
-// `key` ("settings", "inputs") of a partial results file, its objects' keys in the file's order
+// The "inputs" and "settings" of a partial results file, their objects' keys in the file's order
 // (ReadPartialEnvelope's come back sorted): what a merged results file keeps, so that it reads as
-// the unsharded run's.
-nlohmann::ordered_json ReadInFileOrder(const std::filesystem::path& path, std::string_view key);
+// the unsharded run's. One read of the file for both.
+struct InputsAndSettings {
+  nlohmann::ordered_json inputs, settings;
+};
+InputsAndSettings ReadInFileOrder(const std::filesystem::path& path);
 
 // The first key of two JSON objects whose values differ (or that only one has), as
 // "key: <a> vs <b>"; "" when they are equal.

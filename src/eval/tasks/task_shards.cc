@@ -157,7 +157,7 @@ EvalMerge MergeEvalPartials(const std::vector<fs::path>& partials) {
   EvalMerge merge;
   TaskEvalResult& result = merge.result;
   // The run's settings in the file's order (the client's too), as the merged file keeps them.
-  const nlohmann::ordered_json settings = ReadInFileOrder(first.path, "settings");
+  const InputsAndSettings in_file_order = ReadInFileOrder(first.path);
   try {
     const nlohmann::json& tasks = first.envelope.at("results").at("tasks");
     for (size_t t = 0; t < tasks.size(); ++t) {
@@ -183,11 +183,11 @@ EvalMerge MergeEvalPartials(const std::vector<fs::path>& partials) {
       }
     }
     result.suites = ScoreSuites(suites, result.scores);
-    result.client = settings.at("client");
+    result.client = in_file_order.settings.at("client");
   } catch (const nlohmann::json::exception& e) {
     Fail(kComponent, "'{}' is not a partial eval result: {}", first.path.string(), e.what());
   }
-  merge.envelope = TaskEvalEnvelope(result, ReadInFileOrder(first.path, "inputs"), settings);
+  merge.envelope = TaskEvalEnvelope(result, in_file_order.inputs, in_file_order.settings);
   return merge;
 }
 
