@@ -1,21 +1,29 @@
 #!/usr/bin/python3
-"""Writes a Hugging Face Gemma checkpoint (config.json + model.safetensors) as an F32 GGUF file in
-llama.cpp's layout for that architecture, with numpy and struct only (the GGUF framing of
-tools/write_model_files.py). What llama.cpp's own converter does for Gemma is reproduced where it
-defines the file's meaning:
-  - every *norm.weight is stored as 1 + weight (Gemma's RMSNorm multiplies by 1 + weight;
-    llama.cpp's applies the stored weight);
-  - tensor names: token_embd, output_norm, output (Gemma 3 only: llama.cpp's Gemma 2 always
-    ties its head), blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm,
-    attn_k_norm, post_attention_norm, ffn_norm (HF pre_feedforward_layernorm), ffn_gate, ffn_up,
-    ffn_down, post_ffw_norm};
-  - metadata under "<arch>.": sizes, rms epsilon, rope.freq_base (the global rope), the sliding
-    window and its per-layer pattern (a bool array from layer_types), the soft-caps; Gemma 3's
-    local rope base as rope.freq_base_swa and a linear global rope scaling as rope.scaling.*.
+"""Writes a Hugging Face checkpoint (config.json + model.safetensors) of a Gemma 2, Gemma 3,
+Qwen3-MoE, Mixtral or Phi-3 model as an F32 GGUF file in llama.cpp's layout for that architecture,
+with numpy and struct only (the GGUF framing of tools/write_model_files.py). What llama.cpp's own
+converter does defines the file's meaning, and is reproduced:
+  - names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
+    attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down};
+  - Gemma: every *norm.weight stored as 1 + weight (Gemma's RMSNorm multiplies by 1 + weight;
+    llama.cpp's applies the stored weight); its sandwich norms post_attention_norm and
+    post_ffw_norm, ffn_norm = HF pre_feedforward_layernorm; the output only for Gemma 3
+    (llama.cpp's Gemma 2 always ties its head); metadata: the sliding window and its per-layer
+    pattern (a bool array from layer_types), the soft-caps, Gemma 3's local rope base as
+    rope.freq_base_swa and a linear global rope scaling as rope.scaling.*. GGUF has no
+    query_pre_attn_scalar: llama.cpp scales attention by 1/sqrt(head_dim) (1/sqrt(hidden/heads)
+    at the 27B layer counts), so a config with another value is refused;
+  - Mixtral: architecture "llama" with expert_count / expert_used_count, Q/K rows permuted per
+    head as the converter does for llama (RoPE on adjacent pairs); the router as ffn_gate_inp,
+    the experts stacked per layer as ffn_gate_exps / ffn_up_exps / ffn_down_exps (ggml dims
+    [in, out, experts]); no sliding window (llama.cpp's llama has none, so one is refused);
+  - qwen3moe: the same experts with expert_feed_forward_length; llama.cpp's graph renormalises
+    the top k and puts experts in every layer, so norm_topk_prob false, decoder_sparse_step > 1
+    and mlp_only_layers are refused;
+  - phi3: attn_qkv (q, k, v rows) and ffn_up (gate rows then up rows) kept fused,
+    rope.dimension_count from partial_rotary_factor, attention.sliding_window (0 for none).
 The vocabulary is llama.cpp's "none" model with <arch>.vocab_size (these are test models
-without a tokenizer). GGUF has no query_pre_attn_scalar: llama.cpp scales attention by
-1/sqrt(head_dim) (1/sqrt(hidden/heads) at the 27B layer counts), so a config with another value
-is refused rather than written with a different meaning.
+without a tokenizer).
 
 usage: hf_to_gguf.py MODEL_DIR OUT.gguf
 """
@@ -29,9 +37,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from write_model_files import write_gguf  # noqa: E402
 
-ARCHES = {"gemma2": "gemma2", "gemma3_text": "gemma3"}
+ARCHES = {"gemma2": "gemma2", "gemma3_text": "gemma3", "qwen3_moe": "qwen3moe", "mixtral": "llama",
+          "phi3": "phi3"}
 LAYERS_27B = {"gemma2": 46, "gemma3": 62}
-BLOCK_NAMES = {
+GEMMA_NAMES = {
     "input_layernorm": "attn_norm",
     "self_attn.q_proj": "attn_q",
     "self_attn.k_proj": "attn_k",
@@ -46,6 +55,27 @@ BLOCK_NAMES = {
     "mlp.down_proj": "ffn_down",
     "post_feedforward_layernorm": "post_ffw_norm",
 }
+LLAMA_NAMES = {
+    "input_layernorm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.qkv_proj": "attn_qkv",
+    "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
+    "post_attention_layernorm": "ffn_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.gate_up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "mlp.gate": "ffn_gate_inp",
+    "block_sparse_moe.gate": "ffn_gate_inp",
+}
+# An expert's matrix name -> the stacked tensor it joins.
+EXPERT_STACKS = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps",
+                 "down_proj": "ffn_down_exps", "w1": "ffn_gate_exps", "w3": "ffn_up_exps",
+                 "w2": "ffn_down_exps"}
 
 
 def fail(message):
@@ -77,7 +107,7 @@ def read_safetensors(path):
     return out
 
 
-def gguf_name(hf_name):
+def gguf_name(hf_name, block_names):
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
     if hf_name == "model.norm.weight":
@@ -87,9 +117,25 @@ def gguf_name(hf_name):
     parts = hf_name.split(".")
     if parts[:2] == ["model", "layers"] and parts[-1] in ("weight", "bias"):
         module = ".".join(parts[3:-1])
-        if module in BLOCK_NAMES:
-            return "blk.%s.%s.%s" % (parts[2], BLOCK_NAMES[module], parts[-1])
-    fail("tensor %s has no place in llama.cpp's Gemma layout" % hf_name)
+        if module in block_names:
+            return "blk.%s.%s.%s" % (parts[2], block_names[module], parts[-1])
+    fail("tensor %s has no place in llama.cpp's layout" % hf_name)
+
+
+def expert_of(hf_name):
+    """(layer, stacked tensor name, expert) of a routed expert's matrix, else None."""
+    parts = hf_name.split(".")
+    if (len(parts) == 8 and parts[:2] == ["model", "layers"] and parts[4] == "experts"
+            and parts[7] == "weight" and parts[6] in EXPERT_STACKS):
+        return int(parts[2]), EXPERT_STACKS[parts[6]], int(parts[5])
+    return None
+
+
+def permute_rows(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows [2, d/2] -> [d/2, 2]."""
+    rows = w.shape[0]
+    return (w.reshape(heads, 2, rows // heads // 2, *w.shape[1:]).swapaxes(1, 2)
+            .reshape(w.shape))
 
 
 def rope_of(config, layer_type):
@@ -103,16 +149,7 @@ def rope_of(config, layer_type):
     return {"rope_type": "default", "rope_theta": config.get("rope_theta", 10000.0)}
 
 
-def main():
-    if len(sys.argv) != 3:
-        fail("usage: hf_to_gguf.py MODEL_DIR OUT.gguf")
-    model_dir, out_path = sys.argv[1], sys.argv[2]
-    with open(os.path.join(model_dir, "config.json")) as f:
-        config = json.load(f)
-    model_type = config.get("model_type")
-    if model_type not in ARCHES:
-        fail("model_type %r is not one this writer knows (%s)" % (model_type, ", ".join(ARCHES)))
-    arch = ARCHES[model_type]
+def gemma_metadata(config, arch, p, tied):
     layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     heads = config["num_attention_heads"]
     head_dim = config.get("head_dim") or hidden // heads
@@ -121,30 +158,12 @@ def main():
     if scalar != llama_cpp_scalar:
         fail("query_pre_attn_scalar %s: llama.cpp's %s scales attention by 1/sqrt(%d) and GGUF "
              "cannot say otherwise" % (scalar, arch, llama_cpp_scalar))
-    weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    tied = "lm_head.weight" not in weights
     if arch == "gemma2" and not tied:
         fail("an untied Gemma 2 head: llama.cpp's gemma2 always uses token_embd as its output")
     layer_types = config.get("layer_types")
     if layer_types is None or len(layer_types) != layers:
         fail("config.json needs layer_types for every one of its %d layers" % layers)
-    vocab = config["vocab_size"]
-
-    p = arch + "."
-    meta = [("general.architecture", "string", arch),
-            ("general.name", "string", os.path.basename(os.path.normpath(model_dir))),
-            ("general.file_type", "uint32", 0),
-            (p + "vocab_size", "uint32", vocab),
-            (p + "context_length", "uint32", config["max_position_embeddings"]),
-            (p + "embedding_length", "uint32", hidden),
-            (p + "block_count", "uint32", layers),
-            (p + "feed_forward_length", "uint32", config["intermediate_size"]),
-            (p + "attention.head_count", "uint32", heads),
-            (p + "attention.head_count_kv", "uint32", config.get("num_key_value_heads", heads)),
-            (p + "attention.key_length", "uint32", head_dim),
-            (p + "attention.value_length", "uint32", head_dim),
-            (p + "attention.layer_norm_rms_epsilon", "float32", config["rms_norm_eps"]),
-            ("tokenizer.ggml.model", "string", "none")]
+    meta = []
     sliding = [t == "sliding_attention" for t in layer_types]
     if any(sliding):
         meta += [(p + "attention.sliding_window", "uint32", config["sliding_window"]),
@@ -170,13 +189,105 @@ def main():
         meta.append((p + "rope.freq_base_swa", "float32", local_rope["rope_theta"]))
         if final_cap:
             meta.append((p + "final_logit_softcapping", "float32", final_cap))
+    return meta
 
+
+def default_rope(config, p):
+    """rope.freq_base of an unscaled rope; rope.dimension_count from partial_rotary_factor."""
+    rope = rope_of(config, "full_attention")
+    if rope.get("rope_type", "default") != "default":
+        fail("rope_type %r is not written by this tool" % rope["rope_type"])
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    factor = rope.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
+    return [(p + "rope.freq_base", "float32", rope["rope_theta"]),
+            (p + "rope.dimension_count", "uint32", int(factor * head_dim))]
+
+
+def moe_metadata(config, arch, p):
+    if arch == "llama":
+        if config.get("sliding_window"):
+            fail("sliding_window %s: llama.cpp's llama (Mixtral) attends to the whole context"
+                 % config["sliding_window"])
+        experts = config["num_local_experts"]
+    else:
+        if not config.get("norm_topk_prob", False):
+            fail("norm_topk_prob false: llama.cpp's qwen3moe always renormalises the top k")
+        if config.get("decoder_sparse_step", 1) != 1 or config.get("mlp_only_layers"):
+            fail("decoder_sparse_step / mlp_only_layers: llama.cpp's qwen3moe has experts in "
+                 "every layer")
+        experts = config.get("num_experts") or config["num_local_experts"]
+    meta = [(p + "expert_count", "uint32", experts),
+            (p + "expert_used_count", "uint32", config["num_experts_per_tok"])]
+    if arch == "qwen3moe":
+        meta.append((p + "expert_feed_forward_length", "uint32", config["moe_intermediate_size"]))
+    return meta
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: hf_to_gguf.py MODEL_DIR OUT.gguf")
+    model_dir, out_path = sys.argv[1], sys.argv[2]
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    model_type = config.get("model_type")
+    if model_type not in ARCHES:
+        fail("model_type %r is not one this writer knows (%s)" % (model_type, ", ".join(ARCHES)))
+    arch = ARCHES[model_type]
+    gemma = arch in LAYERS_27B
+    layers, hidden = config["num_hidden_layers"], config["hidden_size"]
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or hidden // heads
+    weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    tied = "lm_head.weight" not in weights
+    vocab = config["vocab_size"]
+
+    p = arch + "."
+    meta = [("general.architecture", "string", arch),
+            ("general.name", "string", os.path.basename(os.path.normpath(model_dir))),
+            ("general.file_type", "uint32", 0),
+            (p + "vocab_size", "uint32", vocab),
+            (p + "context_length", "uint32", config["max_position_embeddings"]),
+            (p + "embedding_length", "uint32", hidden),
+            (p + "block_count", "uint32", layers),
+            (p + "feed_forward_length", "uint32", config["intermediate_size"]),
+            (p + "attention.head_count", "uint32", heads),
+            (p + "attention.head_count_kv", "uint32", kv_heads),
+            (p + "attention.key_length", "uint32", head_dim),
+            (p + "attention.value_length", "uint32", head_dim),
+            (p + "attention.layer_norm_rms_epsilon", "float32", config["rms_norm_eps"]),
+            ("tokenizer.ggml.model", "string", "none")]
+    if gemma:
+        meta += gemma_metadata(config, arch, p, tied)
+    else:
+        meta += default_rope(config, p)
+    if model_type in ("mixtral", "qwen3_moe"):
+        meta += moe_metadata(config, arch, p)
+    if arch == "phi3":
+        meta.append((p + "attention.sliding_window", "uint32", config.get("sliding_window") or 0))
+
+    block_names = GEMMA_NAMES if gemma else LLAMA_NAMES
     tensors = []
+    stacks = {}  # (layer, stacked name) -> {expert: f32 matrix}
     for name in sorted(weights, key=lambda n: (n.count("layers"), n)):
         values = weights[name]
-        if name.endswith("norm.weight"):
+        expert = expert_of(name)
+        if expert is not None:
+            layer, stacked, e = expert
+            stacks.setdefault((layer, stacked), {})[e] = values
+            continue
+        if gemma and name.endswith("norm.weight"):
             values = values + np.float32(1.0)  # f32 arithmetic, as Gemma's (1.0 + weight.float())
-        tensors.append((gguf_name(name), "F32", list(reversed(values.shape)),
+        if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            values = permute_rows(values, heads if name.endswith("q_proj.weight") else kv_heads)
+        tensors.append((gguf_name(name, block_names), "F32", list(reversed(values.shape)),
+                        values.astype("<f4").tobytes()))
+    for (layer, stacked), by_expert in sorted(stacks.items()):
+        if sorted(by_expert) != list(range(len(by_expert))):
+            fail("layer %d's experts %s are not 0..n-1" % (layer, sorted(by_expert)))
+        values = np.stack([by_expert[e] for e in range(len(by_expert))])
+        tensors.append(("blk.%d.%s.weight" % (layer, stacked), "F32", list(reversed(values.shape)),
                         values.astype("<f4").tobytes()))
     tmp = out_path + ".tmp"
     write_gguf(tmp, 3, 32, meta, tensors)

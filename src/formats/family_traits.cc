@@ -117,12 +117,12 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false,
      .partial_rotary = true},
-    // Qwen3-MoE: Qwen3's block with mixture-of-experts MLPs (no shared expert); no GGUF reader yet.
+    // Qwen3-MoE: Qwen3's block with mixture-of-experts MLPs (no shared expert).
     {.arch = ModelArch::kQwen3Moe,
      .block = BlockStyle::kLlama,
      .hf_model_type = "qwen3_moe",
      .hf_architecture = "Qwen3MoeForCausalLM",
-     .gguf_architecture = "",
+     .gguf_architecture = "qwen3moe",
      .attention_bias = kFromConfig,
      .qk_norm = true,
      .gguf_rope_pairing = kHalves,
@@ -130,7 +130,8 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false},
     // Mixtral: Mistral's block with a mixture of experts in every layer (softmax router, top-k
-    // renormalised), kept under block_sparse_moe with experts' w1 / w3 / w2; no GGUF reader.
+    // renormalised), kept under block_sparse_moe with experts' w1 / w3 / w2. llama.cpp converts
+    // it as "llama" with experts (GgufFamily picks this row for those), Q/K rows permuted.
     {.arch = ModelArch::kMixtral,
      .block = BlockStyle::kLlama,
      .hf_model_type = "mixtral",
@@ -138,20 +139,19 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .gguf_architecture = "",
      .attention_bias = kNever,
      .qk_norm = false,
-     .gguf_rope_pairing = kHalves,
+     .gguf_rope_pairing = kAdjacentPairs,
      .sliding_window = kEveryLayer,
      .tie_word_embeddings_default = false,
      .hf_config_has_bias_keys = false,
      .tensors =
          {.moe = "block_sparse_moe", .expert_gate = "w1", .expert_up = "w3", .expert_down = "w2"}},
     // Phi-3 (and Phi-4-mini, which shares its model_type): Llama's block with q/k/v and the MLP's
-    // gate/up fused into one matrix each, a sliding window on every layer, partial rotary; no
-    // GGUF reader.
+    // gate/up fused into one matrix each, a sliding window on every layer, partial rotary.
     {.arch = ModelArch::kPhi3,
      .block = BlockStyle::kLlama,
      .hf_model_type = "phi3",
      .hf_architecture = "Phi3ForCausalLM",
-     .gguf_architecture = "",
+     .gguf_architecture = "phi3",
      .attention_bias = kNever,
      .qk_norm = false,
      .gguf_rope_pairing = kHalves,

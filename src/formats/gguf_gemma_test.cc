@@ -2,7 +2,7 @@
 // llama-cpp-python 0.3.36 sdist): the defaults when a key is absent, the sliding-window pattern as
 // a number or a per-layer array, the local rope base, the soft-caps, and llama.cpp's attention
 // scale rule (there is no query_pre_attn_scalar in GGUF). Metadata-only files: the tensors are
-// checked elsewhere (model/gemma_gguf_oracle_test.cc).
+// checked elsewhere (model/families_gguf_oracle_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -14,27 +14,14 @@
 namespace proctor {
 namespace {
 
-// GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path. The
-// norms depend on the block: Llama's ffn_norm is HF's post_attention_layernorm, Gemma's is
-// pre_feedforward_layernorm (its post_attention_norm and post_ffw_norm are the sandwich norms).
-const std::map<std::string_view, std::string_view>& BlockNames(BlockStyle block) {
-  static const std::map<std::string_view, std::string_view> kGemma = {
-      {"attn_q", "self_attn.q_proj"},
-      {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},
-      {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"},
-      {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},
-      {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-      {"attn_norm", "input_layernorm"},
-      {"post_attention_norm", "post_attention_layernorm"},
-      {"ffn_norm", "pre_feedforward_layernorm"},
-      {"post_ffw_norm", "post_feedforward_layernorm"},
-  };
-  if (block == BlockStyle::kGemma) return kGemma;
-  static const std::map<std::string_view, std::string_view> kNames = {
+// GGUF block tensor suffix (between "blk.N." and ".weight"/".bias") -> HF module path, for the
+// family's block. The norms depend on the block: Llama's ffn_norm is HF's
+// post_attention_layernorm, Gemma's is pre_feedforward_layernorm (its post_attention_norm and
+// post_ffw_norm are the sandwich norms). The router of a mixture of experts (ffn_gate_inp) and the
+// fused projections (Phi-3's attn_qkv, and ffn_up holding gate then up rows) take the family's
+// module names; the stacked experts (ffn_*_exps) are split by ExpertStackOf.
+std::map<std::string, std::string> BlockNames(const FamilyTraits& family) {
+  std::map<std::string, std::string> names = {
       {"attn_q", "self_attn.q_proj"},
       {"attn_k", "self_attn.k_proj"},
       {"attn_v", "self_attn.v_proj"},
@@ -47,7 +34,56 @@ const std::map<std::string_view, std::string_view>& BlockNames(BlockStyle block)
       {"attn_norm", "input_layernorm"},
       {"ffn_norm", "post_attention_layernorm"},
   };
-  return kNames;
+  if (family.block == BlockStyle::kGemma) {
+    names["post_attention_norm"] = "post_attention_layernorm";
+    names["ffn_norm"] = "pre_feedforward_layernorm";
+    names["post_ffw_norm"] = "post_feedforward_layernorm";
+  }
+  const LayerTensorNames& t = family.tensors;
+  names["ffn_gate_inp"] = fmt::format("{}.{}", t.moe, t.router);
+  if (t.fused_qkv) {
+    names.erase("attn_q");
+    names.erase("attn_k");
+    names.erase("attn_v");
+    names["attn_qkv"] = "self_attn.qkv_proj";
+  }
+  if (t.fused_gate_up) {
+    names.erase("ffn_gate");
+    names["ffn_up"] = "mlp.gate_up_proj";
+  }
+  return names;
+}
+
+// "blk.N.rest" -> {N, "rest"}; nullopt for any other name.
+std::optional<std::pair<int, std::string_view>> SplitBlockName(std::string_view base) {
+  if (!base.starts_with("blk.")) return std::nullopt;
+  const std::string_view rest = base.substr(4);
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
+  if (ec != std::errc() || end != rest.data() + dot) return std::nullopt;
+  return std::make_pair(layer, rest.substr(dot + 1));
+}
+
+// A stacked-experts tensor, blk.N.ffn_{gate,up,down}_exps.weight (ggml dims [in, out, experts]):
+// the HF name of expert `{}` in it, e.g. "model.layers.N.mlp.experts.{}.gate_proj.weight".
+std::optional<std::string> ExpertStackOf(std::string_view name, const FamilyTraits& family) {
+  if (!name.ends_with(".weight")) return std::nullopt;
+  const auto block = SplitBlockName(name.substr(0, name.size() - 7));
+  if (!block) return std::nullopt;
+  const LayerTensorNames& t = family.tensors;
+  std::string_view matrix;
+  if (block->second == "ffn_gate_exps") {
+    matrix = t.expert_gate;
+  } else if (block->second == "ffn_up_exps") {
+    matrix = t.expert_up;
+  } else if (block->second == "ffn_down_exps") {
+    matrix = t.expert_down;
+  } else {
+    return std::nullopt;
+  }
+  return fmt::format("model.layers.{}.{}.experts.{{}}.{}.weight", block->first, t.moe, matrix);
 }
 
 [[noreturn]] void GgufModelFail(const GgufFile& gguf, const std::string& message) {
@@ -183,6 +219,67 @@ void ReadGemmaMetadata(const GgufFile& gguf, ModelConfig& c) {
   }
 }
 
+// The mixture of experts as llama.cpp's llama (Mixtral) and qwen3moe graphs run it: every layer
+// routes through <arch>.expert_count experts, <arch>.expert_used_count per token, with the
+// softmax's top k renormalised (both graphs pass norm_w = true) and unscaled; an expert's size is
+// <arch>.expert_feed_forward_length (qwen3moe; absent: feed_forward_length / experts used, as
+// llama.cpp falls back) or feed_forward_length (llama).
+void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& c) {
+  const std::string p = c.model_type + ".";
+  const bool moe_family = family.arch == ModelArch::kMixtral || family.arch == ModelArch::kQwen3Moe;
+  const int experts = MetaInt(gguf, p + "expert_count", 0);
+  if (experts == 0) {
+    if (moe_family) GgufModelFail(gguf, fmt::format("metadata \"{}expert_count\" is missing", p));
+    return;
+  }
+  if (!moe_family) {
+    GgufModelFail(gguf, fmt::format("{}expert_count = {}: experts are not supported in {}", p,
+                                    experts, c.model_type));
+  }
+  MoeConfig& moe = c.moe;
+  moe.num_experts = experts;
+  moe.experts_per_token = MetaInt(gguf, p + "expert_used_count", std::nullopt);
+  if (experts > (1 << 16) || moe.experts_per_token == 0 || moe.experts_per_token > experts) {
+    GgufModelFail(gguf, fmt::format("{}expert_used_count = {} with expert_count = {}: it should "
+                                    "be in [1, expert_count] (and the count at most 65536)",
+                                    p, moe.experts_per_token, experts));
+  }
+  const int fallback = family.arch == ModelArch::kQwen3Moe
+                           ? c.intermediate_size / moe.experts_per_token
+                           : c.intermediate_size;
+  moe.expert_intermediate_size = MetaInt(gguf, p + "expert_feed_forward_length", fallback);
+  if (moe.expert_intermediate_size <= 0) {
+    GgufModelFail(
+        gguf, fmt::format("an expert size of {} should be positive", moe.expert_intermediate_size));
+  }
+  moe.norm_topk_prob = true;
+  if (const std::optional<int64_t> gating = gguf.FindInt(p + "expert_gating_func");
+      gating && *gating != 1) {
+    GgufModelFail(gguf, fmt::format("{}expert_gating_func = {}: only softmax routing (1) is "
+                                    "supported",
+                                    p, *gating));
+  }
+  if (const std::optional<float> scale = gguf.FindFloat(p + "expert_weights_scale");
+      scale && *scale != 0.0f && *scale != 1.0f) {
+    GgufModelFail(gguf, fmt::format("{}expert_weights_scale = {}: scaled routing weights are not "
+                                    "supported",
+                                    p, *scale));
+  }
+  c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
+}
+
+// Phi-3: the sliding window on every layer, as transformers applies it (llama.cpp reads the key
+// but runs full attention, so logits past the window differ from its); LongRoPE's per-frequency
+// factors are refused, as in config.json.
+void ReadPhi3Metadata(const GgufFile& gguf, const WeightStore& weights, ModelConfig& c) {
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (weights.Has(name)) {
+      GgufModelFail(gguf, fmt::format("{} (LongRoPE scaling) is not supported", name));
+    }
+  }
+  c.sliding_window = MetaInt(gguf, c.model_type + ".attention.sliding_window", 0);
+}
+
 // "blk.0.attn_q.weight" -> {"blk.0.attn_q", ".weight"}; an empty suffix when the name ends in
 // neither ".weight" nor ".bias".
 std::pair<std::string_view, std::string_view> SplitParameterSuffix(std::string_view name) {
@@ -196,28 +293,21 @@ std::pair<std::string_view, std::string_view> SplitParameterSuffix(std::string_v
 
 }  // namespace
 
-std::string GgufToHfTensorName(std::string_view name, BlockStyle block) {
+std::string GgufToHfTensorName(std::string_view name, const FamilyTraits& family) {
   const auto [base, suffix] = SplitParameterSuffix(name);
   if (suffix.empty()) return std::string(name);
   if (base == "token_embd") return fmt::format("model.embed_tokens{}", suffix);
   if (base == "output_norm") return fmt::format("model.norm{}", suffix);
   if (base == "output") return fmt::format("lm_head{}", suffix);
-  if (base.starts_with("blk.")) {
-    const std::string_view rest = base.substr(4);
-    const size_t dot = rest.find('.');
-    if (dot == std::string_view::npos || dot == 0) return std::string(name);
-    int layer = 0;
-    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
-    if (ec != std::errc() || end != rest.data() + dot) return std::string(name);
-    const auto& names = BlockNames(block);
-    auto it = names.find(rest.substr(dot + 1));
-    if (it == names.end()) return std::string(name);
-    return fmt::format("model.layers.{}.{}{}", layer, it->second, suffix);
-  }
-  return std::string(name);
+  const auto block = SplitBlockName(base);
+  if (!block) return std::string(name);
+  const auto names = BlockNames(family);
+  const auto it = names.find(std::string(block->second));
+  if (it == names.end()) return std::string(name);
+  return fmt::format("model.layers.{}.{}{}", block->first, it->second, suffix);
 }
 
-std::optional<std::string> HfToGgufTensorName(std::string_view name, BlockStyle block) {
+std::optional<std::string> HfToGgufTensorName(std::string_view name, const FamilyTraits& family) {
   const auto [base, suffix] = SplitParameterSuffix(name);
   if (suffix.empty()) return std::nullopt;
   if (base == "model.embed_tokens") return fmt::format("token_embd{}", suffix);
@@ -231,10 +321,21 @@ std::optional<std::string> HfToGgufTensorName(std::string_view name, BlockStyle 
   int layer = 0;
   const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, layer);
   if (ec != std::errc() || end != rest.data() + dot) return std::nullopt;
-  for (const auto& [gguf, hf] : BlockNames(block)) {
+  for (const auto& [gguf, hf] : BlockNames(family)) {
     if (hf == rest.substr(dot + 1)) return fmt::format("blk.{}.{}{}", layer, gguf, suffix);
   }
   return std::nullopt;
+}
+
+const FamilyTraits* GgufFamily(const GgufFile& gguf) {
+  const std::optional<std::string_view> arch = gguf.FindString("general.architecture");
+  const FamilyTraits* family = arch ? FindFamilyByGgufArchitecture(*arch) : nullptr;
+  // llama.cpp's converter writes Mixtral as "llama" with experts.
+  if (family != nullptr && family->arch == ModelArch::kLlama &&
+      gguf.FindInt(fmt::format("{}.expert_count", *arch)).value_or(0) > 0) {
+    return &FamilyOf(ModelArch::kMixtral);
+  }
+  return family;
 }
 
 int64_t GgufRowOfHfRow(int64_t hf_row, int64_t head_dim) {
@@ -249,32 +350,55 @@ int64_t HfRowOfGgufRow(int64_t gguf_row, int64_t head_dim) {
 }
 
 void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& store) {
-  const std::optional<std::string_view> arch = gguf->FindString("general.architecture");
-  const FamilyTraits* family = arch ? FindFamilyByGgufArchitecture(*arch) : nullptr;
-  const BlockStyle block = family != nullptr ? family->block : BlockStyle::kLlama;
+  const FamilyTraits* found = GgufFamily(*gguf);
+  const FamilyTraits& family = found != nullptr ? *found : FamilyOf(ModelArch::kLlama);
+  const auto add = [&](TensorInfo info) {
+    if (const TensorInfo* existing = store.Find(info.name)) {
+      Fail("gguf", "{}: tensors \"{}\" and \"{}\" both map to \"{}\"", gguf->file_name(),
+           existing->source_name, info.source_name, info.name);
+    }
+    store.AddView(std::move(info));
+  };
   for (const GgufTensorInfo& t : gguf->tensors()) {
     TensorInfo info;
-    info.name = GgufToHfTensorName(t.name, block);
-    info.source_name = std::string(t.name);
     info.type = t.type;
     for (auto it = t.dims.rbegin(); it != t.dims.rend(); ++it) {
       info.shape.push_back(static_cast<int64_t>(*it));
     }
+    info.file = gguf->file_name();
+    // Stacked experts become one [out, in] matrix per expert: expert e's rows are the e-th
+    // contiguous slice of the tensor's bytes (ggml's outermost dimension).
+    if (const std::optional<std::string> expert_name = ExpertStackOf(t.name, family)) {
+      if (t.dims.size() != 3 || t.dims[2] == 0 || t.bytes % t.dims[2] != 0) {
+        Fail("gguf",
+             "{}: tensor \"{}\" has shape {} ({} bytes); stacked experts are [in, out, "
+             "experts] with a whole number of bytes per expert",
+             gguf->file_name(), t.name, ShapeString(info.shape), t.bytes);
+      }
+      const size_t slice = t.bytes / t.dims[2];
+      info.shape.erase(info.shape.begin());
+      for (uint64_t e = 0; e < t.dims[2]; ++e) {
+        TensorInfo expert = info;
+        expert.name = fmt::format(fmt::runtime(*expert_name), e);
+        expert.source_name = fmt::format("{}[expert {}]", t.name, e);
+        expert.data = t.data + e * slice;
+        expert.bytes = slice;
+        add(std::move(expert));
+      }
+      continue;
+    }
+    info.name = GgufToHfTensorName(t.name, family);
+    info.source_name = std::string(t.name);
     info.data = t.data;
     info.bytes = t.bytes;
-    info.file = gguf->file_name();
-    if (const TensorInfo* existing = store.Find(info.name)) {
-      Fail("gguf", "{}: tensors \"{}\" and \"{}\" both map to \"{}\"", gguf->file_name(),
-           existing->source_name, t.name, info.name);
-    }
-    store.AddView(std::move(info));
+    add(std::move(info));
   }
   store.KeepAlive(gguf);
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   const std::string arch(gguf.GetString("general.architecture"));
-  const FamilyTraits* family = FindFamilyByGgufArchitecture(arch);
+  const FamilyTraits* family = GgufFamily(gguf);
   if (family == nullptr) {
     GgufModelFail(gguf, fmt::format("architecture (general.architecture) \"{}\" is not supported "
                                     "(supported: {})",
@@ -297,10 +421,10 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
                                     value_length, c.head_dim));
   }
   c.rotary_dim = MetaInt(gguf, p + "rope.dimension_count", c.head_dim);
-  if (c.rotary_dim != c.head_dim) {
+  if (c.rotary_dim != c.head_dim && !family->partial_rotary) {
     GgufModelFail(gguf, fmt::format("rope.dimension_count {} differs from the head size {} "
-                                    "(partial rotary embedding is not supported)",
-                                    c.rotary_dim, c.head_dim));
+                                    "(partial rotary embedding is not supported in {})",
+                                    c.rotary_dim, c.head_dim, arch));
   }
   c.max_position_embeddings = MetaInt(gguf, p + "context_length", 0);
   if (c.max_position_embeddings == 0 && gguf.Find(p + "context_length") != nullptr) {
@@ -340,6 +464,10 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
     }
     c.rope = Llama3RopeFromFactors(gguf, *freqs, c.rope.theta, c.head_dim);
   }
+  if (c.rotary_dim != c.head_dim) {
+    c.rope.rotary_dim = c.rotary_dim;
+    c.rope.partial_rotary_factor = static_cast<double>(c.rotary_dim) / c.head_dim;
+  }
   // Vocabulary: the token list, else llama.cpp's <arch>.vocab_size, else the embedding rows.
   if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens")) {
     c.vocab_size = static_cast<int>(std::min<size_t>(tokens->size(), 1u << 30));
@@ -368,10 +496,12 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   c.attention_bias = c.attention_bias || weights.Has("model.layers.0.self_attn.q_proj.bias");
   c.rope_adjacent_pairs = family->gguf_rope_pairing == GgufRopePairing::kAdjacentPairs;
   if (family->block == BlockStyle::kGemma) ReadGemmaMetadata(gguf, c);
-  // Storage type: the most common type among the 2-D weights.
+  ReadExperts(gguf, *family, c);
+  if (family->arch == ModelArch::kPhi3) ReadPhi3Metadata(gguf, weights, c);
+  // Storage type: the most common type among the matrices (stacked experts count once each).
   std::map<std::string_view, int> counts;
   for (const GgufTensorInfo& t : gguf.tensors()) {
-    if (t.dims.size() == 2) ++counts[Name(t.type)];
+    if (t.dims.size() >= 2) ++counts[Name(t.type)];
   }
   auto most = std::max_element(counts.begin(), counts.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -34,14 +34,37 @@ TEST(GgufTensorNames, LlamaNamesAreLlamaCppsAndRoundTrip) {
 }
 
 TEST(GgufTensorNames, GemmaBlocksKeepTheirFourNorms) {
-  EXPECT_EQ(
-      HfToGgufTensorName("model.layers.2.post_attention_layernorm.weight", BlockStyle::kGemma),
-      "blk.2.post_attention_norm.weight");
-  EXPECT_EQ(
-      HfToGgufTensorName("model.layers.2.pre_feedforward_layernorm.weight", BlockStyle::kGemma),
-      "blk.2.ffn_norm.weight");
-  EXPECT_EQ(GgufToHfTensorName("blk.2.post_ffw_norm.weight", BlockStyle::kGemma),
+  EXPECT_EQ(HfToGgufTensorName("model.layers.2.post_attention_layernorm.weight",
+                               FamilyOf(ModelArch::kGemma2)),
+            "blk.2.post_attention_norm.weight");
+  EXPECT_EQ(HfToGgufTensorName("model.layers.2.pre_feedforward_layernorm.weight",
+                               FamilyOf(ModelArch::kGemma2)),
+            "blk.2.ffn_norm.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.2.post_ffw_norm.weight", FamilyOf(ModelArch::kGemma2)),
             "model.layers.2.post_feedforward_layernorm.weight");
+}
+
+// The router, Phi-3's fused projections and each family's expert module, as gguf-py's tensor map
+// names them (ffn_gate_inp: mlp.gate / block_sparse_moe.gate; attn_qkv: self_attn.qkv_proj;
+// ffn_up: mlp.gate_up_proj).
+TEST(GgufTensorNames, FamiliesNameTheirRoutersAndFusedProjections) {
+  const FamilyTraits& mixtral = FamilyOf(ModelArch::kMixtral);
+  const FamilyTraits& qwen3moe = FamilyOf(ModelArch::kQwen3Moe);
+  const FamilyTraits& phi3 = FamilyOf(ModelArch::kPhi3);
+  EXPECT_EQ(GgufToHfTensorName("blk.1.ffn_gate_inp.weight", mixtral),
+            "model.layers.1.block_sparse_moe.gate.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.1.ffn_gate_inp.weight", qwen3moe),
+            "model.layers.1.mlp.gate.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.0.attn_qkv.weight", phi3),
+            "model.layers.0.self_attn.qkv_proj.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.0.ffn_up.weight", phi3),
+            "model.layers.0.mlp.gate_up_proj.weight");
+  EXPECT_EQ(HfToGgufTensorName("model.layers.0.mlp.gate_up_proj.weight", phi3),
+            "blk.0.ffn_up.weight");
+  // Phi-3 has no separate q or gate projection; the stacked experts are no single HF tensor.
+  EXPECT_EQ(GgufToHfTensorName("blk.0.attn_q.weight", phi3), "blk.0.attn_q.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.0.ffn_gate.weight", phi3), "blk.0.ffn_gate.weight");
+  EXPECT_EQ(GgufToHfTensorName("blk.0.ffn_up_exps.weight", qwen3moe), "blk.0.ffn_up_exps.weight");
 }
 
 TEST(GgufTensorNames, NamesWithoutAGgufNameAreNone) {

@@ -160,7 +160,7 @@ std::string_view RopeTypeName(RopeType type) {
 RopeFrequencies ComputeRopeFrequencies(const RopeParameters& rope, int head_dim,
                                        int64_t max_position_embeddings) {
   if (!(rope.theta > 0.0)) Fail("model", "rope_theta must be > 0 (seen {})", rope.theta);
-  const int dim = static_cast<int>(head_dim * rope.partial_rotary_factor);
+  const int dim = rope.rotary_dim.value_or(static_cast<int>(head_dim * rope.partial_rotary_factor));
   if (dim < 2 || dim > head_dim) {
     Fail("model", "rotary dimension {} (head_dim {} x partial_rotary_factor {}) is out of range",
          dim, head_dim, rope.partial_rotary_factor);

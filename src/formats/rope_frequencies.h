@@ -27,6 +27,9 @@ struct RopeParameters {
   RopeType type = RopeType::kDefault;
   double theta = 10000.0;
   double partial_rotary_factor = 1.0;
+  // The rotated dimensions when the file states them as a count (GGUF rope.dimension_count);
+  // else int(head_dim * partial_rotary_factor), as transformers computes them.
+  std::optional<int> rotary_dim;
   // linear, dynamic, yarn, llama3. For yarn an absent factor means
   // max_position_embeddings / original_max_position_embeddings.
   std::optional<double> factor;
@@ -46,7 +49,7 @@ struct RopeParameters {
 struct RopeFrequencies {
   std::vector<float> inv_freq;     // [rotary_dim / 2]
   float attention_scaling = 1.0f;  // multiplies cos and sin (yarn); 1 otherwise
-  int rotary_dim = 0;              // int(head_dim * partial_rotary_factor)
+  int rotary_dim = 0;              // RopeParameters::rotary_dim, else int(head_dim * factor)
 };
 
 // Throws proctor::Error("[model] ...") for missing or invalid parameters.

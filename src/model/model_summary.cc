@@ -132,6 +132,8 @@ ModelSummary SummarizeModel(const LoadedModel& model) {
     ++s.tensors;
     s.parameters += t.parameters;
   }
+  // A GGUF's stacked experts are one tensor in the file and one per expert in the store.
+  if (model.gguf != nullptr) s.file_tensors = static_cast<int64_t>(model.gguf->tensors().size());
   for (const std::string& file : files) {
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(file, ec);
