@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes a Hugging Face checkpoint (config.json + model.safetensors) of a Gemma 2, Gemma 3,
-Qwen3-MoE, Mixtral or Phi-3 model as an F32 GGUF file in llama.cpp's layout for that architecture,
+Qwen3-MoE, Mixtral, Phi-3 or Qwen3.5 (text) model as an F32 GGUF file in llama.cpp's layout for that architecture,
 with numpy and struct only (the GGUF framing of tools/write_model_files.py). What llama.cpp's own
 converter does defines the file's meaning, and is reproduced:
   - names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
@@ -21,7 +21,17 @@ converter does defines the file's meaning, and is reproduced:
     the top k and puts experts in every layer, so norm_topk_prob false, decoder_sparse_step > 1
     and mlp_only_layers are refused;
   - phi3: attn_qkv (q, k, v rows) and ffn_up (gate rows then up rows) kept fused,
-    rope.dimension_count from partial_rotary_factor, attention.sliding_window (0 for none).
+    rope.dimension_count from partial_rotary_factor, attention.sliding_window (0 for none);
+  - qwen35 (conversion/qwen.py, Qwen3_5TextModel): every norm but the DeltaNet's gated one
+    (linear_attn.norm) stored as 1 + weight; A_log stored as ssm_a = -exp(A_log) (no suffix),
+    dt_bias as ssm_dt.bias, conv1d squeezed to [channels, taps]; the DeltaNet's projections as
+    attn_qkv, attn_gate (z), ssm_beta (b), ssm_alpha (a), ssm_out, ssm_norm, the MLP norm as
+    post_attention_norm; value heads reordered from grouped by key head to tiled (V rows of
+    attn_qkv, attn_gate, ssm_beta, ssm_alpha, ssm_a, ssm_dt, the V channels of ssm_conv1d, the
+    columns of ssm_out) when there are more value heads than key heads; metadata ssm.conv_kernel,
+    ssm.state_size, ssm.group_count, ssm.time_step_rank, ssm.inner_size,
+    attention.recurrent_layers, full_attention_interval, rope.dimension_count and the M-RoPE
+    rope.dimension_sections llama.cpp requires (text positions make them plain RoPE).
 The vocabulary is llama.cpp's "none" model with <arch>.vocab_size (these are test models
 without a tokenizer).
 
@@ -38,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from write_model_files import write_gguf  # noqa: E402
 
 ARCHES = {"gemma2": "gemma2", "gemma3_text": "gemma3", "qwen3_moe": "qwen3moe", "mixtral": "llama",
-          "phi3": "phi3"}
+          "phi3": "phi3", "qwen3_5_text": "qwen35"}
 LAYERS_27B = {"gemma2": 46, "gemma3": 62}
 GEMMA_NAMES = {
     "input_layernorm": "attn_norm",
@@ -72,6 +82,17 @@ LLAMA_NAMES = {
     "mlp.gate": "ffn_gate_inp",
     "block_sparse_moe.gate": "ffn_gate_inp",
 }
+HYBRID_NAMES = dict(LLAMA_NAMES)
+HYBRID_NAMES.update({
+    "post_attention_layernorm": "post_attention_norm",
+    "linear_attn.in_proj_qkv": "attn_qkv",
+    "linear_attn.in_proj_z": "attn_gate",
+    "linear_attn.in_proj_b": "ssm_beta",
+    "linear_attn.in_proj_a": "ssm_alpha",
+    "linear_attn.conv1d": "ssm_conv1d",
+    "linear_attn.norm": "ssm_norm",
+    "linear_attn.out_proj": "ssm_out",
+})
 # An expert's matrix name -> the stacked tensor it joins.
 EXPERT_STACKS = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps",
                  "down_proj": "ffn_down_exps", "w1": "ffn_gate_exps", "w3": "ffn_up_exps",
@@ -204,6 +225,71 @@ def default_rope(config, p):
             (p + "rope.dimension_count", "uint32", int(factor * head_dim))]
 
 
+def tiled_v_heads(w, axis, num_k_heads, head_dim):
+    """Value heads grouped by key head [k0: v0..v(r-1), k1: ...] -> tiled [v0 of k0, k1, ...;
+    v1 of k0, k1, ...] along `axis` (the converter's _reorder_v_heads)."""
+    w = np.moveaxis(w, axis, 0)
+    n = w.shape[0]
+    r = n // num_k_heads // head_dim
+    w = w.reshape(num_k_heads, r, head_dim, *w.shape[1:]).swapaxes(0, 1).reshape(n, *w.shape[1:])
+    return np.moveaxis(w, 0, axis)
+
+
+def qwen35_tensor(name, values, config):
+    """(GGUF name, values) of a Qwen3.5 tensor in llama.cpp's layout."""
+    nk, nv = config["linear_num_key_heads"], config["linear_num_value_heads"]
+    dk, dv = config["linear_key_head_dim"], config["linear_value_head_dim"]
+    layer = name.split(".")[2] if name.startswith("model.layers.") else None
+    if name.endswith("norm.weight") and not name.endswith("linear_attn.norm.weight"):
+        values = values + np.float32(1.0)
+    if ".linear_attn." in name and nk != nv:
+        if name.endswith("in_proj_qkv.weight"):
+            values = np.concatenate([values[:2 * nk * dk], tiled_v_heads(values[2 * nk * dk:], 0,
+                                                                         nk, dv)])
+        elif name.endswith("in_proj_z.weight"):
+            values = tiled_v_heads(values, 0, nk, dv)
+        elif name.endswith(("in_proj_b.weight", "in_proj_a.weight", "A_log", "dt_bias")):
+            values = tiled_v_heads(values, 0, nk, 1)
+        elif name.endswith("conv1d.weight"):
+            values = np.concatenate([values[:2 * nk * dk], tiled_v_heads(values[2 * nk * dk:], 0,
+                                                                         nk, dv)])
+        elif name.endswith("out_proj.weight"):
+            values = tiled_v_heads(values, 1, nk, dv)
+    if name.endswith(".A_log"):
+        return "blk.%s.ssm_a" % layer, -np.exp(values)
+    if name.endswith(".dt_bias"):
+        return "blk.%s.ssm_dt.bias" % layer, values
+    if name.endswith("conv1d.weight"):
+        values = values.reshape(values.shape[0], values.shape[-1])
+    return gguf_name(name, HYBRID_NAMES), values
+
+
+def qwen35_metadata(config, p):
+    layers = config["num_hidden_layers"]
+    layer_types = config.get("layer_types")
+    if layer_types is None:
+        interval = config.get("full_attention_interval", 4)
+        layer_types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                       for i in range(layers)]
+    meta = default_rope(config, p)
+    rotary = meta[-1][2]
+    pairs = rotary // 2
+    sections = (config.get("rope_parameters") or {}).get("mrope_section")
+    if not sections or sum(sections) != pairs:
+        sections = [pairs - 2 * (pairs // 3), pairs // 3, pairs // 3]
+    return meta + [
+        (p + "rope.dimension_sections", ("array", "int32"), list(sections) + [0]),
+        (p + "ssm.conv_kernel", "uint32", config["linear_conv_kernel_dim"]),
+        (p + "ssm.state_size", "uint32", config["linear_key_head_dim"]),
+        (p + "ssm.group_count", "uint32", config["linear_num_key_heads"]),
+        (p + "ssm.time_step_rank", "uint32", config["linear_num_value_heads"]),
+        (p + "ssm.inner_size", "uint32",
+         config["linear_value_head_dim"] * config["linear_num_value_heads"]),
+        (p + "attention.recurrent_layers", ("array", "bool"),
+         [t == "linear_attention" for t in layer_types]),
+        (p + "full_attention_interval", "uint32", config.get("full_attention_interval", 4))]
+
+
 def moe_metadata(config, arch, p):
     if arch == "llama":
         if config.get("sliding_window"):
@@ -260,6 +346,8 @@ def main():
             ("tokenizer.ggml.model", "string", "none")]
     if gemma:
         meta += gemma_metadata(config, arch, p, tied)
+    elif arch == "qwen35":
+        meta += qwen35_metadata(config, p)
     else:
         meta += default_rope(config, p)
     if model_type in ("mixtral", "qwen3_moe"):
@@ -276,6 +364,11 @@ def main():
         if expert is not None:
             layer, stacked, e = expert
             stacks.setdefault((layer, stacked), {})[e] = values
+            continue
+        if arch == "qwen35":
+            gguf, values = qwen35_tensor(name, values, config)
+            tensors.append((gguf, "F32", list(reversed(values.shape)),
+                            values.astype("<f4").tobytes()))
             continue
         if gemma and name.endswith("norm.weight"):
             values = values + np.float32(1.0)  # f32 arithmetic, as Gemma's (1.0 + weight.float())

@@ -89,12 +89,12 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .tie_word_embeddings_default = true,
      .hf_config_has_bias_keys = false},
     // Qwen3.5 (text): gated DeltaNet layers interleaved with gated full attention (partial
-    // rotary, q/k norms); no GGUF reader yet.
+    // rotary, q/k norms).
     {.arch = ModelArch::kQwen35,
      .block = BlockStyle::kHybrid,
      .hf_model_type = "qwen3_5_text",
      .hf_architecture = "Qwen3_5ForCausalLM",
-     .gguf_architecture = "",
+     .gguf_architecture = "qwen35",
      .attention_bias = kFromConfig,
      .qk_norm = true,
      .gguf_rope_pairing = kHalves,

@@ -35,7 +35,8 @@ TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
   EXPECT_EQ(SupportedHfModelTypes(),
             "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
             "qwen3_moe, mixtral, phi3");
-  EXPECT_EQ(SupportedGgufArchitectures(), "llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3");
+  EXPECT_EQ(SupportedGgufArchitectures(),
+            "llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3moe, phi3");
 }
 
 // ParseHfConfig gives each family the flags of its row (and config.json's attention_bias only

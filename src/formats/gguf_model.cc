@@ -51,6 +51,17 @@ std::map<std::string, std::string> BlockNames(const FamilyTraits& family) {
     names.erase("ffn_gate");
     names["ffn_up"] = "mlp.gate_up_proj";
   }
+  if (family.block == BlockStyle::kHybrid) {  // llama.cpp's qwen35: the DeltaNet's tensors
+    names.erase("ffn_norm");
+    names["post_attention_norm"] = "post_attention_layernorm";
+    names["attn_qkv"] = "linear_attn.in_proj_qkv";
+    names["attn_gate"] = "linear_attn.in_proj_z";
+    names["ssm_beta"] = "linear_attn.in_proj_b";
+    names["ssm_alpha"] = "linear_attn.in_proj_a";
+    names["ssm_conv1d"] = "linear_attn.conv1d";
+    names["ssm_norm"] = "linear_attn.norm";
+    names["ssm_out"] = "linear_attn.out_proj";
+  }
   return names;
 }
 
@@ -84,6 +95,21 @@ std::optional<std::string> ExpertStackOf(std::string_view name, const FamilyTrai
     return std::nullopt;
   }
   return fmt::format("model.layers.{}.{}.experts.{{}}.{}.weight", block->first, t.moe, matrix);
+}
+
+// The DeltaNet's tensors whose GGUF names do not follow "<module>.<weight|bias>": ssm_dt.bias is
+// HF's dt_bias, and ssm_a (no suffix) holds -exp(A_log), kept as linear_attn.ssm_a
+// (LinearAttentionConfig::llama_cpp_layout).
+std::optional<std::string> HybridSpecialName(std::string_view name, const FamilyTraits& family) {
+  if (family.block != BlockStyle::kHybrid) return std::nullopt;
+  const auto block = SplitBlockName(name);
+  if (!block) return std::nullopt;
+  if (block->second == "ssm_dt.bias") {
+    return fmt::format("model.layers.{}.linear_attn.dt_bias", block->first);
+  }
+  if (block->second == "ssm_a")
+    return fmt::format("model.layers.{}.linear_attn.ssm_a", block->first);
+  return std::nullopt;
 }
 
 [[noreturn]] void GgufModelFail(const GgufFile& gguf, const std::string& message) {
@@ -268,6 +294,60 @@ void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& 
   c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
 }
 
+// Qwen3.5 as llama.cpp's qwen35 reads it (src/models/qwen35.cpp): the DeltaNet's sizes under
+// ssm.* (state_size = the key head size, group_count = key heads, time_step_rank = value heads,
+// inner_size = all value heads' width, conv_kernel), its layers from attention.recurrent_layers
+// (a bool per layer) or every full_attention_interval-th layer full attention (4), the tensors
+// in llama.cpp's layout (LinearAttentionConfig::llama_cpp_layout), every norm but the DeltaNet's
+// gated one stored as 1 + weight (the converter adds the 1). rope.dimension_sections (M-RoPE)
+// is not read: text positions are the same in every section, so it is plain RoPE over
+// rope.dimension_count dimensions.
+void ReadHybridMetadata(const GgufFile& gguf, ModelConfig& c) {
+  const std::string p = c.model_type + ".";
+  LinearAttentionConfig& la = c.linear_attention;
+  la.key_head_dim = MetaInt(gguf, p + "ssm.state_size", std::nullopt);
+  la.num_key_heads = MetaInt(gguf, p + "ssm.group_count", std::nullopt);
+  la.num_value_heads = MetaInt(gguf, p + "ssm.time_step_rank", std::nullopt);
+  la.conv_kernel = MetaInt(gguf, p + "ssm.conv_kernel", std::nullopt);
+  const int inner = MetaInt(gguf, p + "ssm.inner_size", std::nullopt);
+  for (const auto& [key, value] :
+       {std::pair{"ssm.state_size", la.key_head_dim},
+        std::pair{"ssm.group_count", la.num_key_heads},
+        std::pair{"ssm.time_step_rank", la.num_value_heads},
+        std::pair{"ssm.conv_kernel", la.conv_kernel}, std::pair{"ssm.inner_size", inner}}) {
+    if (value == 0 || value > (1 << 20)) {
+      GgufModelFail(gguf, fmt::format("{}{} = {} is out of range", p, key, value));
+    }
+  }
+  if (la.num_value_heads % la.num_key_heads != 0 || inner % la.num_value_heads != 0) {
+    GgufModelFail(gguf, fmt::format("{}ssm.time_step_rank {} should be a multiple of "
+                                    "ssm.group_count {} and divide ssm.inner_size {}",
+                                    p, la.num_value_heads, la.num_key_heads, inner));
+  }
+  la.value_head_dim = inner / la.num_value_heads;
+  la.llama_cpp_layout = true;
+  c.attention_output_gate = true;
+  c.norm_adds_one = false;  // the converter stored 1 + weight
+  const std::string recurrent_key = p + "attention.recurrent_layers";
+  if (const GgufValue* recurrent = gguf.Find(recurrent_key);
+      recurrent != nullptr && recurrent->is_array()) {
+    const std::vector<int64_t> flags = gguf.GetIntArray(recurrent_key);
+    if (flags.size() < static_cast<size_t>(c.num_layers)) {
+      GgufModelFail(gguf, fmt::format("{} lists {} layers, the model has {}", recurrent_key,
+                                      flags.size(), c.num_layers));
+    }
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      c.layer_uses_linear_attention.push_back(flags[static_cast<size_t>(layer)] != 0);
+    }
+  } else {
+    const int interval = MetaInt(gguf, p + "full_attention_interval", 4);
+    if (interval == 0) GgufModelFail(gguf, "full_attention_interval 0 should be positive");
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      c.layer_uses_linear_attention.push_back((layer + 1) % interval != 0);
+    }
+  }
+}
+
 // Phi-3: the sliding window on every layer, as transformers applies it (llama.cpp reads the key
 // but runs full attention, so logits past the window differ from its); LongRoPE's per-frequency
 // factors are refused, as in config.json.
@@ -294,6 +374,7 @@ std::pair<std::string_view, std::string_view> SplitParameterSuffix(std::string_v
 }  // namespace
 
 std::string GgufToHfTensorName(std::string_view name, const FamilyTraits& family) {
+  if (std::optional<std::string> special = HybridSpecialName(name, family)) return *special;
   const auto [base, suffix] = SplitParameterSuffix(name);
   if (suffix.empty()) return std::string(name);
   if (base == "token_embd") return fmt::format("model.embed_tokens{}", suffix);
@@ -496,6 +577,7 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf, const WeightStore& weights) {
   c.attention_bias = c.attention_bias || weights.Has("model.layers.0.self_attn.q_proj.bias");
   c.rope_adjacent_pairs = family->gguf_rope_pairing == GgufRopePairing::kAdjacentPairs;
   if (family->block == BlockStyle::kGemma) ReadGemmaMetadata(gguf, c);
+  if (family->block == BlockStyle::kHybrid) ReadHybridMetadata(gguf, c);
   ReadExperts(gguf, *family, c);
   if (family->arch == ModelArch::kPhi3) ReadPhi3Metadata(gguf, weights, c);
   // Storage type: the most common type among the matrices (stacked experts count once each).

@@ -165,7 +165,7 @@ TEST(MalformedGguf, UnknownArchitectureListsTheSupportedOnes) {
   const auto gguf = GgufFile::Parse(bytes, "mistral.gguf");
   EXPECT_ERROR_CONTAINS(ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
                         "\"mistral\" is not supported",
-                        "(supported: llama, qwen2, qwen3, gemma2, gemma3, qwen3moe, phi3)");
+                        "(supported: llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3moe, phi3)");
 }
 
 TEST(MalformedGguf, EveryTruncationIsAnError) {

@@ -35,6 +35,16 @@ struct LinearAttentionConfig {
   int key_head_dim = 0;
   int value_head_dim = 0;
   int conv_kernel = 0;
+  // llama.cpp's layout (GGUF qwen35, from its converter), else Hugging Face's: value heads in
+  // tiled order (value head h reads key head h % num_key_heads, where HF groups them: key head
+  // h / (num_value_heads / num_key_heads)); A stored as -exp(A_log) ("ssm_a"); conv1d taps as
+  // [channels, taps] (HF [channels, 1, taps]).
+  bool llama_cpp_layout = false;
+  // The key head a value head reads.
+  int64_t KeyHeadOf(int64_t value_head) const {
+    return llama_cpp_layout ? value_head % num_key_heads
+                            : value_head / (num_value_heads / num_key_heads);
+  }
   int64_t key_dim() const { return int64_t{num_key_heads} * key_head_dim; }
   int64_t value_dim() const { return int64_t{num_value_heads} * value_head_dim; }
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k, v channels

@@ -1,17 +1,18 @@
 // The families llama.cpp runs, as GGUF, against both references. transformers
-// (tools/oracle/hf_model.py) builds a Gemma 2, a Gemma 3, a Qwen3-MoE, a Mixtral and Phi-3 models
-// in configurations a GGUF file can express (Gemma: query_pre_attn_scalar = head_dim, as
+// (tools/oracle/hf_model.py) builds Gemma 2, Gemma 3, Qwen3-MoE, Mixtral, Phi-3 and Qwen3.5
+// models in configurations a GGUF file can express (Gemma: query_pre_attn_scalar = head_dim, as
 // llama.cpp assumes; the MoE: renormalised top k, experts in every layer); tools/hf_to_gguf.py
 // writes each in llama.cpp's layout for its architecture (Gemma's norms stored as 1 + weight,
-// Mixtral as "llama" with permuted Q/K rows and stacked experts, Phi-3's fused projections); the
-// engine reads the GGUF and must give transformers' prompt logits (1e-4) and greedy tokens, and
-// llama.cpp (its libllama, F32 cache) computes logits from the same file that the engine's match
-// within the distance of llama.cpp's own arithmetic (ggml evaluates GELU through an f16 table, so
-// its Gemma logits sit about 1e-3 from both transformers' and the engine's; printed), with the
-// same top token at every position. The MoE files are also quantized to Q8_0 and Q4_0 (experts
-// included) and run by both engines, proctor's with 8-bit activations (--compute q8, what
-// llama.cpp's CPU matmuls compute: with f32 activations the logits of these random models move
-// by 0.2-2 from llama.cpp's). The writer's refusals need no oracle.
+// Mixtral as "llama" with permuted Q/K rows and stacked experts, Phi-3's fused projections,
+// Qwen3.5's DeltaNet with its value heads reordered and -exp(A_log) stored); the engine reads
+// the GGUF and must give transformers' prompt logits (1e-4) and greedy tokens, and llama.cpp (its
+// libllama, F32 cache) computes logits from the same file that the engine's match within the
+// distance of llama.cpp's own arithmetic (ggml evaluates GELU through an f16 table, so its Gemma
+// logits sit about 1e-3 from both transformers' and the engine's; printed), with the same top
+// token at every position. The MoE files are also quantized to Q8_0 and Q4_0 (experts included)
+// and run by both engines, proctor's with 8-bit activations (--compute q8, what llama.cpp's CPU
+// matmuls compute: with f32 activations the logits of these random models move by 0.2-2 from
+// llama.cpp's). The writer's refusals need no oracle.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -24,8 +25,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "formats/family_traits.h"
 #include "model/gguf_quantize.h"
 #include "model/load.h"
+#include "model/mlx_export.h"
 #include "model/model_summary.h"
 #include "model/testing_goldens.h"
 #include "util/testing_files.h"
@@ -87,6 +90,21 @@ json Cases() {
         {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.5}}}});
   json phi3_window = phi3;
   phi3_window["sliding_window"] = 20;
+  // Qwen3.5: two value heads per key head (llama.cpp's converter reorders them), DeltaNet and
+  // full-attention layers alternating, a quarter of each head rotated.
+  json qwen35 = base;
+  qwen35.update(
+      {{"head_dim", 32},
+       {"num_hidden_layers", 4},
+       {"linear_num_key_heads", 2},
+       {"linear_num_value_heads", 4},
+       {"linear_key_head_dim", 16},
+       {"linear_value_head_dim", 16},
+       {"linear_conv_kernel_dim", 4},
+       {"layer_types",
+        {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
+       {"rope_parameters",
+        {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.25}}}});
   const auto with = [](const std::string& name, const std::string& type, int seed,
                        const json& config, bool llama_cpp_too = true) {
     return json{{"name", name},     {"model_type", type},        {"dtype", "float32"},
@@ -97,7 +115,8 @@ json Cases() {
       {with("gemma2-gguf", "gemma2", 71, gemma2), with("gemma3-gguf", "gemma3_text", 72, gemma3),
        with("qwen3_moe-gguf", "qwen3_moe", 73, qwen3_moe),
        with("mixtral-gguf", "mixtral", 74, mixtral), with("phi3-gguf", "phi3", 75, phi3),
-       with("phi3-window-gguf", "phi3", 76, phi3_window, false)});
+       with("phi3-window-gguf", "phi3", 76, phi3_window, false),
+       with("qwen3_5-gguf", "qwen3_5_text", 77, qwen35)});
 }
 
 // llama.cpp's prompt logits on `gguf` (its libllama, F32 cache).
@@ -153,6 +172,8 @@ TEST(FamiliesGguf, ConvertedModelsMatchTransformersAndLlamaCpp) {
       0)
       << ReadText(tmp.path() / "hf.log");
 
+  json mlx_jobs = json::array();  // mlx-lm's forward on proctor's MLX exports of the GGUFs
+  std::vector<std::vector<float>> mlx_ours;
   for (const json& c : cases) {
     const std::string name = c["name"];
     SCOPED_TRACE(name);
@@ -171,6 +192,29 @@ TEST(FamiliesGguf, ConvertedModelsMatchTransformersAndLlamaCpp) {
     EXPECT_FALSE(loaded.config.norm_adds_one);  // Gemma's file stores 1 + weight
     const RuntimeModel model(loaded.config, loaded.weights, RuntimeOptions{});
     const testing::GoldenDistances d = testing::ExpectModelMatchesGolden(model, *g, name);
+    // The GGUF as an MLX directory (8 bits, groups of 32): what config.json can describe is
+    // written and compared with mlx-lm below; Gemma (norms stored as 1 + weight) and Qwen3.5
+    // (llama.cpp's DeltaNet layout) are refused, naming what would differ.
+    const fs::path mlx = tmp.path() / (name + "-mlx8");
+    MlxQuantizeOptions mlx_options;
+    mlx_options.bits = 8;
+    mlx_options.group_size = 32;
+    const FamilyTraits& family = FamilyOf(loaded.config.arch);
+    if (family.block != BlockStyle::kLlama) {
+      EXPECT_ERROR_CONTAINS(QuantizeModelToMlx(gguf.string(), mlx, mlx_options),
+                            "cannot be written as an MLX directory");
+    } else if (c["llama_cpp"].get<bool>() && loaded.config.arch != ModelArch::kQwen3Moe) {
+      // (mlx-lm's phi3 has no sliding window; mlx-lm 0.32.2's qwen3_moe stacks only unquantized
+      // experts into its switch_mlp, so it cannot read per-expert quantized tensors.)
+      QuantizeModelToMlx(gguf.string(), mlx, mlx_options);
+      const LoadedModel exported = LoadModel(mlx.string());
+      EXPECT_EQ(exported.config.arch, loaded.config.arch);
+      const RuntimeModel mlx_model(exported.config, exported.weights, RuntimeOptions{});
+      mlx_ours.push_back(testing::PromptLogits(mlx_model, g->prompt, 512));
+      mlx_jobs.push_back({{"model", mlx.string()},
+                          {"tokens", g->prompt},
+                          {"out", (tmp.path() / (name + "-mlx8.f32")).string()}});
+    }
     if (!c["llama_cpp"].get<bool>()) {
       std::printf("[ distance ] %s GGUF: transformers %.3g (steps %.3g)\n", name.c_str(), d.prompt,
                   d.steps);
@@ -196,6 +240,25 @@ TEST(FamiliesGguf, ConvertedModelsMatchTransformersAndLlamaCpp) {
       std::printf("[ distance ] %s %s (engine in q8 mode): llama.cpp %.3g\n", name.c_str(), type,
                   distance);
     }
+  }
+
+  // mlx-lm's own forward on the MLX directories made from the GGUFs.
+  std::ofstream(tmp.path() / "mlx_jobs.json") << mlx_jobs.dump();
+  ASSERT_EQ(RunLogged(fmt::format("{} {}/tools/oracle/mlx_model.py logits {}", python,
+                                  PROCTOR_SOURCE_DIR, (tmp.path() / "mlx_jobs.json").string()),
+                      tmp.path() / "mlx.log"),
+            0)
+      << ReadText(tmp.path() / "mlx.log");
+  for (size_t i = 0; i < mlx_jobs.size(); ++i) {
+    const std::string model = mlx_jobs[i]["model"];
+    const std::vector<float> theirs = testing::ReadF32File(mlx_jobs[i]["out"].get<std::string>());
+    ASSERT_EQ(theirs.size(), mlx_ours[i].size()) << model;
+    float scale = 0.0f;
+    for (const float x : theirs) scale = std::max(scale, std::fabs(x));
+    const float distance = testing::MaxAbsDiff(mlx_ours[i], theirs);
+    EXPECT_LE(distance, 1e-4f * std::max(1.0f, scale / 8)) << model;
+    std::printf("[ distance ] %s: mlx-lm %.3g (max |logit| %.3g)\n", model.c_str(), distance,
+                scale);
   }
 }
 

@@ -4,7 +4,8 @@
 //   q, k, v = split(mixed)          q, k: [key heads, dk]; v: [value heads, dv]
 //   q, k = l2norm(q), l2norm(k); q /= sqrt(dk)
 //   beta = sigmoid(in_proj_b(n));   g = -exp(A_log) * softplus(in_proj_a(n) + dt_bias)
-//   per value head h (its key head h / (value heads / key heads)), per token, state S [dk, dv]:
+//   per value head h (its key head h / (value heads / key heads),
+//   LinearAttentionConfig::KeyHeadOf), per token, state S [dk, dv]:
 //     S *= exp(g);  delta = (v - S^T k) * beta;  S += k delta^T;  o = S^T q
 //   out = out_proj(rmsnorm(o) * weight * silu(in_proj_z(n)))   per value head
 // The recurrence runs token by token for prefill and decode alike: transformers' chunked prefill
@@ -84,14 +85,18 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
   ops::MatMul(normed, w.in_proj_a, g, mode, pool_);
   CausalConvSilu(mixed, w.conv1d, state.conv_state());
 
-  // beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias), per token and value head.
-  std::vector<float> a_log(static_cast<size_t>(nv)), dt_bias(static_cast<size_t>(nv));
-  ops::DecodeRowSegment(w.a_log, 0, 0, nv, a_log.data());
+  // beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias), per token and value head
+  // (llama.cpp's layout stores -exp(A_log) itself).
+  std::vector<float> minus_exp_a(static_cast<size_t>(nv)), dt_bias(static_cast<size_t>(nv));
+  ops::DecodeRowSegment(w.a, 0, 0, nv, minus_exp_a.data());
+  if (!la.llama_cpp_layout) {
+    for (float& a : minus_exp_a) a = -std::exp(a);
+  }
   ops::DecodeRowSegment(w.dt_bias, 0, 0, nv, dt_bias.data());
   for (int64_t t = 0; t < t_count; ++t) {
     for (int64_t h = 0; h < nv; ++h) {
       beta.Row(t)[h] = 1.0f / (1.0f + std::exp(-beta.Row(t)[h]));
-      g.Row(t)[h] = -std::exp(a_log[h]) * Softplus(g.Row(t)[h] + dt_bias[h]);
+      g.Row(t)[h] = minus_exp_a[h] * Softplus(g.Row(t)[h] + dt_bias[h]);
     }
   }
   // q, k: unit length, q also divided by sqrt(dk) (transformers divides by the python float).
@@ -104,11 +109,10 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
   // The delta rule, one value head per task; o overwrites v in `mixed`.
   std::vector<float> norm_weight(static_cast<size_t>(dv));
   ops::DecodeRowSegment(w.output_norm, 0, 0, dv, norm_weight.data());
-  const int64_t group = nv / nk;
   pool_.ParallelFor(static_cast<size_t>(nv), [&](size_t begin, size_t end, int) {
     std::vector<float> delta(static_cast<size_t>(dv));
     for (size_t item = begin; item < end; ++item) {
-      const int64_t h = static_cast<int64_t>(item), kh = h / group;
+      const int64_t h = static_cast<int64_t>(item), kh = la.KeyHeadOf(h);
       float* s = state.ssm_state().f32() + h * dk * dv;  // [dk, dv]
       for (int64_t t = 0; t < t_count; ++t) {
         const float* q = mixed.Row(t) + kh * dk;

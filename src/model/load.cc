@@ -191,9 +191,14 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
         linear(m + "in_proj_a", la.num_value_heads, hidden);
       }
       linear(m + "out_proj", hidden, la.value_dim());
-      expect(m + "conv1d.weight", {la.conv_dim(), 1, la.conv_kernel});
+      if (la.llama_cpp_layout) {
+        expect(m + "conv1d.weight", {la.conv_dim(), la.conv_kernel});
+        expect(m + "ssm_a", {la.num_value_heads});
+      } else {
+        expect(m + "conv1d.weight", {la.conv_dim(), 1, la.conv_kernel});
+        expect(m + "A_log", {la.num_value_heads});
+      }
       expect(m + "dt_bias", {la.num_value_heads});
-      expect(m + "A_log", {la.num_value_heads});
       expect(m + "norm.weight", {la.value_head_dim});
       continue;
     }

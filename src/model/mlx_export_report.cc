@@ -1,7 +1,10 @@
 // `proctor quantize` reporting (summary text, --json) and the config.json built for GGUF sources.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "model/load.h"
 #include "model/mlx_export.h"
@@ -13,6 +16,58 @@ namespace {
 // 9.999999747378752e-06).
 nlohmann::json ShortFloat(double value) {
   return std::stod(fmt::format("{}", static_cast<float>(value)));
+}
+
+// The first setting of the forward in which `a` and `b` differ ("" when none); the Q/K row order
+// is not one (the exporter puts GGUF llama rows back in HF order).
+std::string FirstForwardDifference(const ModelConfig& a, const ModelConfig& b) {
+  const auto moe = [](const ModelConfig& c) {
+    return std::tuple(c.moe.num_experts, c.moe.experts_per_token, c.moe.expert_intermediate_size,
+                      c.moe.shared_expert_intermediate_size, c.moe.norm_topk_prob,
+                      c.layer_uses_moe);
+  };
+  const auto linear = [](const ModelConfig& c) {
+    const LinearAttentionConfig& la = c.linear_attention;
+    return std::tuple(la.num_key_heads, la.num_value_heads, la.key_head_dim, la.value_head_dim,
+                      la.conv_kernel, la.llama_cpp_layout, c.layer_uses_linear_attention,
+                      c.attention_output_gate, c.fused_linear_projections);
+  };
+  const auto windows = [](const ModelConfig& c) {
+    std::vector<int> w;
+    w.reserve(static_cast<size_t>(std::max(c.num_layers, 0)));
+    for (int layer = 0; layer < c.num_layers; ++layer) w.push_back(c.SlidingWindowForLayer(layer));
+    return w;
+  };
+  const auto rope = [](const RopeParameters& r) {
+    return std::tuple(r.type, r.theta, r.factor.value_or(0.0));
+  };
+  const std::pair<const char*, bool> checks[] = {
+      {"family", a.arch == b.arch},
+      {"sizes", std::tuple(a.hidden_size, a.num_layers, a.num_heads, a.num_kv_heads, a.head_dim,
+                           a.intermediate_size, a.vocab_size) ==
+                    std::tuple(b.hidden_size, b.num_layers, b.num_heads, b.num_kv_heads, b.head_dim,
+                               b.intermediate_size, b.vocab_size)},
+      {"rotary dimensions", a.rotary_dim == b.rotary_dim},
+      {"rope", rope(a.rope) == rope(b.rope)},
+      {"sliding-window rope",
+       a.sliding_rope.has_value() == b.sliding_rope.has_value() &&
+           (!a.sliding_rope || rope(*a.sliding_rope) == rope(*b.sliding_rope))},
+      {"rms_norm_eps", a.rms_norm_eps == b.rms_norm_eps},
+      {"norms by (1 + weight)", a.norm_adds_one == b.norm_adds_one},
+      {"attention biases", a.attention_bias == b.attention_bias},
+      {"q/k norms", a.qk_norm == b.qk_norm},
+      {"attention scale", a.AttentionScale() == b.AttentionScale()},
+      {"soft-capping", a.attn_logit_softcapping == b.attn_logit_softcapping &&
+                           a.final_logit_softcapping == b.final_logit_softcapping},
+      {"sliding windows", windows(a) == windows(b)},
+      {"MLP activation", a.mlp_activation == b.mlp_activation},
+      {"mixture of experts", moe(a) == moe(b)},
+      {"linear attention", linear(a) == linear(b)},
+  };
+  for (const auto& [what, same] : checks) {
+    if (!same) return what;
+  }
+  return "";
 }
 
 std::string Megabytes(uint64_t bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
@@ -87,6 +142,41 @@ nlohmann::json HfConfigJsonFor(const LoadedModel& model) {
     if (family.sliding_window == SlidingWindowRule::kUseSlidingWindowFlag) {
       j["use_sliding_window"] = true;
     }
+  }
+  if (c.rotary_dim != c.head_dim) {
+    j["partial_rotary_factor"] = static_cast<double>(c.rotary_dim) / c.head_dim;
+  }
+  if (c.moe.num_experts > 0) {
+    j["num_experts_per_tok"] = c.moe.experts_per_token;
+    if (c.arch == ModelArch::kMixtral) {
+      j["num_local_experts"] = c.moe.num_experts;
+    } else {
+      j["num_experts"] = c.moe.num_experts;
+      j["moe_intermediate_size"] = c.moe.expert_intermediate_size;
+      j["norm_topk_prob"] = c.moe.norm_topk_prob;
+      j["decoder_sparse_step"] = 1;
+      nlohmann::json dense = nlohmann::json::array();
+      for (int layer = 0; layer < c.num_layers; ++layer) {
+        if (!c.IsMoeLayer(layer)) dense.push_back(layer);
+      }
+      j["mlp_only_layers"] = dense;
+    }
+  }
+  // What config.json cannot say of this model (Gemma's norms stored as 1 + weight, llama.cpp's
+  // DeltaNet layout, ...) is refused rather than written with another meaning: the file read
+  // back must describe the same forward.
+  const std::string origin = fmt::format("the config.json for {}", model.weights.origin());
+  std::string differs;
+  try {
+    differs = FirstForwardDifference(ParseHfConfig(j, origin), c);
+  } catch (const Error& e) {
+    differs = fmt::format("settings ({})", e.what());
+  }
+  if (!differs.empty()) {
+    Fail("quantize",
+         "{}: a {} GGUF cannot be written as an MLX directory here: config.json would give it "
+         "other {} (quantize its Hugging Face checkpoint instead)",
+         model.weights.origin(), c.model_type, differs);
   }
   return j;
 }

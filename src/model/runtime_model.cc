@@ -37,10 +37,13 @@ LayerNormNames NormNamesOf(BlockStyle block) {
 
 namespace {
 
-// A depthwise conv1d weight, HF shape [channels, 1, taps], as a [channels, taps] matrix.
+// A depthwise conv1d weight, HF shape [channels, 1, taps] (llama.cpp's [channels, taps]), as a
+// [channels, taps] matrix.
 MatView ConvTaps(const WeightStore& weights, const std::string& name, int64_t channels,
-                 int64_t taps) {
-  const TensorInfo& info = weights.Expect(name, {channels, 1, taps});
+                 int64_t taps, bool llama_cpp_layout) {
+  const TensorInfo& info =
+      weights.Expect(name, llama_cpp_layout ? std::vector<int64_t>{channels, taps}
+                                            : std::vector<int64_t>{channels, 1, taps});
   if (!Info(info.type).is_float) {
     Fail("model", "{}: tensor \"{}\" is {}, expected a float type", weights.origin(), name,
          Name(info.type));
@@ -189,9 +192,10 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
         l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
       }
       l.out_proj = linear(m + "out_proj", hidden, la.value_dim());
-      l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel);
+      l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel,
+                          la.llama_cpp_layout);
       l.dt_bias = weights.Matrix(m + "dt_bias");
-      l.a_log = weights.Matrix(m + "A_log");
+      l.a = weights.Matrix(m + (la.llama_cpp_layout ? "ssm_a" : "A_log"));
       l.output_norm = weights.Matrix(m + "norm.weight");
       layers_.push_back(l);
       continue;

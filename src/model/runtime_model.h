@@ -119,9 +119,10 @@ class RuntimeModel {
     ops::LinearWeight gate, up, down;
     // Gated DeltaNet (the linear-attention layers of hybrid models; empty elsewhere).
     ops::LinearWeight in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
-    MatView conv1d;          // [q, k, v channels, kernel taps] (HF [C, 1, K])
-    MatView dt_bias, a_log;  // [value heads]
-    MatView output_norm;     // [value_head_dim], the gated RMSNorm's weight (plain)
+    MatView conv1d;       // [q, k, v channels, kernel taps] (HF [C, 1, K])
+    MatView dt_bias;      // [value heads]
+    MatView a;            // [value heads]: A_log, or -exp(A_log) in llama.cpp's layout
+    MatView output_norm;  // [value_head_dim], the gated RMSNorm's weight (plain)
     // Mixture of experts (the MoE layers of qwen3_next and qwen3_moe; empty elsewhere): the router
     // [experts, hidden], the routed experts, the shared expert and its gate [1, hidden].
     ops::LinearWeight router;

@@ -1,6 +1,7 @@
-// The mixture-of-experts and Phi-3 GGUF metadata as llama.cpp reads it (src/models/llama.cpp,
-// qwen3moe.cpp, phi3.cpp in the llama-cpp-python 0.3.36 sdist): "llama" with experts is Mixtral,
-// qwen3moe's expert size and its fallback, the refusals, Phi-3's rotary count and window; and the
+// The mixture-of-experts, Phi-3 and Qwen3.5 GGUF metadata as llama.cpp reads it
+// (src/models/llama.cpp, qwen3moe.cpp, phi3.cpp, qwen35.cpp in the llama-cpp-python 0.3.36
+// sdist): "llama" with experts is Mixtral, qwen3moe's expert size and its fallback, the refusals,
+// Phi-3's rotary count and window, Qwen3.5's DeltaNet sizes, layers and names; and the
 // stacked-experts tensors split into one matrix per expert. Whole models are checked against
 // transformers and llama.cpp in model/families_gguf_oracle_test.cc.
 #include <gtest/gtest.h>
@@ -107,6 +108,64 @@ TEST(Phi3GgufMetadata, PartialRotaryCountAndWindow) {
                                  b.KeyU32(p + "rope.dimension_count", 12);
                                }),
                         "rope.dimension_count 12 differs from the head size 16");
+}
+
+TEST(Qwen35GgufMetadata, DeltaNetSizesLayersAndLayout) {
+  // 4 layers would need the interval; 2 layers with the per-layer flags: linear, then full.
+  const ModelConfig c = Config("qwen35", 7, [](GgufBuilder& b, const std::string& p) {
+    b.KeyU32(p + "ssm.state_size", 16).KeyU32(p + "ssm.group_count", 2);
+    b.KeyU32(p + "ssm.time_step_rank", 4).KeyU32(p + "ssm.inner_size", 48);
+    b.KeyU32(p + "ssm.conv_kernel", 4).KeyU32(p + "rope.dimension_count", 8);
+    b.KeyBools(p + "attention.recurrent_layers", {true, false});
+  });
+  EXPECT_EQ(c.arch, ModelArch::kQwen35);
+  const LinearAttentionConfig& la = c.linear_attention;
+  EXPECT_EQ(la.key_head_dim, 16);
+  EXPECT_EQ(la.num_key_heads, 2);
+  EXPECT_EQ(la.num_value_heads, 4);
+  EXPECT_EQ(la.value_head_dim, 12);
+  EXPECT_EQ(la.conv_kernel, 4);
+  EXPECT_TRUE(la.llama_cpp_layout);
+  // Tiled value heads: 0, 1, 2, 3 read key heads 0, 1, 0, 1 (HF's grouped order: 0, 0, 1, 1).
+  EXPECT_EQ(la.KeyHeadOf(1), 1);
+  EXPECT_EQ(la.KeyHeadOf(2), 0);
+  EXPECT_TRUE(c.IsLinearAttentionLayer(0));
+  EXPECT_FALSE(c.IsLinearAttentionLayer(1));
+  EXPECT_TRUE(c.attention_output_gate);
+  EXPECT_FALSE(c.norm_adds_one);  // the file stores 1 + weight
+  EXPECT_EQ(c.rotary_dim, 8);
+}
+
+TEST(Qwen35GgufMetadata, ValueHeadsThatDoNotShareKeyHeadsEvenlyAreRefused) {
+  EXPECT_ERROR_CONTAINS(
+      Config("qwen35", 5,
+             [](GgufBuilder& b, const std::string& p) {
+               b.KeyU32(p + "ssm.state_size", 16).KeyU32(p + "ssm.group_count", 3);
+               b.KeyU32(p + "ssm.time_step_rank", 4);
+               b.KeyU32(p + "ssm.inner_size", 64);
+               b.KeyU32(p + "ssm.conv_kernel", 4);
+             }),
+      "ssm.time_step_rank 4 should be a multiple of ssm.group_count 3");
+  EXPECT_ERROR_CONTAINS(Config("qwen35", 0, [](GgufBuilder&, const std::string&) {}),
+                        "qwen35.ssm.state_size\" is missing");
+}
+
+TEST(GgufTensorNames, Qwen35DeltaNetNamesAreLlamaCpps) {
+  const FamilyTraits& qwen35 = FamilyOf(ModelArch::kQwen35);
+  const std::pair<const char*, const char*> kPairs[] = {
+      {"blk.0.attn_qkv.weight", "model.layers.0.linear_attn.in_proj_qkv.weight"},
+      {"blk.0.attn_gate.weight", "model.layers.0.linear_attn.in_proj_z.weight"},
+      {"blk.0.ssm_beta.weight", "model.layers.0.linear_attn.in_proj_b.weight"},
+      {"blk.0.ssm_alpha.weight", "model.layers.0.linear_attn.in_proj_a.weight"},
+      {"blk.0.ssm_conv1d.weight", "model.layers.0.linear_attn.conv1d.weight"},
+      {"blk.0.ssm_norm.weight", "model.layers.0.linear_attn.norm.weight"},
+      {"blk.0.ssm_out.weight", "model.layers.0.linear_attn.out_proj.weight"},
+      {"blk.0.ssm_dt.bias", "model.layers.0.linear_attn.dt_bias"},
+      {"blk.0.ssm_a", "model.layers.0.linear_attn.ssm_a"},
+      {"blk.1.post_attention_norm.weight", "model.layers.1.post_attention_layernorm.weight"},
+      {"blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight"},
+  };
+  for (const auto& [gguf, hf] : kPairs) EXPECT_EQ(GgufToHfTensorName(gguf, qwen35), hf) << gguf;
 }
 
 // A GGUF holding one F32 tensor `name` of ggml dims `dims` whose values count 0, 1, 2, ...
