@@ -103,9 +103,13 @@ int64_t KvScheme::BytesPerToken(int64_t kv_dim, int layer) const {
   return static_cast<int64_t>(BytesFor(key_storage, n) + BytesFor(value_storage, n));
 }
 
-int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers) {
+int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers,
+                        const std::vector<bool>& linear_attention) {
   int64_t total = 0;
-  for (int i = 0; i < num_layers; ++i) total += scheme.BytesPerToken(kv_dim, i);
+  for (int i = 0; i < num_layers; ++i) {
+    const bool holds_kv = static_cast<size_t>(i) >= linear_attention.size() || !linear_attention[i];
+    if (holds_kv) total += scheme.BytesPerToken(kv_dim, i);
+  }
   return total;
 }
 

@@ -104,8 +104,11 @@ struct KvScheme {
   int64_t BytesPerToken(int64_t kv_dim, int layer = 0) const;
 };
 
-// Bytes of one position's keys and values over num_layers layers once converted.
-int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers);
+// Bytes of one position's keys and values over num_layers layers once converted; the layers
+// `linear_attention` marks (a hybrid's DeltaNet layers, ModelConfig::layer_uses_linear_attention)
+// hold none.
+int64_t KvBytesPerToken(const KvScheme& scheme, int64_t kv_dim, int num_layers,
+                        const std::vector<bool>& linear_attention = {});
 
 // Parses --kv: "f32", "bf16", "f16", "ggml:TYPE" or "ggml:KTYPE/VTYPE" (TYPE one of f32, f16,
 // bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl), "affine:BITS" or "affine:BITS:gGROUP" (group 64 by

@@ -334,6 +334,8 @@ TEST(KvScheme, PerLayerBitsFromAKvConfig) {
   EXPECT_EQ(mixed.BytesPerToken(64, 0), 2 * (64 + 2 * 8));
   EXPECT_EQ(mixed.BytesPerToken(64, 1), 2 * (32 + 2 * 8));
   EXPECT_EQ(KvBytesPerToken(mixed, 64, 3), 2 * (64 + 16) + 2 * 2 * (32 + 16));
+  // A hybrid's DeltaNet layers (here layer 1) hold no keys and values.
+  EXPECT_EQ(KvBytesPerToken(mixed, 64, 3, {false, true, false}), 2 * (64 + 16) + 2 * (32 + 16));
   testing::TempDir dir;
   const auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir.path() / name) << text;

@@ -127,8 +127,8 @@ Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t col
 }  // namespace
 
 std::vector<std::string> SyntheticModelNames() {
-  return {"qwen3-0.6b", "llama-3.2-1b",   "tinyllama-1.1b", "qwen2.5-0.5b",
-          "gemma-3-1b", "mixtral-8x2-1b", "tiny",           "tiny-moe"};
+  return {"qwen3-0.6b",   "llama-3.2-1b",   "tinyllama-1.1b", "qwen2.5-0.5b", "gemma-3-1b",
+          "qwen3.5-0.8b", "mixtral-8x2-1b", "tiny",           "tiny-moe"};
 }
 
 ModelConfig SyntheticConfig(std::string_view name) {
@@ -195,6 +195,29 @@ ModelConfig SyntheticConfig(std::string_view name) {
     c.moe = {.num_experts = 8, .experts_per_token = 2, .expert_intermediate_size = 2816};
     c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
     c.bos_token_id = 1, c.eos_token_ids = {2};
+  } else if (name == "qwen3.5-0.8b") {
+    // Qwen3.5-0.8B's outline (24 layers, hidden 1024, 8/2 heads of 256, vocab 248320, tied head,
+    // every 4th layer full attention with a quarter of each head rotated, the other three gated
+    // DeltaNet); the DeltaNet and MLP widths are this preset's (16 key and 16 value heads of 128,
+    // conv 4, ff 3584).
+    c = FamilyConfig(ModelArch::kQwen35);
+    c.rms_norm_eps = 1e-6f;
+    c.hidden_size = 1024, c.num_layers = 24, c.num_heads = 8, c.num_kv_heads = 2;
+    c.head_dim = 256, c.intermediate_size = 3584, c.vocab_size = 248320;
+    c.max_position_embeddings = 262144, c.tie_word_embeddings = true;
+    c.rope.theta = 10000000.0;
+    c.rope.partial_rotary_factor = 0.25;
+    c.attention_output_gate = true;
+    c.norm_adds_one = true;
+    c.linear_attention = {.num_key_heads = 16,
+                          .num_value_heads = 16,
+                          .key_head_dim = 128,
+                          .value_head_dim = 128,
+                          .conv_kernel = 4};
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      c.layer_uses_linear_attention.push_back((layer + 1) % 4 != 0);
+    }
+    c.eos_token_ids = {248044};
   } else if (name == "tiny") {
     c = FamilyConfig(ModelArch::kQwen3);
     c.rms_norm_eps = 1e-5f;
@@ -213,7 +236,7 @@ ModelConfig SyntheticConfig(std::string_view name) {
     Fail("model", "unknown synthetic model '{}' (known: {})", name,
          fmt::join(SyntheticModelNames(), ", "));
   }
-  c.rotary_dim = c.head_dim;
+  c.rotary_dim = static_cast<int>(c.head_dim * c.rope.partial_rotary_factor);
   c.stored_dtype = "synthetic";
   return c;
 }
@@ -256,16 +279,37 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
     for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
       if (!norm.empty()) vector(fmt::format("{}{}.weight", p, norm), h, gain, 0.1f);
     }
-    matrix(p + "self_attn.q_proj.weight", q_dim, h, amp(h));
-    matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
-    matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
-    matrix(p + "self_attn.o_proj.weight", h, q_dim, amp(q_dim));
+    if (config.IsLinearAttentionLayer(i)) {  // a gated DeltaNet in place of attention
+      const LinearAttentionConfig& la = config.linear_attention;
+      const std::string mixer = p + "linear_attn.";
+      const int64_t nv = la.num_value_heads;
+      matrix(mixer + "in_proj_qkv.weight", la.conv_dim(), h, amp(h));
+      matrix(mixer + "in_proj_z.weight", la.value_dim(), h, amp(h));
+      matrix(mixer + "in_proj_b.weight", nv, h, amp(h));
+      matrix(mixer + "in_proj_a.weight", nv, h, amp(h));
+      matrix(mixer + "out_proj.weight", h, la.value_dim(), amp(la.value_dim()));
+      const std::string conv = mixer + "conv1d.weight";
+      m.weights.AddOwned(conv,
+                         RandomTensor(conv, norm_type, la.conv_dim(), la.conv_kernel, 0.0f,
+                                      amp(la.conv_kernel), seed),
+                         {la.conv_dim(), 1, la.conv_kernel});
+      vector(mixer + "dt_bias", nv, 0.0f, 0.5f);
+      vector(mixer + "A_log", nv, 1.0f, 1.0f);  // decay rates exp(A_log) from 1 to e^2
+      vector(mixer + "norm.weight", la.value_head_dim, 1.0f, 0.1f);  // the gated norm: plain gain
+    } else {
+      // With an output gate, q_proj yields a gate row per query row.
+      const int64_t q_rows = config.attention_output_gate ? 2 * q_dim : q_dim;
+      matrix(p + "self_attn.q_proj.weight", q_rows, h, amp(h));
+      matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
+      matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
+      matrix(p + "self_attn.o_proj.weight", h, q_dim, amp(q_dim));
+    }
     if (config.attention_bias) {
       vector(p + "self_attn.q_proj.bias", q_dim, 0.0f, 0.1f);
       vector(p + "self_attn.k_proj.bias", kv_dim, 0.0f, 0.1f);
       vector(p + "self_attn.v_proj.bias", kv_dim, 0.0f, 0.1f);
     }
-    if (config.qk_norm) {
+    if (config.qk_norm && !config.IsLinearAttentionLayer(i)) {
       vector(p + "self_attn.q_norm.weight", d, gain, 0.1f);
       vector(p + "self_attn.k_norm.weight", d, gain, 0.1f);
     }

@@ -170,7 +170,8 @@ nlohmann::json BenchmarkEngine(const EngineBenchOptions& options) {
   }
   report["kv_effective_bits"] = kv.EffectiveBits();
   if (kv.layer_bits.empty()) report["kv_bytes_per_token_per_layer"] = kv.BytesPerToken(kv_dim);
-  report["kv_bytes_per_token"] = KvBytesPerToken(kv, kv_dim, config.num_layers);
+  report["kv_bytes_per_token"] =
+      KvBytesPerToken(kv, kv_dim, config.num_layers, config.layer_uses_linear_attention);
   report["threads"] = ThreadPool::Global().num_threads();
   report["bf16_kernel"] = ops::BF16KernelName();
   report["prefill_kernels"] =

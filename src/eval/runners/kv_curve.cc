@@ -102,7 +102,8 @@ KvCurveResult RunKvCurve(const KvCurveOptions& options) {
     result.rows.push_back(
         {.scheme = schemes[i],
          .effective_bits = schemes[i].EffectiveBits(),
-         .bytes_per_token = KvBytesPerToken(schemes[i], kv_dim, config.num_layers),
+         .bytes_per_token = KvBytesPerToken(schemes[i], kv_dim, config.num_layers,
+                                            config.layer_uses_linear_attention),
          .stats = run.stats,
          .sequence_mean_kl = run.sequence_mean_kl,
          .sequence_top1 = run.sequence_top1,
