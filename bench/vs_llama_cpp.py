@@ -13,6 +13,13 @@ products with GGUF block weights, as llama.cpp computes them; not run for bf16).
 types are proctor-only rows (llama.cpp cannot read them): `proctor bench --synthetic
 tinyllama-1.1b --dtype affine4-g64`.
 
+`--shape mixtral-8x2-1b` runs a mixture of experts instead: the shape of proctor's synthetic
+preset of that name (Mixtral's block, 16 layers, hidden 1024, 16/4 heads, 8 experts of 2816 per
+layer, 2 routed per token, vocab 32000), written as llama.cpp writes Mixtral (architecture
+"llama" with expert_count, each layer's experts stacked in ffn_{gate,up,down}_exps, the router
+ffn_gate_inp). Its decode GB/s counts what a token reads: the weights minus the experts plus the
+routed experts' bytes (proctor's report, expert_bytes_read_per_decoded_token).
+
 llama.cpp comes from the llama-cpp-python sdist the oracle setup unpacked
 (tools/oracle/setup.sh), built here for this CPU: GGML_NATIVE off (its native build dies with
 SIGILL in the AMX path on these VMs), AVX2/FMA/F16C on, the AVX-512 options on where the CPU has
@@ -20,7 +27,8 @@ them, AMX off. Files and builds are cached under ~/.cache/proctor/bench.
 
 usage: bench/vs_llama_cpp.py [--proctor build/proctor] [--types bf16,q8_0,q4_0,q4_k_m,q6_k]
                              [--mlx affine4-g64,affine8-g64] [--threads 1,2] [--reps 2]
-                             [--compute f32,q8] [--json OUT]
+                             [--compute f32,q8] [--shape tinyllama-1.1b|mixtral-8x2-1b]
+                             [--json OUT]
 Run with the oracle environment's python (it has numpy and gguf):
   ~/.cache/proctor/oracle-venv-*/bin/python bench/vs_llama_cpp.py
 """
@@ -40,7 +48,12 @@ CACHE = os.path.join(os.path.expanduser("~"), ".cache", "proctor")
 BENCH_CACHE = os.path.join(CACHE, "bench")
 LLAMA_TYPES = {"bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_k_m": "Q4_K_M",
                "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4_1": "Q4_1", "q5_0": "Q5_0"}
-SHAPE = dict(layers=22, hidden=2048, heads=32, kv_heads=4, ff=5632, vocab=32000, ctx=2048)
+SHAPES = {
+    "tinyllama-1.1b": dict(layers=22, hidden=2048, heads=32, kv_heads=4, ff=5632, vocab=32000,
+                           ctx=2048, theta=10000.0, experts=0, experts_used=0),
+    "mixtral-8x2-1b": dict(layers=16, hidden=1024, heads=16, kv_heads=4, ff=2816, vocab=32000,
+                           ctx=32768, theta=1000000.0, experts=8, experts_used=2),
+}
 
 
 def fail(message):
@@ -99,8 +112,8 @@ def llama_cpp_build(flags):
     return os.path.join(build, "bin")
 
 
-def write_model(path):
-    """The TinyLlama-shaped bf16 GGUF: Llama's SPM vocabulary, random N(0, 1/fan_in) weights."""
+def write_model(path, shape):
+    """The bf16 GGUF of `shape`: Llama's SPM vocabulary, random N(0, 1/fan_in) weights."""
     import numpy as np
     from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
     fixtures = os.environ.get("PROCTOR_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
@@ -116,10 +129,10 @@ def write_model(path):
                     for i in f.data]
         return f.parts[f.data[0]][0]
 
-    s = SHAPE
+    s = SHAPES[shape]
     head_dim = s["hidden"] // s["heads"]
     w = GGUFWriter(path + ".part", "llama")
-    w.add_name("tinyllama-1.1b-shaped random")
+    w.add_name("%s-shaped random" % shape)
     w.add_context_length(s["ctx"])
     w.add_embedding_length(s["hidden"])
     w.add_block_count(s["layers"])
@@ -127,8 +140,11 @@ def write_model(path):
     w.add_head_count(s["heads"])
     w.add_head_count_kv(s["kv_heads"])
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_freq_base(10000.0)
+    w.add_rope_freq_base(s["theta"])
     w.add_rope_dimension_count(head_dim)
+    if s["experts"]:
+        w.add_expert_count(s["experts"])
+        w.add_expert_used_count(s["experts_used"])
     w.add_file_type(32)  # LLAMA_FTYPE_MOSTLY_BF16
     w.add_tokenizer_model("llama")
     w.add_token_list(field("tokenizer.ggml.tokens"))
@@ -157,6 +173,13 @@ def write_model(path):
         add(p + "attn_v.weight", bf16((kv, hidden), hidden))
         add(p + "attn_output.weight", bf16((hidden, hidden), hidden))
         add(p + "ffn_norm.weight", np.ones(hidden, np.float32))
+        if s["experts"]:  # [experts, out, in]: ggml dims [in, out, experts]
+            e = s["experts"]
+            add(p + "ffn_gate_inp.weight", bf16((e, hidden), hidden))
+            add(p + "ffn_gate_exps.weight", bf16((e, s["ff"], hidden), hidden))
+            add(p + "ffn_up_exps.weight", bf16((e, s["ff"], hidden), hidden))
+            add(p + "ffn_down_exps.weight", bf16((e, hidden, s["ff"]), s["ff"]))
+            continue
         add(p + "ffn_gate.weight", bf16((s["ff"], hidden), hidden))
         add(p + "ffn_up.weight", bf16((s["ff"], hidden), hidden))
         add(p + "ffn_down.weight", bf16((hidden, s["ff"]), s["ff"]))
@@ -169,22 +192,23 @@ def write_model(path):
     os.replace(path + ".part", path)
 
 
-def model_files(types, bin_dir):
+def model_files(types, bin_dir, shape):
     os.makedirs(BENCH_CACHE, exist_ok=True)
-    base = os.path.join(BENCH_CACHE, "tinyllama-shaped-bf16.gguf")
+    stem = "tinyllama-shaped" if shape == "tinyllama-1.1b" else shape + "-shaped"
+    base = os.path.join(BENCH_CACHE, "%s-bf16.gguf" % stem)
     if not os.path.exists(base):
         print("writing %s" % base, file=sys.stderr)
         # In a child process: this one stays small, so the peak RSS its children report (which
         # starts from the forking process's) is their own.
         if subprocess.run([sys.executable, os.path.abspath(__file__), "--write-model",
-                           base]).returncode != 0:
+                           base, "--shape", shape]).returncode != 0:
             fail("writing %s failed" % base)
     files = {}
     for t in types:
         if t == "bf16":
             files[t] = base
             continue
-        out = os.path.join(BENCH_CACHE, "tinyllama-shaped-%s.gguf" % t)
+        out = os.path.join(BENCH_CACHE, "%s-%s.gguf" % (stem, t))
         if not os.path.exists(out):
             print("llama-quantize %s -> %s" % (LLAMA_TYPES[t], out), file=sys.stderr)
             r = subprocess.run([os.path.join(bin_dir, "llama-quantize"), base, out + ".part",
@@ -212,14 +236,20 @@ def timed(command):
     return out, usage.ru_maxrss / 1024.0, time.monotonic() - start
 
 
-def proctor_cell(proctor, model, threads, compute, synthetic=None):
+def proctor_cell(proctor, model, threads, compute, shape, synthetic=None):
     command = [proctor, "-q", "-t", str(threads), "bench", "--prompt-tokens", "512",
                "--decode-tokens", "32", "--compute", compute]
-    command += ["--synthetic", "tinyllama-1.1b", "--dtype", synthetic] if synthetic else [model]
+    command += ["--synthetic", shape, "--dtype", synthetic] if synthetic else [model]
     out, rss, _ = timed(command)
     j = json.loads(out)
+    # What one decoded token reads: every weight, or for a mixture of experts the weights minus
+    # the experts plus the routed experts' bytes.
+    read = j["weight_bytes"]
+    if j.get("moe"):
+        read += j["moe"]["expert_bytes_read_per_decoded_token"] - j["moe"]["expert_bytes"]
     return {"prefill": j["prefill_tokens_per_second"], "decode": j["decode_tokens_per_second"],
-            "rss_mb": rss, "weight_bytes": j["weight_bytes"], "kernels": j.get("decode_kernels")}
+            "rss_mb": rss, "weight_bytes": j["weight_bytes"], "bytes_per_token": read,
+            "kernels": j.get("decode_kernels")}
 
 
 def llama_cell(bin_dir, model, threads):
@@ -240,11 +270,14 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--compute", default="f32,q8",
                     help="proctor's --compute modes to run (f32, bf16, q8)")
+    ap.add_argument("--shape", default="tinyllama-1.1b", choices=sorted(SHAPES),
+                    help="the model shape (default tinyllama-1.1b; mixtral-8x2-1b: a mixture of "
+                    "experts)")
     ap.add_argument("--json", help="also write every measurement here")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.write_model:
-        write_model(args.write_model)
+        write_model(args.write_model, args.shape)
         return
     types = [t for t in args.types.split(",") if t]
     for t in types:
@@ -260,7 +293,7 @@ def main():
         fail("--reps and --threads must be positive")
     cpu, flags, shown = cpu_facts()
     bin_dir = llama_cpp_build(flags)
-    files = model_files(types, bin_dir)
+    files = model_files(types, bin_dir, args.shape)
 
     cells = []
     for t in types:
@@ -272,7 +305,7 @@ def main():
             for _ in range(args.reps):  # interleaved
                 l_runs.append(llama_cell(bin_dir, files[t], n))
                 for m in type_modes:
-                    p_runs[m].append(proctor_cell(args.proctor, files[t], n, m))
+                    p_runs[m].append(proctor_cell(args.proctor, files[t], n, m, args.shape))
             for m in type_modes:
                 cells.append({"type": t, "compute": m, "threads": n, "load": load,
                               "proctor": p_runs[m], "llama_cpp": l_runs,
@@ -281,15 +314,15 @@ def main():
     for m in [m for m in args.mlx.split(",") if m]:
         for n in threads:
             load = os.getloadavg()[0]
-            p_runs = [proctor_cell(args.proctor, None, n, "f32", synthetic=m)
+            p_runs = [proctor_cell(args.proctor, None, n, "f32", args.shape, synthetic=m)
                       for _ in range(args.reps)]
             cells.append({"type": m, "compute": "f32", "threads": n, "load": load,
                           "proctor": p_runs, "llama_cpp": None,
                           "file_bytes": p_runs[0]["weight_bytes"]})
 
     print("CPU: %s (%s), %d hardware threads" % (cpu, " ".join(shown), os.cpu_count()))
-    print("TinyLlama-1.1B-shaped GGUF (random weights), prefill 512, decode 32; best of %d "
-          "interleaved runs; tok/s" % args.reps)
+    print("%s-shaped GGUF (random weights), prefill 512, decode 32; best of %d "
+          "interleaved runs; tok/s" % (args.shape, args.reps))
     print("%-14s %-4s %3s  %9s %9s %6s  %8s %8s %6s  %7s  %9s %9s  %5s" % (
         "weights", "act", "thr", "pp llama", "pp proc", "ratio", "tg llama", "tg proc", "ratio",
         "tg GB/s", "RSS llama", "RSS proc", "load"))
@@ -297,7 +330,7 @@ def main():
         p_pp = max(r["prefill"] for r in c["proctor"])
         p_tg = max(r["decode"] for r in c["proctor"])
         p_rss = max(r["rss_mb"] for r in c["proctor"])
-        gbs = c["file_bytes"] * p_tg / 1e9
+        gbs = c["proctor"][0]["bytes_per_token"] * p_tg / 1e9
         if c["llama_cpp"]:
             l_pp = max(r["prefill"] for r in c["llama_cpp"])
             l_tg = max(r["decode"] for r in c["llama_cpp"])
@@ -309,7 +342,8 @@ def main():
             print("%-14s %-4s %3d  %9s %9.1f %6s  %8s %8.2f %6s  %7.1f  %9s %8.0fM  %5.2f" % (
                 c["type"], c["compute"], c["threads"], "-", p_pp, "", "-", p_tg, "", gbs, "-", p_rss, c["load"]))
     print("act = proctor's --compute (f32: exact activations; q8: 8-bit activations as llama.cpp); "
-          "ratio = proctor / llama.cpp; tg GB/s = weight bytes x proctor decode tok/s; RSS = peak "
+          "ratio = proctor / llama.cpp; tg GB/s = weight bytes a token reads x proctor decode tok/s; "
+          "RSS = peak "
           "resident set of the process; load = 1-minute load average before the cell.")
     kernels = {"%s %s" % (c["type"], c["compute"]): c["proctor"][0]["kernels"] for c in cells}
     print("proctor decode kernels: %s" % json.dumps(kernels))
