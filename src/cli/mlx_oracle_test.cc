@@ -274,6 +274,98 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
   }
 }
 
+// mlx-lm's own quantized mixtures of experts: its conversion (mlx_model.py quantize, 4 bits,
+// groups of 32) stacks each layer's experts into switch_mlp tensors, which the engine splits
+// back into one matrix per expert (SplitSwitchMlp); its logits on those directories equal
+// mlx-lm's forward. A Mixtral (block_sparse_moe, w1 / w3 / w2) and a Qwen3-MoE (mlp, gate / up /
+// down projections) built by transformers.
+TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  TempDir tmp;
+  const json small = {{"vocab_size", 512},        {"hidden_size", 64},
+                      {"intermediate_size", 128}, {"num_hidden_layers", 2},
+                      {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                      {"head_dim", 16},           {"max_position_embeddings", 256}};
+  const auto built = [&](const std::string& name, const std::string& model_type, int seed,
+                         const json& overrides) {
+    json config = small;
+    config.update(overrides);
+    return json{{"name", name},    {"model_type", model_type}, {"dtype", "float32"},
+                {"seed", seed},    {"prompt_len", 48},         {"greedy_len", 1},
+                {"config", config}};
+  };
+  const json cases = json::array(
+      {built("mixtral", "mixtral", 84,
+             {{"sliding_window", nullptr}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}}),
+       built("qwen3_moe", "qwen3_moe", 85,
+             {{"num_experts", 4},
+              {"num_experts_per_tok", 2},
+              {"moe_intermediate_size", 32},
+              {"norm_topk_prob", true}})});
+  std::ofstream(tmp.path() / "built.json") << cases.dump();
+  const Result made =
+      RunShell(fmt::format("{} {}/tools/oracle/hf_model.py {} {} 2>&1", python, PROCTOR_SOURCE_DIR,
+                           (tmp.path() / "built.json").string(), tmp.path().string()));
+  ASSERT_EQ(made.status, 0) << made.out;
+  json quantize_jobs = json::array(), logits_jobs = json::array();
+  for (const json& c : cases) {
+    const std::string name = c["name"];
+    const fs::path source = WithOlderRopeSpelling(tmp.path() / name, tmp.path() / (name + "-src"));
+    // mlx-lm 0.32.2's qwen3_moe reads num_experts, which transformers 5 saves as
+    // num_local_experts.
+    json config = json::parse(std::ifstream(source / "config.json"));
+    if (config["model_type"] == "qwen3_moe") config["num_experts"] = config["num_local_experts"];
+    std::ofstream(source / "config.json") << config.dump(1);
+    quantize_jobs.push_back({{"source", source.string()},
+                             {"out", (tmp.path() / (name + "-mlx")).string()},
+                             {"bits", 4},
+                             {"group_size", 32},
+                             {"mode", "affine"},
+                             {"recipe", nullptr}});
+  }
+  std::ofstream(tmp.path() / "quantize.json") << quantize_jobs.dump();
+  const Result q = MlxModel(python, "quantize " + (tmp.path() / "quantize.json").string());
+  ASSERT_EQ(q.status, 0) << q.out;
+  std::vector<fs::path> ours;
+  for (const json& c : cases) {
+    const std::string name = c["name"];
+    const fs::path model = tmp.path() / (name + "-mlx");
+    // mlx-lm wrote stacked experts.
+    std::ifstream weights(model / "model.safetensors", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(weights)), {});
+    EXPECT_NE(bytes.find("switch_mlp"), std::string::npos) << name;
+    const std::vector<int> prompt =
+        json::parse(std::ifstream(tmp.path() / name / "tokens.json"))["prompt"]
+            .get<std::vector<int>>();
+    std::string ids;
+    for (const int id : prompt) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(id);
+    }
+    ours.push_back(tmp.path() / (name + "-proctor.f32"));
+    const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids,
+                                         ours.back().string()));
+    ASSERT_EQ(l.status, 0) << l.out;
+    logits_jobs.push_back({{"model", model.string()},
+                           {"tokens", prompt},
+                           {"out", (tmp.path() / (name + "-mlx.f32")).string()}});
+  }
+  std::ofstream(tmp.path() / "logits.json") << logits_jobs.dump();
+  const Result r = MlxModel(python, "logits " + (tmp.path() / "logits.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const std::vector<float> mine = ReadF32(ours[i]);
+    const std::vector<float> theirs = ReadF32(logits_jobs[i]["out"].get<std::string>());
+    double scale = 0;
+    for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+    const double diff = MaxAbsDiff(mine, theirs);
+    std::printf("[ distance ] mlx-lm's %s: max |logit difference| %.3g (max |logit| %.3g)\n",
+                cases[i]["name"].get<std::string>().c_str(), diff, scale);
+    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << cases[i]["name"];
+  }
+}
+
 // mlx-lm's quantized KV cache (QuantizedKVCache, maybe_quantize_kv_cache after every model call,
 // quantized_scaled_dot_product_attention) against the engine's --kv affine:BITS:gGROUP
 // --kv-start N on the same chunks: the qwen3 golden (f32, head_dim 32) over 40 tokens.

@@ -70,6 +70,11 @@ void WeightStore::AddView(TensorInfo info) {
   tensors_.insert_or_assign(std::move(key), std::move(info));
 }
 
+void WeightStore::Remove(std::string_view name) {
+  const auto it = tensors_.find(name);
+  if (it != tensors_.end()) tensors_.erase(it);
+}
+
 void WeightStore::AddOwned(std::string name, Tensor tensor, std::vector<int64_t> shape) {
   if (shape.empty()) shape = {tensor.rows(), tensor.cols()};
   int64_t elements = 1;

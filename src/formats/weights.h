@@ -58,6 +58,8 @@ class WeightStore {
   // Adds (or replaces) an in-memory tensor; `shape` defaults to {rows, cols}. Replacing an entry
   // keeps its old owned storage alive, so views handed out earlier stay valid.
   void AddOwned(std::string name, Tensor tensor, std::vector<int64_t> shape = {});
+  // Drops an entry (the memory it viewed stays alive with the store); no-op when absent.
+  void Remove(std::string_view name);
   // Keeps a resource (a mapped file) alive as long as the store.
   void KeepAlive(std::shared_ptr<const void> resource) {
     keep_alive_.push_back(std::move(resource));

@@ -244,6 +244,46 @@ uint64_t ModelFileBytes(const LocatedModel& located) {
   return bytes;
 }
 
+void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights) {
+  if (config.moe.num_experts == 0) return;
+  const LayerTensorNames& names = FamilyOf(config.arch).tensors;
+  const std::pair<std::string_view, std::string_view> kMatrices[] = {
+      {"gate_proj", names.expert_gate},
+      {"up_proj", names.expert_up},
+      {"down_proj", names.expert_down}};
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    const std::string moe = fmt::format("model.layers.{}.{}.", layer, names.moe);
+    for (const auto& [stacked_name, expert_name] : kMatrices) {
+      for (const char* part : {"weight", "scales", "biases"}) {
+        const std::string stacked = fmt::format("{}switch_mlp.{}.{}", moe, stacked_name, part);
+        const TensorInfo* found = weights.Find(stacked);
+        if (found == nullptr) continue;
+        const TensorInfo info = *found;
+        const int64_t experts = config.moe.num_experts;
+        if (info.shape.size() != 3 || info.shape[0] != experts || info.bytes % experts != 0) {
+          Fail("model", "{}: tensor \"{}\" has shape {}; stacked experts are [{}, out, in]",
+               weights.origin(), stacked, ShapeString(info.shape), experts);
+        }
+        const size_t slice = info.bytes / static_cast<size_t>(experts);
+        for (int64_t e = 0; e < experts; ++e) {
+          TensorInfo expert = info;
+          expert.name = fmt::format("{}experts.{}.{}.{}", moe, e, expert_name, part);
+          expert.source_name = fmt::format("{}[expert {}]", info.source_name, e);
+          expert.shape.erase(expert.shape.begin());
+          expert.data = info.data + static_cast<size_t>(e) * slice;
+          expert.bytes = slice;
+          if (weights.Has(expert.name)) {
+            Fail("model", "{}: \"{}\" and \"{}\" both hold expert {}'s {}", weights.origin(),
+                 stacked, expert.name, e, part);
+          }
+          weights.AddView(std::move(expert));
+        }
+        weights.Remove(stacked);
+      }
+    }
+  }
+}
+
 LoadedModel LoadModel(std::string_view model_spec) {
   const LocatedModel located = LocateModel(model_spec);
   if (Notice()) Notice()(std::string(model_spec), ModelFileBytes(located));
@@ -262,6 +302,7 @@ LoadedModel LoadModel(std::string_view model_spec) {
     const nlohmann::json config_json = ReadJsonFile(config_path, "model");
     model.config = ParseHfConfig(config_json, config_path.string());
     LoadSafetensorsDirectory(located.path, model.weights);
+    SplitSwitchMlp(model.config, model.weights);
   }
   ValidateWeights(model.config, model.weights);
   return model;

@@ -57,4 +57,11 @@ void SetLoadNotice(LoadNotice notice);
 // The checks LoadModel applies to the weights, for stores built another way (synthetic models).
 void ValidateWeights(const ModelConfig& config, const WeightStore& weights);
 
+// mlx-lm's layout of a mixture of experts: every expert of a layer stacked in one tensor,
+// <moe>.switch_mlp.{gate_proj,up_proj,down_proj}.{weight,scales,biases} ([experts, ...], as its
+// models' sanitize() writes them). Each becomes one view per expert under the family's names
+// (<moe>.experts.E.<gate|up|down name>.*), expert e's bytes being the e-th contiguous slice, so
+// the loader sees the per-expert tensors of a Hugging Face checkpoint.
+void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights);
+
 }  // namespace proctor
