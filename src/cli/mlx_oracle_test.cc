@@ -148,6 +148,40 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
+// A hf_model.py case: a small model of `model_type` (hidden 64, 2 layers, 4/2 heads of 16, vocab
+// 512, f32) with `overrides`, a 48-token prompt.
+json BuiltCase(const std::string& name, const std::string& model_type, int seed,
+               const json& overrides) {
+  json config = {{"vocab_size", 512},        {"hidden_size", 64},
+                 {"intermediate_size", 128}, {"num_hidden_layers", 2},
+                 {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                 {"head_dim", 16},           {"max_position_embeddings", 256}};
+  config.update(overrides);
+  return json{{"name", name},     {"model_type", model_type}, {"dtype", "float32"}, {"seed", seed},
+              {"prompt_len", 48}, {"greedy_len", 1},          {"config", config}};
+}
+
+// "1,2,3": the --prompt-ids value of `prompt`.
+std::string PromptIds(const std::vector<int>& prompt) {
+  std::string ids;
+  for (const int id : prompt) {
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(id);
+  }
+  return ids;
+}
+
+// The engine's logits against mlx-lm's: within 1e-4, relative to the largest logit past 8.
+void ExpectLogitsNearMlxLm(const std::vector<float>& mine, const std::vector<float>& theirs,
+                           const std::string& label) {
+  double scale = 0;
+  for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+  const double diff = MaxAbsDiff(mine, theirs);
+  std::printf("[ distance ] %s: max |logit difference| %.3g (max |logit| %.3g)\n", label.c_str(),
+              diff, scale);
+  EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << label;
+}
+
 // A copy of an hf-goldens model whose config.json spells RoPE the older way (top-level
 // rope_theta, rope_scaling): mlx-lm 0.32.2's qwen2 reads only that spelling and silently falls
 // back to theta 1e6 on transformers 5's nested rope_parameters. The engine reads both.
@@ -199,28 +233,16 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
   // (soft-caps 50 / 30 by default) whose window (64) exceeds the 48-token prompt. mlx-lm's phi3
   // and mixtral have no sliding window either: theirs is off. Windows are checked against
   // transformers (model/hf_oracle_test.cc).
-  const json small = {{"vocab_size", 512},        {"hidden_size", 64},
-                      {"intermediate_size", 128}, {"num_hidden_layers", 2},
-                      {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                      {"head_dim", 16},           {"max_position_embeddings", 256}};
-  const auto built_case = [&](const std::string& name, const std::string& model_type, int seed,
-                              const json& overrides) {
-    json config = small;
-    config.update(overrides);
-    return json{{"name", name},    {"model_type", model_type}, {"dtype", "float32"},
-                {"seed", seed},    {"prompt_len", 48},         {"greedy_len", 1},
-                {"config", config}};
-  };
   const json built_cases = json::array(
-      {built_case("gemma2-tied", "gemma2", 81, {{"sliding_window", 64}}),
+      {BuiltCase("gemma2-tied", "gemma2", 81, {{"sliding_window", 64}}),
        // Fused qkv_proj / gate_up_proj, partial rotary (Phi-4-mini's 0.75).
-       built_case("phi3", "phi3", 82,
-                  {{"sliding_window", nullptr},
-                   {"pad_token_id", nullptr},
-                   {"eos_token_id", 2},
-                   {"partial_rotary_factor", 0.75}}),
+       BuiltCase("phi3", "phi3", 82,
+                 {{"sliding_window", nullptr},
+                  {"pad_token_id", nullptr},
+                  {"eos_token_id", 2},
+                  {"partial_rotary_factor", 0.75}}),
        // Per-expert w1 / w3 / w2, which mlx-lm stacks into its switch_mlp on load.
-       built_case(
+       BuiltCase(
            "mixtral", "mixtral", 83,
            {{"sliding_window", nullptr}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}})});
   std::ofstream(tmp.path() / "built.json") << built_cases.dump();
@@ -245,11 +267,7 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
     ASSERT_EQ(q.status, 0) << q.out;
     const std::vector<int> prompt =
         json::parse(std::ifstream(golden / "tokens.json"))["prompt"].get<std::vector<int>>();
-    std::string ids;
-    for (const int id : prompt) {
-      if (!ids.empty()) ids += ',';
-      ids += std::to_string(id);
-    }
+    const std::string ids = PromptIds(prompt);
     proctor_out.push_back(tmp.path() / fmt::format("proctor{}.f32", i));
     const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids,
                                          proctor_out.back().string()));
@@ -265,12 +283,7 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
     const std::string label = fs::path(cases[i].golden).filename().string() + " " + cases[i].flags;
     const std::vector<float> mine = ReadF32(proctor_out[i]);
     const std::vector<float> theirs = ReadF32(jobs[i]["out"].get<std::string>());
-    double scale = 0;
-    for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
-    const double diff = MaxAbsDiff(mine, theirs);
-    std::printf("[ distance ] %s: max |logit difference| %.3g (max |logit| %.3g)\n", label.c_str(),
-                diff, scale);
-    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << label;
+    ExpectLogitsNearMlxLm(mine, theirs, label);
   }
 }
 
@@ -283,26 +296,15 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   const std::string python = OraclePython();
   SKIP_WITHOUT_MLX(python);
   TempDir tmp;
-  const json small = {{"vocab_size", 512},        {"hidden_size", 64},
-                      {"intermediate_size", 128}, {"num_hidden_layers", 2},
-                      {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                      {"head_dim", 16},           {"max_position_embeddings", 256}};
-  const auto built = [&](const std::string& name, const std::string& model_type, int seed,
-                         const json& overrides) {
-    json config = small;
-    config.update(overrides);
-    return json{{"name", name},    {"model_type", model_type}, {"dtype", "float32"},
-                {"seed", seed},    {"prompt_len", 48},         {"greedy_len", 1},
-                {"config", config}};
-  };
   const json cases = json::array(
-      {built("mixtral", "mixtral", 84,
-             {{"sliding_window", nullptr}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}}),
-       built("qwen3_moe", "qwen3_moe", 85,
-             {{"num_experts", 4},
-              {"num_experts_per_tok", 2},
-              {"moe_intermediate_size", 32},
-              {"norm_topk_prob", true}})});
+      {BuiltCase(
+           "mixtral", "mixtral", 84,
+           {{"sliding_window", nullptr}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}}),
+       BuiltCase("qwen3_moe", "qwen3_moe", 85,
+                 {{"num_experts", 4},
+                  {"num_experts_per_tok", 2},
+                  {"moe_intermediate_size", 32},
+                  {"norm_topk_prob", true}})});
   std::ofstream(tmp.path() / "built.json") << cases.dump();
   const Result made =
       RunShell(fmt::format("{} {}/tools/oracle/hf_model.py {} {} 2>&1", python, PROCTOR_SOURCE_DIR,
@@ -338,11 +340,7 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
     const std::vector<int> prompt =
         json::parse(std::ifstream(tmp.path() / name / "tokens.json"))["prompt"]
             .get<std::vector<int>>();
-    std::string ids;
-    for (const int id : prompt) {
-      if (!ids.empty()) ids += ',';
-      ids += std::to_string(id);
-    }
+    const std::string ids = PromptIds(prompt);
     ours.push_back(tmp.path() / (name + "-proctor.f32"));
     const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids,
                                          ours.back().string()));
@@ -357,12 +355,7 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   for (size_t i = 0; i < ours.size(); ++i) {
     const std::vector<float> mine = ReadF32(ours[i]);
     const std::vector<float> theirs = ReadF32(logits_jobs[i]["out"].get<std::string>());
-    double scale = 0;
-    for (const float x : theirs) scale = std::max(scale, std::fabs(static_cast<double>(x)));
-    const double diff = MaxAbsDiff(mine, theirs);
-    std::printf("[ distance ] mlx-lm's %s: max |logit difference| %.3g (max |logit| %.3g)\n",
-                cases[i]["name"].get<std::string>().c_str(), diff, scale);
-    EXPECT_LE(diff, 1e-4 * std::max(1.0, scale / 8)) << cases[i]["name"];
+    ExpectLogitsNearMlxLm(mine, theirs, "mlx-lm's " + cases[i]["name"].get<std::string>());
   }
 }
 

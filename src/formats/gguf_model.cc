@@ -449,29 +449,24 @@ void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& st
     info.file = gguf->file_name();
     // Stacked experts become one [out, in] matrix per expert: expert e's rows are the e-th
     // contiguous slice of the tensor's bytes (ggml's outermost dimension).
+    info.source_name = std::string(t.name);
+    info.data = t.data;
+    info.bytes = t.bytes;
     if (const std::optional<std::string> expert_name = ExpertStackOf(t.name, family)) {
-      if (t.dims.size() != 3 || t.dims[2] == 0 || t.bytes % t.dims[2] != 0) {
+      std::vector<TensorInfo> experts = OuterSlices(info);
+      if (t.dims.size() != 3 || experts.empty()) {
         Fail("gguf",
              "{}: tensor \"{}\" has shape {} ({} bytes); stacked experts are [in, out, "
              "experts] with a whole number of bytes per expert",
              gguf->file_name(), t.name, ShapeString(info.shape), t.bytes);
       }
-      const size_t slice = t.bytes / t.dims[2];
-      info.shape.erase(info.shape.begin());
-      for (uint64_t e = 0; e < t.dims[2]; ++e) {
-        TensorInfo expert = info;
-        expert.name = fmt::format(fmt::runtime(*expert_name), e);
-        expert.source_name = fmt::format("{}[expert {}]", t.name, e);
-        expert.data = t.data + e * slice;
-        expert.bytes = slice;
-        add(std::move(expert));
+      for (size_t e = 0; e < experts.size(); ++e) {
+        experts[e].name = fmt::format(fmt::runtime(*expert_name), e);
+        add(std::move(experts[e]));
       }
       continue;
     }
     info.name = GgufToHfTensorName(t.name, family);
-    info.source_name = std::string(t.name);
-    info.data = t.data;
-    info.bytes = t.bytes;
     add(std::move(info));
   }
   store.KeepAlive(gguf);

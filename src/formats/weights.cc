@@ -70,6 +70,24 @@ void WeightStore::AddView(TensorInfo info) {
   tensors_.insert_or_assign(std::move(key), std::move(info));
 }
 
+std::vector<TensorInfo> OuterSlices(const TensorInfo& stacked) {
+  std::vector<TensorInfo> slices;
+  if (stacked.shape.size() < 2 || stacked.shape[0] <= 0) return slices;
+  const auto count = static_cast<size_t>(stacked.shape[0]);
+  if (stacked.bytes % count != 0) return slices;
+  const size_t bytes = stacked.bytes / count;
+  slices.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    TensorInfo slice = stacked;
+    slice.shape.erase(slice.shape.begin());
+    slice.source_name = fmt::format("{}[expert {}]", stacked.source_name, i);
+    slice.data = stacked.data + i * bytes;
+    slice.bytes = bytes;
+    slices.push_back(std::move(slice));
+  }
+  return slices;
+}
+
 void WeightStore::Remove(std::string_view name) {
   const auto it = tensors_.find(name);
   if (it != tensors_.end()) tensors_.erase(it);

@@ -76,6 +76,12 @@ class WeightStore {
   std::vector<std::shared_ptr<const void>> keep_alive_;
 };
 
+// The outermost slices of a tensor of 2 or more dimensions whose bytes divide evenly among them
+// (stacked experts: [experts, out, in]): one view each, the shape without its first dimension,
+// slice i's bytes the i-th contiguous part, source_name "<source>[expert i]"; `name` is left for
+// the caller. Empty when the tensor cannot be sliced so.
+std::vector<TensorInfo> OuterSlices(const TensorInfo& stacked);
+
 // "[2, 3]"-style formatting of a shape for messages.
 std::string ShapeString(const std::vector<int64_t>& shape);
 

@@ -258,25 +258,19 @@ void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights) {
         const std::string stacked = fmt::format("{}switch_mlp.{}.{}", moe, stacked_name, part);
         const TensorInfo* found = weights.Find(stacked);
         if (found == nullptr) continue;
-        const TensorInfo info = *found;
-        const int64_t experts = config.moe.num_experts;
-        if (info.shape.size() != 3 || info.shape[0] != experts || info.bytes % experts != 0) {
+        std::vector<TensorInfo> experts = OuterSlices(*found);
+        if (found->shape.size() != 3 || found->shape[0] != config.moe.num_experts ||
+            experts.empty()) {
           Fail("model", "{}: tensor \"{}\" has shape {}; stacked experts are [{}, out, in]",
-               weights.origin(), stacked, ShapeString(info.shape), experts);
+               weights.origin(), stacked, ShapeString(found->shape), config.moe.num_experts);
         }
-        const size_t slice = info.bytes / static_cast<size_t>(experts);
-        for (int64_t e = 0; e < experts; ++e) {
-          TensorInfo expert = info;
-          expert.name = fmt::format("{}experts.{}.{}.{}", moe, e, expert_name, part);
-          expert.source_name = fmt::format("{}[expert {}]", info.source_name, e);
-          expert.shape.erase(expert.shape.begin());
-          expert.data = info.data + static_cast<size_t>(e) * slice;
-          expert.bytes = slice;
-          if (weights.Has(expert.name)) {
+        for (size_t e = 0; e < experts.size(); ++e) {
+          experts[e].name = fmt::format("{}experts.{}.{}.{}", moe, e, expert_name, part);
+          if (weights.Has(experts[e].name)) {
             Fail("model", "{}: \"{}\" and \"{}\" both hold expert {}'s {}", weights.origin(),
-                 stacked, expert.name, e, part);
+                 stacked, experts[e].name, e, part);
           }
-          weights.AddView(std::move(expert));
+          weights.AddView(std::move(experts[e]));
         }
         weights.Remove(stacked);
       }
