@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes a Hugging Face checkpoint (config.json + model.safetensors) of a Gemma 2, Gemma 3,
-Qwen3-MoE, Mixtral, Phi-3 or Qwen3.5 (text) model as an F32 GGUF file in llama.cpp's layout for that architecture,
+Qwen3-MoE, Mixtral, Phi-3, Qwen3.5 (text) or Qwen3-Next model as an F32 GGUF file in llama.cpp's
+layout for that architecture,
 with numpy and struct only (the GGUF framing of tools/write_model_files.py). What llama.cpp's own
 converter does defines the file's meaning, and is reproduced:
   - names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
@@ -31,7 +32,13 @@ converter does defines the file's meaning, and is reproduced:
     columns of ssm_out) when there are more value heads than key heads; metadata ssm.conv_kernel,
     ssm.state_size, ssm.group_count, ssm.time_step_rank, ssm.inner_size,
     attention.recurrent_layers, full_attention_interval, rope.dimension_count and the M-RoPE
-    rope.dimension_sections llama.cpp requires (text positions make them plain RoPE).
+    rope.dimension_sections llama.cpp requires (text positions make them plain RoPE);
+  - qwen3next (conversion/qwen.py, Qwen3NextModel): qwen35's norms, ssm_a, ssm_dt and conv1d,
+    but value heads left grouped by key head as HF stores them; in_proj_qkvz (per key-head group
+    q, k, v, z) split into attn_qkv (every group's q, then k, then v) and attn_gate (z);
+    in_proj_ba kept fused as ssm_ba; the experts stacked as for qwen3moe, the shared
+    expert as ffn_{gate,up,down}_shexp and its gate as ffn_gate_inp_shexp; metadata as qwen35
+    without dimension_sections, plus expert_shared_feed_forward_length.
 The vocabulary is llama.cpp's "none" model with <arch>.vocab_size (these are test models
 without a tokenizer).
 
@@ -48,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from write_model_files import write_gguf  # noqa: E402
 
 ARCHES = {"gemma2": "gemma2", "gemma3_text": "gemma3", "qwen3_moe": "qwen3moe", "mixtral": "llama",
-          "phi3": "phi3", "qwen3_5_text": "qwen35"}
+          "phi3": "phi3", "qwen3_5_text": "qwen35", "qwen3_next": "qwen3next"}
 LAYERS_27B = {"gemma2": 46, "gemma3": 62}
 GEMMA_NAMES = {
     "input_layernorm": "attn_norm",
@@ -92,6 +99,11 @@ HYBRID_NAMES.update({
     "linear_attn.conv1d": "ssm_conv1d",
     "linear_attn.norm": "ssm_norm",
     "linear_attn.out_proj": "ssm_out",
+    "linear_attn.in_proj_ba": "ssm_ba",
+    "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
+    "mlp.shared_expert.gate_proj": "ffn_gate_shexp",
+    "mlp.shared_expert.up_proj": "ffn_up_shexp",
+    "mlp.shared_expert.down_proj": "ffn_down_shexp",
 })
 # An expert's matrix name -> the stacked tensor it joins.
 EXPERT_STACKS = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps",
@@ -235,14 +247,22 @@ def tiled_v_heads(w, axis, num_k_heads, head_dim):
     return np.moveaxis(w, 0, axis)
 
 
-def qwen35_tensor(name, values, config):
-    """(GGUF name, values) of a Qwen3.5 tensor in llama.cpp's layout."""
+def hybrid_tensors(name, values, config, tiled):
+    """[(GGUF name, values)] of a Qwen3.5 (tiled value heads) or Qwen3-Next tensor in llama.cpp's
+    layout."""
     nk, nv = config["linear_num_key_heads"], config["linear_num_value_heads"]
     dk, dv = config["linear_key_head_dim"], config["linear_value_head_dim"]
     layer = name.split(".")[2] if name.startswith("model.layers.") else None
     if name.endswith("norm.weight") and not name.endswith("linear_attn.norm.weight"):
         values = values + np.float32(1.0)
-    if ".linear_attn." in name and nk != nv:
+    if name.endswith("in_proj_qkvz.weight"):
+        groups = values.reshape(nk, 2 * dk + 2 * (nv // nk) * dv, -1)
+        cuts = np.cumsum([dk, dk, (nv // nk) * dv])
+        q, k, v, z = np.split(groups, cuts, axis=1)
+        flat = [part.reshape(-1, values.shape[1]) for part in (q, k, v, z)]
+        return [("blk.%s.attn_qkv.weight" % layer, np.concatenate(flat[:3])),
+                ("blk.%s.attn_gate.weight" % layer, flat[3])]
+    if ".linear_attn." in name and nk != nv and tiled:
         if name.endswith("in_proj_qkv.weight"):
             values = np.concatenate([values[:2 * nk * dk], tiled_v_heads(values[2 * nk * dk:], 0,
                                                                          nk, dv)])
@@ -256,15 +276,15 @@ def qwen35_tensor(name, values, config):
         elif name.endswith("out_proj.weight"):
             values = tiled_v_heads(values, 1, nk, dv)
     if name.endswith(".A_log"):
-        return "blk.%s.ssm_a" % layer, -np.exp(values)
+        return [("blk.%s.ssm_a" % layer, -np.exp(values))]
     if name.endswith(".dt_bias"):
-        return "blk.%s.ssm_dt.bias" % layer, values
+        return [("blk.%s.ssm_dt.bias" % layer, values)]
     if name.endswith("conv1d.weight"):
         values = values.reshape(values.shape[0], values.shape[-1])
-    return gguf_name(name, HYBRID_NAMES), values
+    return [(gguf_name(name, HYBRID_NAMES), values)]
 
 
-def qwen35_metadata(config, p):
+def hybrid_metadata(config, p, mrope):
     layers = config["num_hidden_layers"]
     layer_types = config.get("layer_types")
     if layer_types is None:
@@ -272,13 +292,13 @@ def qwen35_metadata(config, p):
         layer_types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
                        for i in range(layers)]
     meta = default_rope(config, p)
-    rotary = meta[-1][2]
-    pairs = rotary // 2
-    sections = (config.get("rope_parameters") or {}).get("mrope_section")
-    if not sections or sum(sections) != pairs:
-        sections = [pairs - 2 * (pairs // 3), pairs // 3, pairs // 3]
+    if mrope:
+        pairs = meta[-1][2] // 2
+        sections = (config.get("rope_parameters") or {}).get("mrope_section")
+        if not sections or sum(sections) != pairs:
+            sections = [pairs - 2 * (pairs // 3), pairs // 3, pairs // 3]
+        meta.append((p + "rope.dimension_sections", ("array", "int32"), list(sections) + [0]))
     return meta + [
-        (p + "rope.dimension_sections", ("array", "int32"), list(sections) + [0]),
         (p + "ssm.conv_kernel", "uint32", config["linear_conv_kernel_dim"]),
         (p + "ssm.state_size", "uint32", config["linear_key_head_dim"]),
         (p + "ssm.group_count", "uint32", config["linear_num_key_heads"]),
@@ -298,15 +318,18 @@ def moe_metadata(config, arch, p):
         experts = config["num_local_experts"]
     else:
         if not config.get("norm_topk_prob", False):
-            fail("norm_topk_prob false: llama.cpp's qwen3moe always renormalises the top k")
+            fail("norm_topk_prob false: llama.cpp's %s always renormalises the top k" % arch)
         if config.get("decoder_sparse_step", 1) != 1 or config.get("mlp_only_layers"):
-            fail("decoder_sparse_step / mlp_only_layers: llama.cpp's qwen3moe has experts in "
-                 "every layer")
+            fail("decoder_sparse_step / mlp_only_layers: llama.cpp's %s has experts in every "
+                 "layer" % arch)
         experts = config.get("num_experts") or config["num_local_experts"]
     meta = [(p + "expert_count", "uint32", experts),
             (p + "expert_used_count", "uint32", config["num_experts_per_tok"])]
-    if arch == "qwen3moe":
+    if arch in ("qwen3moe", "qwen3next"):
         meta.append((p + "expert_feed_forward_length", "uint32", config["moe_intermediate_size"]))
+    if arch == "qwen3next":
+        meta.append((p + "expert_shared_feed_forward_length", "uint32",
+                     config["shared_expert_intermediate_size"]))
     return meta
 
 
@@ -346,11 +369,11 @@ def main():
             ("tokenizer.ggml.model", "string", "none")]
     if gemma:
         meta += gemma_metadata(config, arch, p, tied)
-    elif arch == "qwen35":
-        meta += qwen35_metadata(config, p)
+    elif arch in ("qwen35", "qwen3next"):
+        meta += hybrid_metadata(config, p, mrope=arch == "qwen35")
     else:
         meta += default_rope(config, p)
-    if model_type in ("mixtral", "qwen3_moe"):
+    if model_type in ("mixtral", "qwen3_moe", "qwen3_next"):
         meta += moe_metadata(config, arch, p)
     if arch == "phi3":
         meta.append((p + "attention.sliding_window", "uint32", config.get("sliding_window") or 0))
@@ -365,10 +388,10 @@ def main():
             layer, stacked, e = expert
             stacks.setdefault((layer, stacked), {})[e] = values
             continue
-        if arch == "qwen35":
-            gguf, values = qwen35_tensor(name, values, config)
-            tensors.append((gguf, "F32", list(reversed(values.shape)),
-                            values.astype("<f4").tobytes()))
+        if arch in ("qwen35", "qwen3next"):
+            for gguf, part in hybrid_tensors(name, values, config, tiled=arch == "qwen35"):
+                tensors.append((gguf, "F32", list(reversed(part.shape)),
+                                part.astype("<f4").tobytes()))
             continue
         if gemma and name.endswith("norm.weight"):
             values = values + np.float32(1.0)  # f32 arithmetic, as Gemma's (1.0 + weight.float())

@@ -104,12 +104,12 @@ constexpr auto kFamilies = std::to_array<FamilyTraits>({
      .partial_rotary = true},
     // Qwen3-Next: Qwen3.5's hybrid with the DeltaNet's input projections fused per key-head group
     // (in_proj_qkvz, in_proj_ba) and mixture-of-experts MLPs (routed experts + a gated shared
-    // expert); no GGUF reader yet.
+    // expert).
     {.arch = ModelArch::kQwen3Next,
      .block = BlockStyle::kHybrid,
      .hf_model_type = "qwen3_next",
      .hf_architecture = "Qwen3NextForCausalLM",
-     .gguf_architecture = "",
+     .gguf_architecture = "qwen3next",
      .attention_bias = kFromConfig,
      .qk_norm = true,
      .gguf_rope_pairing = kHalves,

@@ -36,7 +36,7 @@ TEST(FamilyTraits, SupportedNamesComeFromTheTable) {
             "llama, mistral, qwen2, qwen3, gemma2, gemma3_text, qwen3_5_text, qwen3_next, "
             "qwen3_moe, mixtral, phi3");
   EXPECT_EQ(SupportedGgufArchitectures(),
-            "llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3moe, phi3");
+            "llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3next, qwen3moe, phi3");
 }
 
 // ParseHfConfig gives each family the flags of its row (and config.json's attention_bias only

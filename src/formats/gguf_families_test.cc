@@ -1,7 +1,8 @@
-// The mixture-of-experts, Phi-3 and Qwen3.5 GGUF metadata as llama.cpp reads it
-// (src/models/llama.cpp, qwen3moe.cpp, phi3.cpp, qwen35.cpp in the llama-cpp-python 0.3.36
-// sdist): "llama" with experts is Mixtral, qwen3moe's expert size and its fallback, the refusals,
-// Phi-3's rotary count and window, Qwen3.5's DeltaNet sizes, layers and names; and the
+// The mixture-of-experts, Phi-3, Qwen3.5 and Qwen3-Next GGUF metadata as llama.cpp reads it
+// (src/models/llama.cpp, qwen3moe.cpp, phi3.cpp, qwen35.cpp, qwen3next.cpp in the
+// llama-cpp-python 0.3.36 sdist): "llama" with experts is Mixtral, qwen3moe's expert size and its
+// fallback, the refusals, Phi-3's rotary count and window, Qwen3.5's and Qwen3-Next's DeltaNet
+// sizes, layers and names, Qwen3-Next's shared expert; and the
 // stacked-experts tensors split into one matrix per expert. Whole models are checked against
 // transformers and llama.cpp in model/families_gguf_oracle_test.cc.
 #include <gtest/gtest.h>
@@ -168,6 +169,48 @@ TEST(GgufTensorNames, Qwen35DeltaNetNamesAreLlamaCpps) {
   for (const auto& [gguf, hf] : kPairs) EXPECT_EQ(GgufToHfTensorName(gguf, qwen35), hf) << gguf;
 }
 
+TEST(Qwen3NextGgufMetadata, GroupedValueHeadsFusedBetaAlphaAndASharedExpert) {
+  const ModelConfig c = Config("qwen3next", 9, [](GgufBuilder& b, const std::string& p) {
+    b.KeyU32(p + "ssm.state_size", 16).KeyU32(p + "ssm.group_count", 2);
+    b.KeyU32(p + "ssm.time_step_rank", 4).KeyU32(p + "ssm.inner_size", 48);
+    b.KeyU32(p + "ssm.conv_kernel", 4).KeyU32(p + "rope.dimension_count", 8);
+    b.KeyU32(p + "expert_count", 4).KeyU32(p + "expert_used_count", 2);
+    b.KeyU32(p + "expert_shared_feed_forward_length", 24);
+  });
+  EXPECT_EQ(c.arch, ModelArch::kQwen3Next);
+  const LinearAttentionConfig& la = c.linear_attention;
+  EXPECT_TRUE(la.llama_cpp_layout);  // ssm_a and [channels, taps] conv taps, as for qwen35
+  // The converter leaves value heads grouped by key head: 0, 1, 2, 3 read key heads 0, 0, 1, 1.
+  EXPECT_EQ(la.KeyHeadOf(1), 0);
+  EXPECT_EQ(la.KeyHeadOf(2), 1);
+  EXPECT_EQ(c.linear_projections, ModelConfig::LinearProjections::kFusedBetaAlpha);
+  // No attention.recurrent_layers: every 4th layer is full attention (2 layers: both linear).
+  EXPECT_TRUE(c.IsLinearAttentionLayer(0) && c.IsLinearAttentionLayer(1));
+  EXPECT_EQ(c.moe.expert_intermediate_size, 64);  // feed_forward_length / experts used
+  EXPECT_EQ(c.moe.shared_expert_intermediate_size, 24);
+  EXPECT_TRUE(c.moe.norm_topk_prob);
+  EXPECT_TRUE(c.IsMoeLayer(0) && c.IsMoeLayer(1));
+  EXPECT_FALSE(c.norm_adds_one);
+}
+
+TEST(GgufTensorNames, Qwen3NextFusedBetaAlphaAndSharedExpertNamesAreLlamaCpps) {
+  const FamilyTraits& next = FamilyOf(ModelArch::kQwen3Next);
+  const std::pair<const char*, const char*> kPairs[] = {
+      {"blk.0.attn_qkv.weight", "model.layers.0.linear_attn.in_proj_qkv.weight"},
+      {"blk.0.attn_gate.weight", "model.layers.0.linear_attn.in_proj_z.weight"},
+      {"blk.0.ssm_ba.weight", "model.layers.0.linear_attn.in_proj_ba.weight"},
+      {"blk.2.ffn_gate_inp.weight", "model.layers.2.mlp.gate.weight"},
+      {"blk.2.ffn_gate_inp_shexp.weight", "model.layers.2.mlp.shared_expert_gate.weight"},
+      {"blk.2.ffn_gate_shexp.weight", "model.layers.2.mlp.shared_expert.gate_proj.weight"},
+      {"blk.2.ffn_up_shexp.weight", "model.layers.2.mlp.shared_expert.up_proj.weight"},
+      {"blk.2.ffn_down_shexp.weight", "model.layers.2.mlp.shared_expert.down_proj.weight"},
+  };
+  for (const auto& [gguf, hf] : kPairs) {
+    EXPECT_EQ(GgufToHfTensorName(gguf, next), hf) << gguf;
+    EXPECT_EQ(HfToGgufTensorName(hf, next), gguf) << hf;
+  }
+}
+
 // A GGUF holding one F32 tensor `name` of ggml dims `dims` whose values count 0, 1, 2, ...
 std::shared_ptr<GgufFile> OneTensorGguf(const std::string& arch, const std::string& name,
                                         const std::vector<uint64_t>& dims) {
@@ -206,6 +249,14 @@ TEST(MoeGgufTensors, StackedExpertsBecomeOneMatrixPerExpert) {
   WeightStore qwen;
   AddGgufTensors(OneTensorGguf("qwen3moe", "blk.0.ffn_gate_exps.weight", {3, 2, 4}), qwen);
   EXPECT_TRUE(qwen.Has("model.layers.0.mlp.experts.3.gate_proj.weight"));
+}
+
+TEST(MoeGgufTensors, ASharedExpertGateWrittenAsAVectorIsOneRow) {
+  WeightStore store;
+  AddGgufTensors(OneTensorGguf("qwen3next", "blk.0.ffn_gate_inp_shexp.weight", {8}), store);
+  const TensorInfo* gate = store.Find("model.layers.0.mlp.shared_expert_gate.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->shape, (std::vector<int64_t>{1, 8}));
 }
 
 TEST(MoeGgufTensors, AStackThatIsNotThreeDimensionalIsRefused) {

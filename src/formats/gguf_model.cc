@@ -41,6 +41,11 @@ std::map<std::string, std::string> BlockNames(const FamilyTraits& family) {
   }
   const LayerTensorNames& t = family.tensors;
   names["ffn_gate_inp"] = fmt::format("{}.{}", t.moe, t.router);
+  // Qwen3-Next's shared expert and its sigmoid gate.
+  names["ffn_gate_inp_shexp"] = "mlp.shared_expert_gate";
+  names["ffn_gate_shexp"] = "mlp.shared_expert.gate_proj";
+  names["ffn_up_shexp"] = "mlp.shared_expert.up_proj";
+  names["ffn_down_shexp"] = "mlp.shared_expert.down_proj";
   if (t.fused_qkv) {
     names.erase("attn_q");
     names.erase("attn_k");
@@ -51,13 +56,14 @@ std::map<std::string, std::string> BlockNames(const FamilyTraits& family) {
     names.erase("ffn_gate");
     names["ffn_up"] = "mlp.gate_up_proj";
   }
-  if (family.block == BlockStyle::kHybrid) {  // llama.cpp's qwen35: the DeltaNet's tensors
+  if (family.block == BlockStyle::kHybrid) {  // llama.cpp's qwen35, qwen3next: the DeltaNet's
     names.erase("ffn_norm");
     names["post_attention_norm"] = "post_attention_layernorm";
     names["attn_qkv"] = "linear_attn.in_proj_qkv";
     names["attn_gate"] = "linear_attn.in_proj_z";
     names["ssm_beta"] = "linear_attn.in_proj_b";
     names["ssm_alpha"] = "linear_attn.in_proj_a";
+    names["ssm_ba"] = "linear_attn.in_proj_ba";  // qwen3next: HF's fused rows
     names["ssm_conv1d"] = "linear_attn.conv1d";
     names["ssm_norm"] = "linear_attn.norm";
     names["ssm_out"] = "linear_attn.out_proj";
@@ -245,14 +251,17 @@ void ReadGemmaMetadata(const GgufFile& gguf, ModelConfig& c) {
   }
 }
 
-// The mixture of experts as llama.cpp's llama (Mixtral) and qwen3moe graphs run it: every layer
-// routes through <arch>.expert_count experts, <arch>.expert_used_count per token, with the
-// softmax's top k renormalised (both graphs pass norm_w = true) and unscaled; an expert's size is
-// <arch>.expert_feed_forward_length (qwen3moe; absent: feed_forward_length / experts used, as
-// llama.cpp falls back) or feed_forward_length (llama).
+// The mixture of experts as llama.cpp's llama (Mixtral), qwen3moe and qwen3next graphs run it:
+// every layer routes through <arch>.expert_count experts, <arch>.expert_used_count per token,
+// with the softmax's top k renormalised (the graphs pass norm_w = true) and unscaled; an expert's
+// size is <arch>.expert_feed_forward_length (qwen3moe, qwen3next; absent: feed_forward_length /
+// experts used, as llama.cpp falls back) or feed_forward_length (llama). qwen3next adds a shared
+// expert of <arch>.expert_shared_feed_forward_length (absent: feed_forward_length).
 void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& c) {
   const std::string p = c.model_type + ".";
-  const bool moe_family = family.arch == ModelArch::kMixtral || family.arch == ModelArch::kQwen3Moe;
+  const bool shared_expert = family.arch == ModelArch::kQwen3Next;
+  const bool moe_family =
+      family.arch == ModelArch::kMixtral || family.arch == ModelArch::kQwen3Moe || shared_expert;
   const int experts = MetaInt(gguf, p + "expert_count", 0);
   if (experts == 0) {
     if (moe_family) GgufModelFail(gguf, fmt::format("metadata \"{}expert_count\" is missing", p));
@@ -270,13 +279,19 @@ void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& 
                                     "be in [1, expert_count] (and the count at most 65536)",
                                     p, moe.experts_per_token, experts));
   }
-  const int fallback = family.arch == ModelArch::kQwen3Moe
-                           ? c.intermediate_size / moe.experts_per_token
-                           : c.intermediate_size;
+  const int fallback = family.arch == ModelArch::kMixtral
+                           ? c.intermediate_size
+                           : c.intermediate_size / moe.experts_per_token;
   moe.expert_intermediate_size = MetaInt(gguf, p + "expert_feed_forward_length", fallback);
-  if (moe.expert_intermediate_size <= 0) {
-    GgufModelFail(
-        gguf, fmt::format("an expert size of {} should be positive", moe.expert_intermediate_size));
+  if (shared_expert) {
+    moe.shared_expert_intermediate_size =
+        MetaInt(gguf, p + "expert_shared_feed_forward_length", c.intermediate_size);
+  }
+  if (moe.expert_intermediate_size <= 0 ||
+      (shared_expert && moe.shared_expert_intermediate_size <= 0)) {
+    GgufModelFail(gguf,
+                  fmt::format("expert sizes {} (shared {}) should be positive",
+                              moe.expert_intermediate_size, moe.shared_expert_intermediate_size));
   }
   moe.norm_topk_prob = true;
   if (const std::optional<int64_t> gating = gguf.FindInt(p + "expert_gating_func");
@@ -294,14 +309,16 @@ void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& 
   c.layer_uses_moe.assign(static_cast<size_t>(c.num_layers), true);
 }
 
-// Qwen3.5 as llama.cpp's qwen35 reads it (src/models/qwen35.cpp): the DeltaNet's sizes under
-// ssm.* (state_size = the key head size, group_count = key heads, time_step_rank = value heads,
-// inner_size = all value heads' width, conv_kernel), its layers from attention.recurrent_layers
-// (a bool per layer) or every full_attention_interval-th layer full attention (4), the tensors
-// in llama.cpp's layout (LinearAttentionConfig::llama_cpp_layout), every norm but the DeltaNet's
-// gated one stored as 1 + weight (the converter adds the 1). rope.dimension_sections (M-RoPE)
-// is not read: text positions are the same in every section, so it is plain RoPE over
-// rope.dimension_count dimensions.
+// Qwen3.5 and Qwen3-Next as llama.cpp's qwen35 and qwen3next read them (src/models/qwen35.cpp,
+// qwen3next.cpp): the DeltaNet's sizes under ssm.* (state_size = the key head size, group_count =
+// key heads, time_step_rank = value heads, inner_size = all value heads' width, conv_kernel), its
+// layers from attention.recurrent_layers (a bool per layer) or every
+// full_attention_interval-th layer full attention (4), the tensors in llama.cpp's layout
+// (LinearAttentionConfig::llama_cpp_layout; qwen35's value heads tiled, qwen3next's grouped as
+// in HF with in_proj_ba left fused), every norm but the DeltaNet's gated one stored as
+// 1 + weight (the converter adds the 1). rope.dimension_sections (qwen35's M-RoPE) is not read:
+// text positions are the same in every section, so it is plain RoPE over rope.dimension_count
+// dimensions.
 void ReadHybridMetadata(const GgufFile& gguf, ModelConfig& c) {
   const std::string p = c.model_type + ".";
   LinearAttentionConfig& la = c.linear_attention;
@@ -326,6 +343,10 @@ void ReadHybridMetadata(const GgufFile& gguf, ModelConfig& c) {
   }
   la.value_head_dim = inner / la.num_value_heads;
   la.llama_cpp_layout = true;
+  la.value_heads_tiled = c.arch == ModelArch::kQwen35;
+  if (c.arch == ModelArch::kQwen3Next) {
+    c.linear_projections = ModelConfig::LinearProjections::kFusedBetaAlpha;
+  }
   c.attention_output_gate = true;
   c.norm_adds_one = false;  // the converter stored 1 + weight
   const std::string recurrent_key = p + "attention.recurrent_layers";
@@ -467,6 +488,11 @@ void AddGgufTensors(const std::shared_ptr<const GgufFile>& gguf, WeightStore& st
       continue;
     }
     info.name = GgufToHfTensorName(t.name, family);
+    // The shared expert's gate, HF [1, hidden], may be written as a vector (llama.cpp reads
+    // [hidden]).
+    if (info.name.ends_with(".mlp.shared_expert_gate.weight") && info.shape.size() == 1) {
+      info.shape.insert(info.shape.begin(), 1);
+    }
     add(std::move(info));
   }
   store.KeepAlive(gguf);

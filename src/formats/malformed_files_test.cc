@@ -163,9 +163,10 @@ TEST(MalformedGguf, UnknownArchitectureListsTheSupportedOnes) {
   b.Str("general.architecture").U32(8).Str("mistral");
   const Bytes bytes = b.bytes();
   const auto gguf = GgufFile::Parse(bytes, "mistral.gguf");
-  EXPECT_ERROR_CONTAINS(ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
-                        "\"mistral\" is not supported",
-                        "(supported: llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3moe, phi3)");
+  EXPECT_ERROR_CONTAINS(
+      ConfigFromGguf(*gguf, WeightStore()), "[gguf]", "mistral.gguf",
+      "\"mistral\" is not supported",
+      "(supported: llama, qwen2, qwen3, gemma2, gemma3, qwen35, qwen3next, qwen3moe, phi3)");
 }
 
 TEST(MalformedGguf, EveryTruncationIsAnError) {

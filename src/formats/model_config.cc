@@ -425,7 +425,7 @@ void ParseHybridLayers(const json& config, ModelConfig& out, std::string_view or
   out.attention_output_gate = true;
   out.norm_adds_one = true;
   if (out.arch == ModelArch::kQwen3Next) {
-    out.fused_linear_projections = true;
+    out.linear_projections = ModelConfig::LinearProjections::kFused;
     ParseMoe(config, out, origin);
   }
   if (out.layer_uses_linear_attention.empty()) {

@@ -35,15 +35,16 @@ struct LinearAttentionConfig {
   int key_head_dim = 0;
   int value_head_dim = 0;
   int conv_kernel = 0;
-  // llama.cpp's layout (GGUF qwen35, from its converter), else Hugging Face's: value heads in
-  // tiled order (value head h reads key head h % num_key_heads, where HF groups them: key head
-  // h / (num_value_heads / num_key_heads)); A stored as -exp(A_log) ("ssm_a"); conv1d taps as
-  // [channels, taps] (HF [channels, 1, taps]).
+  // llama.cpp's storage (GGUF qwen35 and qwen3next, from its converter), else Hugging Face's:
+  // A stored as -exp(A_log) ("ssm_a"); conv1d taps as [channels, taps] (HF [channels, 1, taps]).
   bool llama_cpp_layout = false;
+  // Value heads in tiled order (GGUF qwen35: value head h reads key head h % num_key_heads),
+  // else grouped by key head as HF stores them (key head h / (num_value_heads / num_key_heads)).
+  bool value_heads_tiled = false;
   // The key head a value head reads.
   int64_t KeyHeadOf(int64_t value_head) const {
-    return llama_cpp_layout ? value_head % num_key_heads
-                            : value_head / (num_value_heads / num_key_heads);
+    return value_heads_tiled ? value_head % num_key_heads
+                             : value_head / (num_value_heads / num_key_heads);
   }
   int64_t key_dim() const { return int64_t{num_key_heads} * key_head_dim; }
   int64_t value_dim() const { return int64_t{num_value_heads} * value_head_dim; }
@@ -104,9 +105,12 @@ struct ModelConfig {
   std::vector<bool> layer_uses_linear_attention;
   LinearAttentionConfig linear_attention;
   bool attention_output_gate = false;
-  // Qwen3-Next: the DeltaNet's input projections are stored fused per key-head group (one
-  // in_proj_qkvz and one in_proj_ba; the loader regroups their rows).
-  bool fused_linear_projections = false;
+  // How the DeltaNet's input projections are stored: one matrix each (in_proj_qkv, in_proj_z,
+  // in_proj_b, in_proj_a: Qwen3.5); fused per key-head group (in_proj_qkvz and in_proj_ba:
+  // Qwen3-Next); or in_proj_qkv and in_proj_z apart but in_proj_ba fused (llama.cpp's qwen3next,
+  // whose converter splits only in_proj_qkvz). The loader regroups fused rows.
+  enum class LinearProjections { kSeparate, kFused, kFusedBetaAlpha };
+  LinearProjections linear_projections = LinearProjections::kSeparate;
   // The layers whose MLP is a mixture of experts (empty: none) and its sizes.
   std::vector<bool> layer_uses_moe;
   MoeConfig moe;

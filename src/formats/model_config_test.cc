@@ -294,7 +294,7 @@ TEST(ParseHfConfig, Qwen3NextExperts) {
       "decoder_sparse_step": 2, "mlp_only_layers": [3], "norm_topk_prob": false})"));
   const ModelConfig c = ParseHfConfig(j, "cfg.json");
   EXPECT_EQ(c.arch, ModelArch::kQwen3Next);
-  EXPECT_TRUE(c.fused_linear_projections);
+  EXPECT_EQ(c.linear_projections, ModelConfig::LinearProjections::kFused);
   EXPECT_EQ(c.moe.num_experts, 8);
   EXPECT_EQ(c.moe.experts_per_token, 2);
   EXPECT_FALSE(c.moe.norm_topk_prob);

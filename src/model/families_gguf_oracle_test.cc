@@ -1,12 +1,13 @@
 // The families llama.cpp runs, as GGUF, against both references. transformers
-// (tools/oracle/hf_model.py) builds Gemma 2, Gemma 3, Qwen3-MoE, Mixtral, Phi-3 and Qwen3.5
-// models in configurations a GGUF file can express (Gemma: query_pre_attn_scalar = head_dim, as
-// llama.cpp assumes; the MoE: renormalised top k, experts in every layer); tools/hf_to_gguf.py
-// writes each in llama.cpp's layout for its architecture (Gemma's norms stored as 1 + weight,
-// Mixtral as "llama" with permuted Q/K rows and stacked experts, Phi-3's fused projections,
-// Qwen3.5's DeltaNet with its value heads reordered and -exp(A_log) stored); the engine reads
-// the GGUF and must give transformers' prompt logits (1e-4) and greedy tokens, and llama.cpp (its
-// libllama, F32 cache) computes logits from the same file that the engine's match within the
+// (tools/oracle/hf_model.py) builds Gemma 2, Gemma 3, Qwen3-MoE, Mixtral, Phi-3, Qwen3.5 and
+// Qwen3-Next models in configurations a GGUF file can express (Gemma: query_pre_attn_scalar =
+// head_dim, as llama.cpp assumes; the MoE: renormalised top k, experts in every layer);
+// tools/hf_to_gguf.py writes each in llama.cpp's layout for its architecture (Gemma's norms stored
+// as 1 + weight, Mixtral as "llama" with permuted Q/K rows and stacked experts, Phi-3's fused
+// projections, Qwen3.5's DeltaNet with its value heads reordered and -exp(A_log) stored,
+// Qwen3-Next's in_proj_qkvz split into attn_qkv and attn_gate and its shared expert); the engine
+// reads the GGUF and must give transformers' prompt logits (1e-4) and greedy tokens, and llama.cpp
+// (its libllama, F32 cache) computes logits from the same file that the engine's match within the
 // distance of llama.cpp's own arithmetic (ggml evaluates GELU through an f16 table, so its Gemma
 // logits sit about 1e-3 from both transformers' and the engine's; printed), with the same top
 // token at every position. The MoE files are also quantized to Q8_0 and Q4_0 (experts included)
@@ -105,6 +106,16 @@ json Cases() {
         {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
        {"rope_parameters",
         {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.25}}}});
+  // Qwen3-Next: Qwen3.5's hybrid with fused DeltaNet projections and a mixture of experts with a
+  // shared expert in every layer (llama.cpp's converter splits in_proj_qkvz, keeps in_proj_ba).
+  json qwen3_next = qwen35;
+  qwen3_next.update({{"num_experts", 4},
+                     {"num_experts_per_tok", 2},
+                     {"moe_intermediate_size", 32},
+                     {"shared_expert_intermediate_size", 32},
+                     {"norm_topk_prob", true},
+                     {"decoder_sparse_step", 1},
+                     {"mlp_only_layers", json::array()}});
   const auto with = [](const std::string& name, const std::string& type, int seed,
                        const json& config, bool llama_cpp_too = true) {
     return json{{"name", name},     {"model_type", type},        {"dtype", "float32"},
@@ -116,7 +127,8 @@ json Cases() {
        with("qwen3_moe-gguf", "qwen3_moe", 73, qwen3_moe),
        with("mixtral-gguf", "mixtral", 74, mixtral), with("phi3-gguf", "phi3", 75, phi3),
        with("phi3-window-gguf", "phi3", 76, phi3_window, false),
-       with("qwen3_5-gguf", "qwen3_5_text", 77, qwen35)});
+       with("qwen3_5-gguf", "qwen3_5_text", 77, qwen35),
+       with("qwen3_next-gguf", "qwen3_next", 78, qwen3_next)});
 }
 
 // llama.cpp's prompt logits on `gguf` (its libllama, F32 cache).
@@ -193,8 +205,8 @@ TEST(FamiliesGguf, ConvertedModelsMatchTransformersAndLlamaCpp) {
     const RuntimeModel model(loaded.config, loaded.weights, RuntimeOptions{});
     const testing::GoldenDistances d = testing::ExpectModelMatchesGolden(model, *g, name);
     // The GGUF as an MLX directory (8 bits, groups of 32): what config.json can describe is
-    // written and compared with mlx-lm below; Gemma (norms stored as 1 + weight) and Qwen3.5
-    // (llama.cpp's DeltaNet layout) are refused, naming what would differ.
+    // written and compared with mlx-lm below; Gemma (norms stored as 1 + weight), Qwen3.5 and
+    // Qwen3-Next (llama.cpp's DeltaNet layout) are refused, naming what would differ.
     const fs::path mlx = tmp.path() / (name + "-mlx8");
     MlxQuantizeOptions mlx_options;
     mlx_options.bits = 8;

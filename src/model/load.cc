@@ -181,14 +181,18 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
     if (c.IsLinearAttentionLayer(layer)) {
       const LinearAttentionConfig& la = c.linear_attention;
       const std::string m = p + "linear_attn.";
-      if (c.fused_linear_projections) {
+      using enum ModelConfig::LinearProjections;
+      if (c.linear_projections == kFused) {
         linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden);
-        linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
       } else {
         linear(m + "in_proj_qkv", la.conv_dim(), hidden);
         linear(m + "in_proj_z", la.value_dim(), hidden);
+      }
+      if (c.linear_projections == kSeparate) {
         linear(m + "in_proj_b", la.num_value_heads, hidden);
         linear(m + "in_proj_a", la.num_value_heads, hidden);
+      } else {
+        linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
       }
       linear(m + "out_proj", hidden, la.value_dim());
       if (la.llama_cpp_layout) {

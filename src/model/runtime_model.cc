@@ -156,40 +156,46 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
     if (config.IsLinearAttentionLayer(i)) {
       const LinearAttentionConfig& la = config.linear_attention;
       const std::string m = p + "linear_attn.";
-      if (config.fused_linear_projections) {
-        // Per key-head group g of G rows: q (dk), k (dk), v (r dv), z (r dv), r value heads per
-        // key head; in_proj_ba per group: b (r), a (r). Regrouped into Qwen3.5's separate
-        // projections (q of every group, then k, then v; z; b; a), which the forward reads.
-        const int64_t nk = la.num_key_heads, r = la.num_value_heads / la.num_key_heads;
-        const int64_t dk = la.key_head_dim, rv = r * la.value_head_dim;
-        const int64_t group = 2 * dk + 2 * rv;
-        const ops::LinearWeight qkvz =
-            linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden);
-        const ops::LinearWeight ba = linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
-        if (qkvz.is_mlx() || ba.is_mlx()) {
-          Fail("model",
-               "{}: the fused in_proj_qkvz / in_proj_ba of an MLX-quantized {} are not "
-               "supported",
-               weights.origin(), config.model_type);
+      // Fused rows come per key-head group g: in_proj_qkvz q (dk), k (dk), v (r dv), z (r dv),
+      // r value heads per key head; in_proj_ba b (r), a (r). They are regrouped into Qwen3.5's
+      // separate projections (q of every group, then k, then v; z; b; a), which the forward reads.
+      using enum ModelConfig::LinearProjections;
+      const int64_t nk = la.num_key_heads, r = la.num_value_heads / la.num_key_heads;
+      const int64_t dk = la.key_head_dim, rv = r * la.value_head_dim;
+      const auto per_group = [&](int64_t stride, int64_t offset, int64_t rows) {
+        std::vector<std::pair<int64_t, int64_t>> out;
+        for (int64_t g = 0; g < nk; ++g)
+          out.emplace_back(g * stride + offset, g * stride + offset + rows);
+        return out;
+      };
+      const auto dense = [&](const ops::LinearWeight& fused, const std::string& name) {
+        if (fused.is_mlx()) {
+          Fail("model", "{}: the fused {} of an MLX-quantized {} is not supported",
+               weights.origin(), name, config.model_type);
         }
-        const auto ranges = [&](int64_t stride, int64_t offset, int64_t rows) {
-          std::vector<std::pair<int64_t, int64_t>> out;
-          for (int64_t g = 0; g < nk; ++g)
-            out.emplace_back(g * stride + offset, g * stride + offset + rows);
-          return out;
-        };
-        std::vector<std::pair<int64_t, int64_t>> qkv = ranges(group, 0, dk);
-        for (const auto& range : ranges(group, dk, dk)) qkv.push_back(range);
-        for (const auto& range : ranges(group, 2 * dk, rv)) qkv.push_back(range);
-        l.in_proj_qkv = RegroupedRows(qkvz.dense(), qkv);
-        l.in_proj_z = RegroupedRows(qkvz.dense(), ranges(group, 2 * dk + rv, rv));
-        l.in_proj_b = RegroupedRows(ba.dense(), ranges(2 * r, 0, r));
-        l.in_proj_a = RegroupedRows(ba.dense(), ranges(2 * r, r, r));
+        return fused.dense();
+      };
+      if (config.linear_projections == kFused) {
+        const int64_t group = 2 * dk + 2 * rv;
+        const MatView qkvz = dense(
+            linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden), m + "in_proj_qkvz");
+        std::vector<std::pair<int64_t, int64_t>> qkv = per_group(group, 0, dk);
+        for (const auto& range : per_group(group, dk, dk)) qkv.push_back(range);
+        for (const auto& range : per_group(group, 2 * dk, rv)) qkv.push_back(range);
+        l.in_proj_qkv = RegroupedRows(qkvz, qkv);
+        l.in_proj_z = RegroupedRows(qkvz, per_group(group, 2 * dk + rv, rv));
       } else {
         l.in_proj_qkv = linear(m + "in_proj_qkv", la.conv_dim(), hidden);
         l.in_proj_z = linear(m + "in_proj_z", la.value_dim(), hidden);
+      }
+      if (config.linear_projections == kSeparate) {
         l.in_proj_b = linear(m + "in_proj_b", la.num_value_heads, hidden);
         l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
+      } else {
+        const MatView ba =
+            dense(linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden), m + "in_proj_ba");
+        l.in_proj_b = RegroupedRows(ba, per_group(2 * r, 0, r));
+        l.in_proj_a = RegroupedRows(ba, per_group(2 * r, r, r));
       }
       l.out_proj = linear(m + "out_proj", hidden, la.value_dim());
       l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel,
