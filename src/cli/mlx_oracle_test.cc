@@ -290,8 +290,9 @@ TEST(MlxLmForward, EngineLogitsEqualMlxLmsOnProctorQuantizedModels) {
 // mlx-lm's own quantized mixtures of experts: its conversion (mlx_model.py quantize, 4 bits,
 // groups of 32) stacks each layer's experts into switch_mlp tensors, which the engine splits
 // back into one matrix per expert (SplitSwitchMlp); its logits on those directories equal
-// mlx-lm's forward. A Mixtral (block_sparse_moe, w1 / w3 / w2) and a Qwen3-MoE (mlp, gate / up /
-// down projections) built by transformers.
+// mlx-lm's forward. A Mixtral (block_sparse_moe, w1 / w3 / w2), a Qwen3-MoE (mlp, gate / up /
+// down projections) and a Qwen3-Next (mlx-lm's hybrid layout, ReadMlxLmHybridLayout, and its
+// quantized fused DeltaNet projections) built by transformers.
 TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   const std::string python = OraclePython();
   SKIP_WITHOUT_MLX(python);
@@ -304,7 +305,32 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
                  {{"num_experts", 4},
                   {"num_experts_per_tok", 2},
                   {"moe_intermediate_size", 32},
-                  {"norm_topk_prob", true}})});
+                  {"norm_topk_prob", true}}),
+       // A Qwen3-Next: mlx-lm keeps the DeltaNet's in_proj_qkvz / in_proj_ba fused (quantized
+       // here), stores the conv taps as [channels, taps, 1] and norms as 1 + weight, and
+       // quantizes the routers to 8 bits in groups of 64.
+       BuiltCase("qwen3_next", "qwen3_next", 86,
+                 {{"head_dim", 32},
+                  {"num_hidden_layers", 4},
+                  {"linear_num_key_heads", 2},
+                  {"linear_num_value_heads", 4},
+                  {"linear_key_head_dim", 16},
+                  {"linear_value_head_dim", 16},
+                  {"linear_conv_kernel_dim", 4},
+                  {"full_attention_interval", 2},
+                  {"layer_types",
+                   {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
+                  {"num_experts", 4},
+                  {"num_experts_per_tok", 2},
+                  {"moe_intermediate_size", 32},
+                  {"shared_expert_intermediate_size", 32},
+                  {"norm_topk_prob", true},
+                  {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", json::array()},
+                  {"rope_parameters",
+                   {{"rope_type", "default"},
+                    {"rope_theta", 10000.0},
+                    {"partial_rotary_factor", 0.25}}}})});
   std::ofstream(tmp.path() / "built.json") << cases.dump();
   const Result made =
       RunShell(fmt::format("{} {}/tools/oracle/hf_model.py {} {} 2>&1", python, PROCTOR_SOURCE_DIR,
@@ -337,6 +363,10 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
     std::ifstream weights(model / "model.safetensors", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(weights)), {});
     EXPECT_NE(bytes.find("switch_mlp"), std::string::npos) << name;
+    if (name == "qwen3_next") {  // the fused DeltaNet projections are quantized
+      EXPECT_NE(bytes.find("linear_attn.in_proj_qkvz.scales"), std::string::npos);
+      EXPECT_NE(bytes.find("linear_attn.in_proj_ba.scales"), std::string::npos);
+    }
     const std::vector<int> prompt =
         json::parse(std::ifstream(tmp.path() / name / "tokens.json"))["prompt"]
             .get<std::vector<int>>();

@@ -126,7 +126,7 @@ TEST(Qwen35GgufMetadata, DeltaNetSizesLayersAndLayout) {
   EXPECT_EQ(la.num_value_heads, 4);
   EXPECT_EQ(la.value_head_dim, 12);
   EXPECT_EQ(la.conv_kernel, 4);
-  EXPECT_TRUE(la.llama_cpp_layout);
+  EXPECT_EQ(la.storage, LinearAttentionConfig::Storage::kLlamaCpp);
   // Tiled value heads: 0, 1, 2, 3 read key heads 0, 1, 0, 1 (HF's grouped order: 0, 0, 1, 1).
   EXPECT_EQ(la.KeyHeadOf(1), 1);
   EXPECT_EQ(la.KeyHeadOf(2), 0);
@@ -179,7 +179,8 @@ TEST(Qwen3NextGgufMetadata, GroupedValueHeadsFusedBetaAlphaAndASharedExpert) {
   });
   EXPECT_EQ(c.arch, ModelArch::kQwen3Next);
   const LinearAttentionConfig& la = c.linear_attention;
-  EXPECT_TRUE(la.llama_cpp_layout);  // ssm_a and [channels, taps] conv taps, as for qwen35
+  EXPECT_EQ(la.storage, LinearAttentionConfig::Storage::kLlamaCpp);  // ssm_a and [channels, taps]
+                                                                     // conv taps, as for qwen35
   // The converter leaves value heads grouped by key head: 0, 1, 2, 3 read key heads 0, 0, 1, 1.
   EXPECT_EQ(la.KeyHeadOf(1), 0);
   EXPECT_EQ(la.KeyHeadOf(2), 1);

@@ -105,7 +105,7 @@ std::optional<std::string> ExpertStackOf(std::string_view name, const FamilyTrai
 
 // The DeltaNet's tensors whose GGUF names do not follow "<module>.<weight|bias>": ssm_dt.bias is
 // HF's dt_bias, and ssm_a (no suffix) holds -exp(A_log), kept as linear_attn.ssm_a
-// (LinearAttentionConfig::llama_cpp_layout).
+// (LinearAttentionConfig::Storage::kLlamaCpp).
 std::optional<std::string> HybridSpecialName(std::string_view name, const FamilyTraits& family) {
   if (family.block != BlockStyle::kHybrid) return std::nullopt;
   const auto block = SplitBlockName(name);
@@ -314,7 +314,7 @@ void ReadExperts(const GgufFile& gguf, const FamilyTraits& family, ModelConfig& 
 // key heads, time_step_rank = value heads, inner_size = all value heads' width, conv_kernel), its
 // layers from attention.recurrent_layers (a bool per layer) or every
 // full_attention_interval-th layer full attention (4), the tensors in llama.cpp's layout
-// (LinearAttentionConfig::llama_cpp_layout; qwen35's value heads tiled, qwen3next's grouped as
+// (LinearAttentionConfig::Storage::kLlamaCpp; qwen35's value heads tiled, qwen3next's grouped as
 // in HF with in_proj_ba left fused), every norm but the DeltaNet's gated one stored as
 // 1 + weight (the converter adds the 1). rope.dimension_sections (qwen35's M-RoPE) is not read:
 // text positions are the same in every section, so it is plain RoPE over rope.dimension_count
@@ -342,7 +342,7 @@ void ReadHybridMetadata(const GgufFile& gguf, ModelConfig& c) {
                                     p, la.num_value_heads, la.num_key_heads, inner));
   }
   la.value_head_dim = inner / la.num_value_heads;
-  la.llama_cpp_layout = true;
+  la.storage = LinearAttentionConfig::Storage::kLlamaCpp;
   la.value_heads_tiled = c.arch == ModelArch::kQwen35;
   if (c.arch == ModelArch::kQwen3Next) {
     c.linear_projections = ModelConfig::LinearProjections::kFusedBetaAlpha;

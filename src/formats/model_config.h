@@ -35,9 +35,19 @@ struct LinearAttentionConfig {
   int key_head_dim = 0;
   int value_head_dim = 0;
   int conv_kernel = 0;
-  // llama.cpp's storage (GGUF qwen35 and qwen3next, from its converter), else Hugging Face's:
-  // A stored as -exp(A_log) ("ssm_a"); conv1d taps as [channels, taps] (HF [channels, 1, taps]).
-  bool llama_cpp_layout = false;
+  // How the checkpoint stores the DeltaNet: Hugging Face's (conv1d taps [channels, 1, taps],
+  // A_log); llama.cpp's (GGUF qwen35 and qwen3next, from its converter: taps [channels, taps], A
+  // stored as ssm_a = -exp(A_log)); or mlx-lm's conversion (taps [channels, taps, 1], MLX's
+  // Conv1d layout, and A_log; its other norms hold 1 + weight, ModelConfig::norm_adds_one false).
+  enum class Storage { kHf, kLlamaCpp, kMlxLm };
+  Storage storage = Storage::kHf;
+  std::vector<int64_t> ConvWeightShape() const {
+    if (storage == Storage::kLlamaCpp) return {conv_dim(), conv_kernel};
+    if (storage == Storage::kMlxLm) return {conv_dim(), conv_kernel, 1};
+    return {conv_dim(), 1, conv_kernel};
+  }
+  // The tensor (under linear_attn.) that holds A: "ssm_a" = -exp(A_log) (llama.cpp), else "A_log".
+  const char* ATensorName() const { return storage == Storage::kLlamaCpp ? "ssm_a" : "A_log"; }
   // Value heads in tiled order (GGUF qwen35: value head h reads key head h % num_key_heads),
   // else grouped by key head as HF stores them (key head h / (num_value_heads / num_key_heads)).
   bool value_heads_tiled = false;

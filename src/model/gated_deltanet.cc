@@ -89,7 +89,7 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
   // (llama.cpp's layout stores -exp(A_log) itself).
   std::vector<float> minus_exp_a(static_cast<size_t>(nv)), dt_bias(static_cast<size_t>(nv));
   ops::DecodeRowSegment(w.a, 0, 0, nv, minus_exp_a.data());
-  if (!la.llama_cpp_layout) {
+  if (la.storage != LinearAttentionConfig::Storage::kLlamaCpp) {
     for (float& a : minus_exp_a) a = -std::exp(a);
   }
   ops::DecodeRowSegment(w.dt_bias, 0, 0, nv, dt_bias.data());

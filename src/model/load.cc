@@ -195,13 +195,8 @@ void ValidateWeights(const ModelConfig& c, const WeightStore& w) {
         linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
       }
       linear(m + "out_proj", hidden, la.value_dim());
-      if (la.llama_cpp_layout) {
-        expect(m + "conv1d.weight", {la.conv_dim(), la.conv_kernel});
-        expect(m + "ssm_a", {la.num_value_heads});
-      } else {
-        expect(m + "conv1d.weight", {la.conv_dim(), 1, la.conv_kernel});
-        expect(m + "A_log", {la.num_value_heads});
-      }
+      expect(m + "conv1d.weight", la.ConvWeightShape());
+      expect(m + la.ATensorName(), {la.num_value_heads});
       expect(m + "dt_bias", {la.num_value_heads});
       expect(m + "norm.weight", {la.value_head_dim});
       continue;
@@ -282,6 +277,22 @@ void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights) {
   }
 }
 
+void ReadMlxLmHybridLayout(const WeightStore& weights, ModelConfig& config) {
+  LinearAttentionConfig& la = config.linear_attention;
+  if (la.conv_kernel <= 1) return;  // [C, 1, 1] either way
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    if (!config.IsLinearAttentionLayer(layer)) continue;
+    const TensorInfo* taps =
+        weights.Find(fmt::format("model.layers.{}.linear_attn.conv1d.weight", layer));
+    if (taps != nullptr && taps->shape.size() == 3 && taps->shape[1] == la.conv_kernel &&
+        taps->shape[2] == 1) {
+      la.storage = LinearAttentionConfig::Storage::kMlxLm;
+      config.norm_adds_one = false;
+    }
+    return;
+  }
+}
+
 LoadedModel LoadModel(std::string_view model_spec) {
   const LocatedModel located = LocateModel(model_spec);
   if (Notice()) Notice()(std::string(model_spec), ModelFileBytes(located));
@@ -301,6 +312,7 @@ LoadedModel LoadModel(std::string_view model_spec) {
     model.config = ParseHfConfig(config_json, config_path.string());
     LoadSafetensorsDirectory(located.path, model.weights);
     SplitSwitchMlp(model.config, model.weights);
+    ReadMlxLmHybridLayout(model.weights, model.config);
   }
   ValidateWeights(model.config, model.weights);
   return model;

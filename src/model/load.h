@@ -64,4 +64,11 @@ void ValidateWeights(const ModelConfig& config, const WeightStore& weights);
 // the loader sees the per-expert tensors of a Hugging Face checkpoint.
 void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights);
 
+// mlx-lm's conversion of a hybrid (Qwen3.5, Qwen3-Next: its models' sanitize()) stores the
+// DeltaNet's conv taps as [channels, taps, 1] and adds 1 to every norm but the DeltaNet's gated
+// one; Hugging Face checkpoints (and proctor's MLX output) keep [channels, 1, taps]. The first
+// DeltaNet layer's taps tell them apart: for mlx-lm's, the config gets
+// LinearAttentionConfig::Storage::kMlxLm and norm_adds_one false.
+void ReadMlxLmHybridLayout(const WeightStore& weights, ModelConfig& config);
+
 }  // namespace proctor

@@ -29,7 +29,7 @@ std::string FirstForwardDifference(const ModelConfig& a, const ModelConfig& b) {
   const auto linear = [](const ModelConfig& c) {
     const LinearAttentionConfig& la = c.linear_attention;
     return std::tuple(la.num_key_heads, la.num_value_heads, la.key_head_dim, la.value_head_dim,
-                      la.conv_kernel, la.llama_cpp_layout, la.value_heads_tiled,
+                      la.conv_kernel, la.storage, la.value_heads_tiled,
                       c.layer_uses_linear_attention, c.attention_output_gate, c.linear_projections);
   };
   const auto windows = [](const ModelConfig& c) {

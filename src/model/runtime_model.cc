@@ -37,13 +37,12 @@ LayerNormNames NormNamesOf(BlockStyle block) {
 
 namespace {
 
-// A depthwise conv1d weight, HF shape [channels, 1, taps] (llama.cpp's [channels, taps]), as a
-// [channels, taps] matrix.
-MatView ConvTaps(const WeightStore& weights, const std::string& name, int64_t channels,
-                 int64_t taps, bool llama_cpp_layout) {
-  const TensorInfo& info =
-      weights.Expect(name, llama_cpp_layout ? std::vector<int64_t>{channels, taps}
-                                            : std::vector<int64_t>{channels, 1, taps});
+// The depthwise conv1d weight (HF [channels, 1, taps], llama.cpp's [channels, taps], mlx-lm's
+// [channels, taps, 1]: the same bytes) as a [channels, taps] matrix.
+MatView ConvTaps(const WeightStore& weights, const std::string& name,
+                 const LinearAttentionConfig& la) {
+  const int64_t channels = la.conv_dim(), taps = la.conv_kernel;
+  const TensorInfo& info = weights.Expect(name, la.ConvWeightShape());
   if (!Info(info.type).is_float) {
     Fail("model", "{}: tensor \"{}\" is {}, expected a float type", weights.origin(), name,
          Name(info.type));
@@ -168,17 +167,10 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
           out.emplace_back(g * stride + offset, g * stride + offset + rows);
         return out;
       };
-      const auto dense = [&](const ops::LinearWeight& fused, const std::string& name) {
-        if (fused.is_mlx()) {
-          Fail("model", "{}: the fused {} of an MLX-quantized {} is not supported",
-               weights.origin(), name, config.model_type);
-        }
-        return fused.dense();
-      };
       if (config.linear_projections == kFused) {
         const int64_t group = 2 * dk + 2 * rv;
-        const MatView qkvz = dense(
-            linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden), m + "in_proj_qkvz");
+        const ops::LinearWeight qkvz =
+            linear(m + "in_proj_qkvz", la.conv_dim() + la.value_dim(), hidden);
         std::vector<std::pair<int64_t, int64_t>> qkv = per_group(group, 0, dk);
         for (const auto& range : per_group(group, dk, dk)) qkv.push_back(range);
         for (const auto& range : per_group(group, 2 * dk, rv)) qkv.push_back(range);
@@ -192,16 +184,14 @@ RuntimeModel::RuntimeModel(const ModelConfig& config, const WeightStore& weights
         l.in_proj_b = linear(m + "in_proj_b", la.num_value_heads, hidden);
         l.in_proj_a = linear(m + "in_proj_a", la.num_value_heads, hidden);
       } else {
-        const MatView ba =
-            dense(linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden), m + "in_proj_ba");
+        const ops::LinearWeight ba = linear(m + "in_proj_ba", 2 * la.num_value_heads, hidden);
         l.in_proj_b = RegroupedRows(ba, per_group(2 * r, 0, r));
         l.in_proj_a = RegroupedRows(ba, per_group(2 * r, r, r));
       }
       l.out_proj = linear(m + "out_proj", hidden, la.value_dim());
-      l.conv1d = ConvTaps(weights, m + "conv1d.weight", la.conv_dim(), la.conv_kernel,
-                          la.llama_cpp_layout);
+      l.conv1d = ConvTaps(weights, m + "conv1d.weight", la);
       l.dt_bias = weights.Matrix(m + "dt_bias");
-      l.a = weights.Matrix(m + (la.llama_cpp_layout ? "ssm_a" : "A_log"));
+      l.a = weights.Matrix(m + la.ATensorName());
       l.output_norm = weights.Matrix(m + "norm.weight");
       layers_.push_back(l);
       continue;
@@ -241,6 +231,16 @@ MatView RuntimeModel::RegroupedRows(const MatView& fused,
     }
   }
   return MatView{fused.type, rows, fused.cols, row_bytes, storage.data()};
+}
+
+ops::LinearWeight RuntimeModel::RegroupedRows(
+    const ops::LinearWeight& fused, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  if (!fused.is_mlx()) return RegroupedRows(fused.dense(), ranges);
+  quant::MlxQuantizedMatrix rows = fused.mlx();
+  rows.packed = RegroupedRows(rows.packed, ranges);
+  rows.scales = RegroupedRows(rows.scales, ranges);
+  if (rows.biases.rows != 0) rows.biases = RegroupedRows(rows.biases, ranges);
+  return rows;
 }
 
 std::map<std::string, std::string> RuntimeModel::MatMulKernels(int64_t rows) const {

@@ -156,10 +156,13 @@ class RuntimeModel {
   // expert's, for the normed input [T, hidden].
   MutMatF32 MixtureOfExperts(int layer, const MatView& normed) const;
   static uint64_t MlpBytes(const MlpWeights& mlp);
-  // Views of rows regrouped from a fused projection (Qwen3-Next's in_proj_qkvz / in_proj_ba):
-  // the rows [begin, end) of `fused`, range after range, copied into storage the model owns.
+  // Rows regrouped from a fused projection (Qwen3-Next's in_proj_qkvz / in_proj_ba): the rows
+  // [begin, end) of `fused`, range after range, copied into storage the model owns (an MLX
+  // matrix's codes, scales and biases alike).
   MatView RegroupedRows(const MatView& fused,
                         const std::vector<std::pair<int64_t, int64_t>>& ranges);
+  ops::LinearWeight RegroupedRows(const ops::LinearWeight& fused,
+                                  const std::vector<std::pair<int64_t, int64_t>>& ranges);
   // out_proj(gated_norm(delta_rule(conv(in_proj_qkv(n))), in_proj_z(n))) of the normed input
   // [T, hidden]: the gated DeltaNet (gated_deltanet.cc), advancing the layer's recurrent state.
   MutMatF32 GatedDeltaNet(int layer, const MatView& normed, ModelCache& cache) const;
