@@ -389,6 +389,69 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   }
 }
 
+// Qwen3.5 as mlx-community ships it: mlx-lm's conversion of the multimodal wrapper (qwen3_5,
+// text_config) keeps the language model under language_model.model.* and
+// language_model.lm_head.*, in its hybrid layout. The hf-goldens Qwen3.5 rewritten as transformers
+// 5 saves the wrapper (weights under model.language_model.*, a vision tensor beside), converted by
+// mlx-lm at 4 bits: the engine's logits on the conversion equal mlx-lm's.
+TEST(MlxLmWrapper, EngineReadsMlxLmsQwen35Conversion) {
+  const std::string python = OraclePython();
+  SKIP_WITHOUT_MLX(python);
+  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3_5-f32";
+  if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
+  TempDir tmp;
+  const fs::path wrapped = tmp.path() / "wrapped", converted = tmp.path() / "mlx";
+  // mlx-lm 0.32.2's qwen3_5 reads full_attention_interval, not layer_types (the golden's layers
+  // alternate).
+  std::ofstream(tmp.path() / "wrap.py") << R"(import json, os, sys
+from safetensors.numpy import load_file, save_file
+golden, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+text = json.load(open(os.path.join(golden, "config.json")))
+text["full_attention_interval"] = 2
+config = {"model_type": "qwen3_5", "text_config": text, "vision_config": {"depth": 1},
+          "tie_word_embeddings": text["tie_word_embeddings"]}
+json.dump(config, open(os.path.join(out, "config.json"), "w"))
+weights = {("model.language_model." + k[6:] if k.startswith("model.") else k): v
+           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
+weights["model.visual.patch_embed.proj.weight"] = weights["model.language_model.norm.weight"][:4]
+save_file(weights, os.path.join(out, "model.safetensors"))
+)";
+  const Result w =
+      RunShell(fmt::format("{} {} {} {} 2>&1", python, (tmp.path() / "wrap.py").string(),
+                           golden.string(), wrapped.string()));
+  ASSERT_EQ(w.status, 0) << w.out;
+  const json jobs = json::array({{{"source", wrapped.string()},
+                                  {"out", converted.string()},
+                                  {"bits", 4},
+                                  {"group_size", 32},
+                                  {"mode", "affine"},
+                                  {"recipe", nullptr}}});
+  std::ofstream(tmp.path() / "quantize.json") << jobs.dump();
+  const Result q = MlxModel(python, "quantize " + (tmp.path() / "quantize.json").string());
+  ASSERT_EQ(q.status, 0) << q.out;
+  {
+    std::ifstream weights(converted / "model.safetensors", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(weights)), {});
+    EXPECT_NE(bytes.find("language_model.model.layers.0.linear_attn.in_proj_qkv.scales"),
+              std::string::npos);
+    EXPECT_EQ(bytes.find("visual"), std::string::npos);
+  }
+  const std::vector<int> prompt =
+      json::parse(std::ifstream(golden / "tokens.json"))["prompt"].get<std::vector<int>>();
+  const fs::path ours = tmp.path() / "proctor.f32", theirs = tmp.path() / "mlx.f32";
+  const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", converted.string(),
+                                       PromptIds(prompt), ours.string()));
+  ASSERT_EQ(l.status, 0) << l.out;
+  std::ofstream(tmp.path() / "logits.json")
+      << json::array(
+             {{{"model", converted.string()}, {"tokens", prompt}, {"out", theirs.string()}}})
+             .dump();
+  const Result r = MlxModel(python, "logits " + (tmp.path() / "logits.json").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  ExpectLogitsNearMlxLm(ReadF32(ours), ReadF32(theirs), "mlx-lm's qwen3_5 conversion");
+}
+
 // mlx-lm's quantized KV cache (QuantizedKVCache, maybe_quantize_kv_cache after every model call,
 // quantized_scaled_dot_product_attention) against the engine's --kv affine:BITS:gGROUP
 // --kv-start N on the same chunks: the qwen3 golden (f32, head_dim 32) over 40 tokens.

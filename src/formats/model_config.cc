@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "formats/multimodal_wrapper.h"
 #include "util/error.h"
 
 namespace proctor {
@@ -490,22 +491,53 @@ std::string ModelConfig::Summary() const {
       tie_word_embeddings, stored_dtype);
 }
 
+namespace {
+
+// A multimodal wrapper's language model: text_config, with the wrapper's own
+// tie_word_embeddings, token ids and MLX quantization block (module paths renamed to the text
+// model's, the vision tower's dropped).
+ModelConfig ParseWrappedTextConfig(const nlohmann::json& config_json, std::string_view wrapper,
+                                   std::string_view text_type, std::string_view origin) {
+  const auto text_config = config_json.find("text_config");
+  if (text_config == config_json.end() || !text_config->is_object()) {
+    ConfigFail(origin, fmt::format("model_type \"{}\" is a multimodal wrapper of a {} model, "
+                                   "which should be described by the object \"text_config\"",
+                                   wrapper, text_type));
+  }
+  nlohmann::json text = *text_config;
+  const std::string inner = GetString(text, "model_type", origin, std::string(text_type));
+  if (inner != text_type) {
+    ConfigFail(origin, fmt::format("text_config.model_type \"{}\" of a \"{}\" wrapper should be "
+                                   "\"{}\"",
+                                   inner, wrapper, text_type));
+  }
+  text["model_type"] = text_type;
+  for (const char* key : {"tie_word_embeddings", "bos_token_id", "eos_token_id", "quantization",
+                          "quantization_config"}) {
+    if (config_json.contains(key)) text[key] = config_json[key];
+  }
+  ModelConfig out = ParseHfConfig(text, origin);
+  out.text_model_of = std::string(wrapper);
+  if (out.mlx_quantization) {
+    decltype(out.mlx_quantization->overrides) overrides;
+    for (auto& [path, params] : out.mlx_quantization->overrides) {
+      if (std::optional<std::string> name = TextModelName(path)) overrides[*name] = params;
+    }
+    out.mlx_quantization->overrides = std::move(overrides);
+  }
+  return out;
+}
+
+}  // namespace
+
 ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin) {
   if (!config_json.is_object()) ConfigFail(origin, "config.json should hold a JSON object");
   const std::string model_type = GetString(config_json, "model_type", origin);
   const FamilyTraits* family = FindFamilyByHfModelType(model_type);
-  if (family == nullptr && model_type == "qwen3_5") {
-    ConfigFail(origin,
-               "model_type \"qwen3_5\" is Qwen3.5's multimodal wrapper (its language model "
-               "is in \"text_config\"), which is not supported; proctor runs text-only "
-               "qwen3_5_text checkpoints");
-  }
-  if (family == nullptr && model_type == "gemma3") {
-    ConfigFail(origin,
-               "model_type \"gemma3\" is Gemma 3's multimodal wrapper (its language model "
-               "is in \"text_config\" and its weights under language_model.*), which is "
-               "not supported; proctor runs text-only gemma3_text checkpoints such as "
-               "gemma-3-1b");
+  if (family == nullptr) {
+    if (const std::optional<std::string_view> text_type = TextModelTypeOfWrapper(model_type)) {
+      return ParseWrappedTextConfig(config_json, model_type, *text_type, origin);
+    }
   }
   if (family == nullptr) {
     ConfigFail(origin, fmt::format("architecture (model_type) \"{}\" is not supported (supported: "

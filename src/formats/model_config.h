@@ -136,6 +136,9 @@ struct ModelConfig {
   std::string stored_dtype;        // "float32", "bfloat16", "float16", or a GGUF type summary
   // config.json's MLX quantization block (mlx-lm checkpoints); nullopt when absent (and for GGUF).
   std::optional<MlxQuantization> mlx_quantization;
+  // The multimodal wrapper this text model was read from ("qwen3_5", "gemma3"; empty: none):
+  // its tensors carry the wrapper's prefixes (formats/multimodal_wrapper.h).
+  std::string text_model_of;
 
   // The attention window of layer `layer` (0 = full attention).
   int SlidingWindowForLayer(int layer) const {
@@ -168,7 +171,9 @@ ModelConfig FamilyConfig(ModelArch arch);
 
 // Parses a Hugging Face config.json. `origin` (e.g. the file path) starts every error message.
 // Accepts both RoPE spellings (top-level rope_theta/rope_scaling and nested rope_parameters) and
-// both dtype spellings (torch_dtype, dtype).
+// both dtype spellings (torch_dtype, dtype). A multimodal wrapper (qwen3_5, gemma3) is read as its
+// text_config, the wrapper's tie_word_embeddings, token ids and MLX quantization block taking
+// precedence (the block's module paths renamed as TextModelName does).
 ModelConfig ParseHfConfig(const nlohmann::json& config_json, std::string_view origin);
 
 // Checks the numbers are usable (positive, heads divide evenly, ...); Error naming origin.

@@ -271,6 +271,11 @@ TEST(ParseHfConfig, Qwen35HybridLayers) {
   bad = j;
   bad["model_type"] = "qwen3_5";  // the multimodal wrapper
   EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "\"qwen3_5\"", "text_config");
+  // The wrapper reads text_config: its model_type must be the text model's.
+  bad["text_config"] = j;
+  bad["text_config"]["model_type"] = "qwen3_next";
+  EXPECT_ERROR_CONTAINS(ParseHfConfig(bad, "cfg.json"), "text_config.model_type \"qwen3_next\"",
+                        "\"qwen3_5_text\"");
   // Only the hybrid family takes linear_attention layers and partial rotary.
   bad = LlamaBase();
   bad["layer_types"] = json::array({"linear_attention", "full_attention"});
@@ -378,6 +383,42 @@ TEST(ParseHfConfig, Phi3PartialRotaryAndRefusals) {
   j["rope_parameters"] = json::parse(R"({"rope_theta": 10000.0, "rope_type": "longrope",
       "short_factor": [1.0], "long_factor": [2.0], "original_max_position_embeddings": 64})");
   EXPECT_ERROR_CONTAINS(ParseHfConfig(j, "cfg.json"), "cfg.json", "longrope");
+}
+
+// Qwen3.5's multimodal wrapper (as Qwen/Qwen3.5-* and mlx-community ship it): the language
+// model is text_config; the wrapper's tie_word_embeddings and MLX quantization block win, the
+// block's module paths renamed to the text model's and the vision tower's dropped.
+TEST(ParseHfConfig, AMultimodalWrapperIsReadAsItsTextModel) {
+  json text = LlamaBase();
+  text.erase("model_type");
+  text["head_dim"] = 32;
+  text.update(json::parse(R"({"linear_num_key_heads": 2, "linear_num_value_heads": 4,
+      "linear_key_head_dim": 16, "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4,
+      "partial_rotary_factor": 0.25, "tie_word_embeddings": false})"));
+  json wrapper = {{"model_type", "qwen3_5"},
+                  {"text_config", text},
+                  {"vision_config", {{"depth", 2}}},
+                  {"tie_word_embeddings", true}};
+  wrapper["quantization"] = json::parse(R"({"group_size": 64, "bits": 4,
+      "language_model.model.layers.0.mlp.gate_proj": {"group_size": 32, "bits": 8},
+      "model.language_model.layers.1.mlp.up_proj": false,
+      "vision_tower.blocks.0.attn.qkv": {"group_size": 64, "bits": 8}})");
+  const ModelConfig c = ParseHfConfig(wrapper, "cfg.json");
+  EXPECT_EQ(c.arch, ModelArch::kQwen35);
+  EXPECT_EQ(c.model_type, "qwen3_5_text");
+  EXPECT_EQ(c.text_model_of, "qwen3_5");
+  EXPECT_TRUE(c.tie_word_embeddings);  // the wrapper's
+  EXPECT_EQ(c.linear_attention.num_value_heads, 4);
+  ASSERT_TRUE(c.mlx_quantization.has_value());
+  const auto& overrides = c.mlx_quantization->overrides;
+  EXPECT_EQ(overrides.size(), 2u);
+  ASSERT_TRUE(overrides.contains("model.layers.0.mlp.gate_proj"));
+  EXPECT_EQ(overrides.at("model.layers.0.mlp.gate_proj")->bits, 8);
+  ASSERT_TRUE(overrides.contains("model.layers.1.mlp.up_proj"));
+  EXPECT_FALSE(overrides.at("model.layers.1.mlp.up_proj").has_value());
+  // A text model read directly has no wrapper.
+  text["model_type"] = "qwen3_5_text";
+  EXPECT_EQ(ParseHfConfig(text, "cfg.json").text_model_of, "");
 }
 
 }  // namespace

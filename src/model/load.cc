@@ -10,6 +10,7 @@
 
 #include "formats/gguf.h"
 #include "formats/gguf_model.h"
+#include "formats/multimodal_wrapper.h"
 #include "formats/safetensors.h"
 #include "model/mlx_weights.h"
 #include "model/runtime_model.h"
@@ -311,6 +312,7 @@ LoadedModel LoadModel(std::string_view model_spec) {
     const nlohmann::json config_json = ReadJsonFile(config_path, "model");
     model.config = ParseHfConfig(config_json, config_path.string());
     LoadSafetensorsDirectory(located.path, model.weights);
+    if (!model.config.text_model_of.empty()) KeepTextModelTensors(model.weights);
     SplitSwitchMlp(model.config, model.weights);
     ReadMlxLmHybridLayout(model.weights, model.config);
   }
