@@ -337,6 +337,7 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
                            (tmp.path() / "built.json").string(), tmp.path().string()));
   ASSERT_EQ(made.status, 0) << made.out;
   json quantize_jobs = json::array(), logits_jobs = json::array();
+  std::vector<std::pair<std::string, std::string>> converted;  // {label, case name}
   for (const json& c : cases) {
     const std::string name = c["name"];
     const fs::path source = WithOlderRopeSpelling(tmp.path() / name, tmp.path() / (name + "-src"));
@@ -345,24 +346,34 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
     json config = json::parse(std::ifstream(source / "config.json"));
     if (config["model_type"] == "qwen3_moe") config["num_experts"] = config["num_local_experts"];
     std::ofstream(source / "config.json") << config.dump(1);
-    quantize_jobs.push_back({{"source", source.string()},
-                             {"out", (tmp.path() / (name + "-mlx")).string()},
-                             {"bits", 4},
-                             {"group_size", 32},
-                             {"mode", "affine"},
-                             {"recipe", nullptr}});
+    // The Qwen3-MoE also with mlx-lm's mixed 3/6-bit recipe: an override for every module,
+    // switch_mlp paths included.
+    for (const json& recipe : {json(nullptr), json("mixed_3_6")}) {
+      if (!recipe.is_null() && name != "qwen3_moe") continue;
+      const std::string label = recipe.is_null() ? name : name + "-" + recipe.get<std::string>();
+      quantize_jobs.push_back({{"source", source.string()},
+                               {"out", (tmp.path() / (label + "-mlx")).string()},
+                               {"bits", 4},
+                               {"group_size", 32},
+                               {"mode", "affine"},
+                               {"recipe", recipe}});
+      converted.emplace_back(label, name);
+    }
   }
   std::ofstream(tmp.path() / "quantize.json") << quantize_jobs.dump();
   const Result q = MlxModel(python, "quantize " + (tmp.path() / "quantize.json").string());
   ASSERT_EQ(q.status, 0) << q.out;
   std::vector<fs::path> ours;
-  for (const json& c : cases) {
-    const std::string name = c["name"];
-    const fs::path model = tmp.path() / (name + "-mlx");
+  for (const auto& [label, name] : converted) {
+    const fs::path model = tmp.path() / (label + "-mlx");
     // mlx-lm wrote stacked experts.
     std::ifstream weights(model / "model.safetensors", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(weights)), {});
-    EXPECT_NE(bytes.find("switch_mlp"), std::string::npos) << name;
+    EXPECT_NE(bytes.find("switch_mlp"), std::string::npos) << label;
+    if (label != name) {  // the recipe's overrides name the stacked experts
+      const std::string config = json::parse(std::ifstream(model / "config.json")).dump();
+      EXPECT_NE(config.find("mlp.switch_mlp.down_proj"), std::string::npos) << config;
+    }
     if (name == "qwen3_next") {  // the fused DeltaNet projections are quantized
       EXPECT_NE(bytes.find("linear_attn.in_proj_qkvz.scales"), std::string::npos);
       EXPECT_NE(bytes.find("linear_attn.in_proj_ba.scales"), std::string::npos);
@@ -371,13 +382,13 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
         json::parse(std::ifstream(tmp.path() / name / "tokens.json"))["prompt"]
             .get<std::vector<int>>();
     const std::string ids = PromptIds(prompt);
-    ours.push_back(tmp.path() / (name + "-proctor.f32"));
+    ours.push_back(tmp.path() / (label + "-proctor.f32"));
     const Result l = Proctor(fmt::format("logits {} --prompt-ids {} --out {}", model.string(), ids,
                                          ours.back().string()));
     ASSERT_EQ(l.status, 0) << l.out;
     logits_jobs.push_back({{"model", model.string()},
                            {"tokens", prompt},
-                           {"out", (tmp.path() / (name + "-mlx.f32")).string()}});
+                           {"out", (tmp.path() / (label + "-mlx.f32")).string()}});
   }
   std::ofstream(tmp.path() / "logits.json") << logits_jobs.dump();
   const Result r = MlxModel(python, "logits " + (tmp.path() / "logits.json").string());
@@ -385,7 +396,7 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   for (size_t i = 0; i < ours.size(); ++i) {
     const std::vector<float> mine = ReadF32(ours[i]);
     const std::vector<float> theirs = ReadF32(logits_jobs[i]["out"].get<std::string>());
-    ExpectLogitsNearMlxLm(mine, theirs, "mlx-lm's " + cases[i]["name"].get<std::string>());
+    ExpectLogitsNearMlxLm(mine, theirs, "mlx-lm's " + converted[i].first);
   }
 }
 

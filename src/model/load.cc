@@ -244,7 +244,7 @@ uint64_t ModelFileBytes(const LocatedModel& located) {
   return bytes;
 }
 
-void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights) {
+void SplitSwitchMlp(ModelConfig& config, WeightStore& weights) {
   if (config.moe.num_experts == 0) return;
   const LayerTensorNames& names = FamilyOf(config.arch).tensors;
   const std::pair<std::string_view, std::string_view> kMatrices[] = {
@@ -254,6 +254,16 @@ void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights) {
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const std::string moe = fmt::format("model.layers.{}.{}.", layer, names.moe);
     for (const auto& [stacked_name, expert_name] : kMatrices) {
+      if (config.mlx_quantization) {
+        auto& overrides = config.mlx_quantization->overrides;
+        const auto stacked = overrides.find(fmt::format("{}switch_mlp.{}", moe, stacked_name));
+        if (stacked != overrides.end()) {
+          for (int e = 0; e < config.moe.num_experts; ++e) {
+            overrides[fmt::format("{}experts.{}.{}", moe, e, expert_name)] = stacked->second;
+          }
+          overrides.erase(stacked);
+        }
+      }
       for (const char* part : {"weight", "scales", "biases"}) {
         const std::string stacked = fmt::format("{}switch_mlp.{}.{}", moe, stacked_name, part);
         const TensorInfo* found = weights.Find(stacked);

@@ -61,8 +61,10 @@ void ValidateWeights(const ModelConfig& config, const WeightStore& weights);
 // <moe>.switch_mlp.{gate_proj,up_proj,down_proj}.{weight,scales,biases} ([experts, ...], as its
 // models' sanitize() writes them). Each becomes one view per expert under the family's names
 // (<moe>.experts.E.<gate|up|down name>.*), expert e's bytes being the e-th contiguous slice, so
-// the loader sees the per-expert tensors of a Hugging Face checkpoint.
-void SplitSwitchMlp(const ModelConfig& config, WeightStore& weights);
+// the loader sees the per-expert tensors of a Hugging Face checkpoint. A per-module quantization
+// override of <moe>.switch_mlp.<name> (mlx-lm's mixed recipes write one for every module) becomes
+// each expert's.
+void SplitSwitchMlp(ModelConfig& config, WeightStore& weights);
 
 // mlx-lm's conversion of a hybrid (Qwen3.5, Qwen3-Next: its models' sanitize()) stores the
 // DeltaNet's conv taps as [channels, taps, 1] and adds 1 to every norm but the DeltaNet's gated
