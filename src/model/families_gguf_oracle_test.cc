@@ -215,10 +215,15 @@ TEST(FamiliesGguf, ConvertedModelsMatchTransformersAndLlamaCpp) {
     if (family.block != BlockStyle::kLlama) {
       EXPECT_ERROR_CONTAINS(QuantizeModelToMlx(gguf.string(), mlx, mlx_options),
                             "cannot be written as an MLX directory");
-    } else if (c["llama_cpp"].get<bool>() && loaded.config.arch != ModelArch::kQwen3Moe) {
-      // (mlx-lm's phi3 has no sliding window; mlx-lm 0.32.2's qwen3_moe stacks only unquantized
-      // experts into its switch_mlp, so it cannot read per-expert quantized tensors.)
+    } else if (c["llama_cpp"].get<bool>()) {
+      // (mlx-lm's phi3 has no sliding window. The experts are written stacked, as mlx-lm's
+      // switch_mlp.)
       QuantizeModelToMlx(gguf.string(), mlx, mlx_options);
+      if (loaded.config.moe.num_experts > 0) {  // stacked as mlx-lm's switch_mlp
+        EXPECT_NE(
+            ReadText(mlx / "model.safetensors.index.json").find(".switch_mlp.down_proj.scales"),
+            std::string::npos);
+      }
       const LoadedModel exported = LoadModel(mlx.string());
       EXPECT_EQ(exported.config.arch, loaded.config.arch);
       const RuntimeModel mlx_model(exported.config, exported.weights, RuntimeOptions{});

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <memory>
 
+#include "formats/family_traits.h"
 #include "formats/gguf_model.h"
 #include "formats/safetensors_writer.h"
 #include "model/load.h"
@@ -46,6 +48,11 @@ struct PlannedTensor {
   MlxTensorResult result;
   int permute_heads = 0;  // > 0: GGUF llama Q/K rows to put back in HF order
   int head_dim = 0;
+  // A routed expert's matrix, written with its layer's other experts as one stacked tensor,
+  // mlx-lm's <moe>.switch_mlp.<gate_proj|up_proj|down_proj> ([experts, ...]; StackExperts).
+  // Expert 0's plan lists the stack's members in expert order.
+  std::string stack_module;  // empty: written on its own
+  std::vector<size_t> stack_members;
 };
 
 std::string ModulePath(const std::string& name) {
@@ -156,20 +163,97 @@ std::vector<PlannedTensor> Plan(const LoadedModel& model, const MlxQuantizeOptio
   return plan;
 }
 
+// "model.layers.L.<moe>.experts.E.<matrix>" -> {"model.layers.L.<moe>.switch_mlp.<mlx-lm name>",
+// E} for a family's routed expert matrices; nullopt for any other module.
+std::optional<std::pair<std::string, int>> ExpertStack(const ModelConfig& c,
+                                                       std::string_view module) {
+  const LayerTensorNames& names = FamilyOf(c.arch).tensors;
+  const std::string marker = fmt::format(".{}.experts.", names.moe);
+  const size_t at = module.find(marker);
+  if (!module.starts_with("model.layers.") || at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = module.substr(at + marker.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  int expert = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, expert);
+  if (ec != std::errc() || end != rest.data() + dot) return std::nullopt;
+  const std::string_view matrix = rest.substr(dot + 1);
+  const std::string_view stacked = matrix == names.expert_gate   ? "gate_proj"
+                                   : matrix == names.expert_up   ? "up_proj"
+                                   : matrix == names.expert_down ? "down_proj"
+                                                                 : "";
+  if (stacked.empty()) return std::nullopt;
+  return std::pair{fmt::format("{}.{}.switch_mlp.{}", module.substr(0, at), names.moe, stacked),
+                   expert};
+}
+
+// Groups the routed experts' matrices into mlx-lm's stacked tensors (what mlx-lm's conversion
+// writes and every mlx-lm MoE model reads, quantized or not). A stack needs one setting for all
+// its experts: the same shape, type and quantization (Error naming the two that differ).
+void StackExperts(const LoadedModel& model, std::vector<PlannedTensor>& plan) {
+  const ModelConfig& c = model.config;
+  if (c.moe.num_experts == 0) return;
+  std::map<std::string, std::vector<size_t>> stacks;  // module -> plan index per expert
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (!plan[i].source->name.ends_with(".weight")) continue;
+    const auto stack = ExpertStack(c, plan[i].module);
+    if (!stack) continue;
+    std::vector<size_t>& members = stacks[stack->first];
+    members.resize(static_cast<size_t>(c.moe.num_experts), plan.size());
+    if (stack->second >= c.moe.num_experts) continue;  // not an expert of this model
+    members[static_cast<size_t>(stack->second)] = i;
+    plan[i].stack_module = stack->first;
+  }
+  for (auto& [module, members] : stacks) {
+    const PlannedTensor& first = plan[members[0]];
+    for (const size_t i : members) {
+      if (i == plan.size()) {
+        Fail("quantize", "{}: {} lacks an expert (the model has {})", model.source.string(), module,
+             c.moe.num_experts);
+      }
+      const PlannedTensor& p = plan[i];
+      const MlxTensorResult &a = first.result, &b = p.result;
+      if (p.source->shape != first.source->shape || p.source->type != first.source->type ||
+          a.quantized != b.quantized || a.bits != b.bits || a.group_size != b.group_size) {
+        Fail("quantize",
+             "{}: \"{}\" and \"{}\" would be written differently ({} {} {}, {} {} {}); mlx-lm's "
+             "stacked experts ({}) need one setting per layer",
+             model.source.string(), first.source->name, p.source->name, Name(first.source->type),
+             ShapeString(first.source->shape), a.quantized ? fmt::format("{}-bit", a.bits) : "kept",
+             Name(p.source->type), ShapeString(p.source->shape),
+             b.quantized ? fmt::format("{}-bit", b.bits) : "kept", module);
+      }
+    }
+    plan[members[0]].stack_members = members;
+  }
+}
+
 DType ScaleType(const PlannedTensor& p, MlxMode mode) {
   return mode == MlxMode::kAffine ? p.source->type : DType::kU8;
 }
 
+// The tensors written for `p`: its own, or (expert 0 of a stack) the stack's, [experts, ...];
+// none for the stack's other experts.
 std::vector<SafetensorsTensorSpec> OutputSpecs(const PlannedTensor& p, MlxMode mode) {
   const TensorInfo& t = *p.source;
-  if (!p.result.quantized) return {{t.name, t.type, t.shape}};
+  if (!p.stack_module.empty() && p.stack_members.empty()) return {};
+  const std::string module = p.stack_module.empty() ? p.module : p.stack_module;
+  std::vector<int64_t> outer;
+  if (!p.stack_members.empty()) outer.push_back(static_cast<int64_t>(p.stack_members.size()));
+  const auto shape = [&](std::vector<int64_t> inner) {
+    inner.insert(inner.begin(), outer.begin(), outer.end());
+    return inner;
+  };
+  if (!p.result.quantized) {
+    return {{p.stack_module.empty() ? t.name : module + ".weight", t.type, shape(t.shape)}};
+  }
   const int64_t rows = t.shape[0], cols = t.shape[1];
   const int bits = p.result.bits, group = p.result.group_size;
   std::vector<SafetensorsTensorSpec> specs = {
-      {p.module + ".weight", DType::kU32, {rows, cols * bits / 32}},
-      {p.module + ".scales", ScaleType(p, mode), {rows, cols / group}}};
+      {module + ".weight", DType::kU32, shape({rows, cols * bits / 32})},
+      {module + ".scales", ScaleType(p, mode), shape({rows, cols / group})}};
   if (mode == MlxMode::kAffine) {
-    specs.push_back({p.module + ".biases", ScaleType(p, mode), {rows, cols / group}});
+    specs.push_back({module + ".biases", ScaleType(p, mode), shape({rows, cols / group})});
   }
   return specs;
 }
@@ -236,27 +320,53 @@ class TensorProducer {
 
   void Fill(const SafetensorsTensorSpec& spec, const TensorByteSink& sink) {
     const size_t index = owner_.at(spec.name);
+    const std::vector<size_t>& stack = plan_[index].stack_members;
+    if (stack.empty()) {
+      FillPart(index, spec, spec.Bytes(), sink);
+      return;
+    }
+    // A stack: each expert's part in turn, the quantized experts kept until the stack is done.
+    if (cached_stack_ != index) {
+      cached_stack_ = index;
+      stack_cache_.clear();
+    }
+    for (const size_t member : stack) FillPart(member, spec, spec.Bytes() / stack.size(), sink);
+  }
+
+ private:
+  // Plan `index`'s part of `spec` (the whole of it, or one expert's slice of a stack).
+  void FillPart(size_t index, const SafetensorsTensorSpec& spec, uint64_t bytes,
+                const TensorByteSink& sink) {
     PlannedTensor& p = plan_[index];
     if (index != announced_) {
       announced_ = index;
       if (opt_.on_tensor) opt_.on_tensor(p.result.name, ++announced_count_, plan_.size());
     }
-    p.result.output_bytes += spec.Bytes();
+    p.result.output_bytes += bytes;
     if (!p.result.quantized) {
       CopyTensor(p, sink);
       return;
     }
-    if (cached_index_ != index) {
-      cached_ = QuantizeTensor(model_.weights, p, opt_.mode);
-      cached_index_ = index;
+    quant::MlxQuantizedTensor* q = nullptr;
+    if (p.stack_module.empty()) {
+      if (cached_index_ != index) {
+        cached_ = QuantizeTensor(model_.weights, p, opt_.mode);
+        cached_index_ = index;
+      }
+      q = &cached_;
+    } else {
+      auto it = stack_cache_.find(index);
+      if (it == stack_cache_.end()) {
+        it = stack_cache_.emplace(index, QuantizeTensor(model_.weights, p, opt_.mode)).first;
+      }
+      q = &it->second;
     }
-    const Tensor& part = spec.name.ends_with(".weight")   ? cached_.packed
-                         : spec.name.ends_with(".scales") ? cached_.scales
-                                                          : cached_.biases;
+    const Tensor& part = spec.name.ends_with(".weight")   ? q->packed
+                         : spec.name.ends_with(".scales") ? q->scales
+                                                          : q->biases;
     sink(std::span<const uint8_t>(part.bytes(), part.size_bytes()));
   }
 
- private:
   void CopyTensor(const PlannedTensor& p, const TensorByteSink& sink) {
     const TensorInfo& t = *p.source;
     if (p.permute_heads == 0) {
@@ -280,6 +390,8 @@ class TensorProducer {
   size_t announced_count_ = 0;
   size_t cached_index_ = static_cast<size_t>(-1);
   quant::MlxQuantizedTensor cached_;
+  size_t cached_stack_ = static_cast<size_t>(-1);
+  std::map<size_t, quant::MlxQuantizedTensor> stack_cache_;  // plan index -> quantized expert
 };
 
 // Writes the shards and model.safetensors.index.json into dir; returns the tensor bytes.
@@ -330,13 +442,15 @@ nlohmann::json QuantizationBlock(const std::vector<PlannedTensor>& plan,
   for (const PlannedTensor& p : plan) {
     const MlxTensorResult& r = p.result;
     if (!r.quantizable) continue;
+    if (!p.stack_module.empty() && p.stack_members.empty()) continue;  // the stack's entry
+    const std::string& module = p.stack_module.empty() ? p.module : p.stack_module;
     if (!r.quantized && r.kept_reason.starts_with("matches --skip")) {
-      q[p.module] = false;
+      q[module] = false;
     } else if (r.quantized && !opt.recipe.empty()) {
       // mlx-lm records the predicate's dict for every module a recipe quantizes.
-      q[p.module] = {{"group_size", r.group_size},
-                     {"bits", r.bits},
-                     {"mode", std::string(quant::MlxModeName(opt.mode))}};
+      q[module] = {{"group_size", r.group_size},
+                   {"bits", r.bits},
+                   {"mode", std::string(quant::MlxModeName(opt.mode))}};
     }
   }
   return q;
@@ -404,6 +518,7 @@ MlxQuantizeReport QuantizeModelToMlx(const std::string& source_spec, const fs::p
   if (located.format == ModelFormat::kGguf) config_json = HfConfigJsonFor(model);
 
   std::vector<PlannedTensor> plan = Plan(model, opt, recipe);
+  StackExperts(model, plan);
   MlxQuantizeReport report;
   for (const std::string& pattern : opt.skip_patterns) {
     const bool used = std::any_of(plan.begin(), plan.end(), [&](const PlannedTensor& p) {

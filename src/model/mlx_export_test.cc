@@ -410,6 +410,35 @@ TEST(MlxQuantize, RefusesBadOptionsWithTheValues) {
   EXPECT_EQ(ResolveMlxQuantizeOptions({.recipe = "mixed_2_6"}).bits, 2);
 }
 
+// Routed experts are written stacked, as mlx-lm's switch_mlp ([experts, ...]), which the loader
+// splits back; a layer whose experts would be written differently (one skipped) is refused,
+// naming both, before anything is created. mlx-lm reads the stacked output in
+// families_gguf_oracle_test.cc.
+TEST(MlxQuantize, ExpertsAreStackedAsMlxLmsSwitchMlp) {
+  const fs::path golden = Golden("qwen3_next-f32");
+  if (!fs::exists(golden / "model.safetensors")) GTEST_SKIP() << "fixture absent: " << golden;
+  TempDir tmp;
+  const fs::path out = tmp.path() / "q";
+  QuantizeModelToMlx(golden.string(), out, {.bits = 8, .group_size = 32});
+  WeightStore written;
+  LoadSafetensorsDirectory(out, written);
+  const TensorInfo* stacked = written.Find("model.layers.0.mlp.switch_mlp.down_proj.weight");
+  ASSERT_NE(stacked, nullptr);
+  EXPECT_EQ(stacked->shape, (std::vector<int64_t>{4, 64, 32 * 8 / 32}));  // 4 experts [64, 32]
+  EXPECT_FALSE(written.Has("model.layers.0.mlp.experts.0.down_proj.weight"));
+  const LoadedModel loaded = LoadModel(out.string());  // split back into one view per expert
+  EXPECT_TRUE(loaded.weights.Has("model.layers.3.mlp.experts.3.gate_proj.scales"));
+
+  const fs::path refused = tmp.path() / "refused";
+  EXPECT_ERROR_CONTAINS(
+      QuantizeModelToMlx(
+          golden.string(), refused,
+          {.bits = 8, .group_size = 32, .skip_patterns = {"model.layers.2.mlp.experts.1.up_proj"}}),
+      "model.layers.2.mlp.experts.0.up_proj.weight", "model.layers.2.mlp.experts.1.up_proj.weight",
+      "model.layers.2.mlp.switch_mlp.up_proj");
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 TEST(MlxQuantize, RefusesANonEmptyOutputAndAQuantizedSource) {
   const fs::path src = Golden("llama-f32");
   if (!fs::exists(src)) GTEST_SKIP() << "fixture absent: " << src;
