@@ -95,9 +95,12 @@ TEST(HfGoldenChunking, WindowedAndHybridPromptsAreChunkInvariant) {
     const std::vector<float> whole = PromptLogits(model, g->prompt, 512);
     EXPECT_LE(MaxAbsDiff(whole, g->logits), 1e-4f);
     // The matrix products' kernel depends on the chunk (a matrix-vector kernel for one token, a
-    // blocked one for more), so their f32 roundings differ; the DeltaNet's recurrent state carries
-    // those differences along the whole prompt, hence the hybrid's looser bound.
-    const float bound = name.starts_with("qwen3_") ? 2e-5f : 1e-5f;
+    // blocked one for more), so their f32 roundings differ. The hybrids also change form: one-token
+    // chunks run the recurrent delta rule, longer ones the chunked form, as transformers does, and
+    // the gated RMSNorm after it scales each head's rounding up with the head. transformers 5.23's
+    // own two forms give logits 2.8e-5 apart on qwen3_5-f32 (8.2e-6 on qwen3_next-f32), and
+    // versions of it differ by 6e-5 there: hence the hybrids' looser bound.
+    const float bound = name.starts_with("qwen3_") ? 5e-5f : 1e-5f;
     for (const int64_t chunk : {1, 7, 64}) {
       const float diff = MaxAbsDiff(PromptLogits(model, g->prompt, chunk), whole);
       EXPECT_LE(diff, bound) << "chunk " << chunk;

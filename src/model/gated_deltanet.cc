@@ -8,13 +8,14 @@
 //   LinearAttentionConfig::KeyHeadOf), per token, state S [dk, dv]:
 //     S *= exp(g);  delta = (v - S^T k) * beta;  S += k delta^T;  o = S^T q
 //   out = out_proj(rmsnorm(o) * weight * silu(in_proj_z(n)))   per value head
-// The recurrence runs token by token for prefill and decode alike: transformers' chunked prefill
-// computes the same quantities in another order (its logits agree to float rounding; tested).
+// The delta rule runs in transformers' chunked form for a prefill of T >= 2 tokens and token by
+// token for decode, as transformers does (ops/delta_rule.h; the forms agree to f32 rounding).
 #include <cmath>
 #include <vector>
 
 #include "model/activation_buffers.h"
 #include "model/runtime_model.h"
+#include "ops/delta_rule.h"
 #include "ops/ops.h"
 #include "util/error.h"
 
@@ -106,39 +107,42 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
     for (int64_t i = 0; i < key_dim; ++i) mixed.Row(t)[i] /= q_divisor;
   }
 
-  // The delta rule, one value head per task; o overwrites v in `mixed`.
+  // The delta rule (ops/delta_rule.h), one value head per task: chunked for a prefill, recurrent
+  // for one token; o overwrites v in `mixed`, then the head's gated RMSNorm:
+  // rmsnorm(o) * weight * silu(z), in f32.
   std::vector<float> norm_weight(static_cast<size_t>(dv));
   ops::DecodeRowSegment(w.output_norm, 0, 0, dv, norm_weight.data());
   pool_.ParallelFor(static_cast<size_t>(nv), [&](size_t begin, size_t end, int) {
-    std::vector<float> delta(static_cast<size_t>(dv));
+    ops::DeltaRuleScratch scratch;
     for (size_t item = begin; item < end; ++item) {
       const int64_t h = static_cast<int64_t>(item), kh = la.KeyHeadOf(h);
+      ops::DeltaRuleHead head;
+      head.tokens = t_count;
+      head.dk = dk;
+      head.dv = dv;
+      head.q = mixed.Row(0) + kh * dk;
+      head.k = mixed.Row(0) + key_dim + kh * dk;
+      head.qk_stride = mixed.stride;
+      float* v = mixed.Row(0) + 2 * key_dim + h * dv;
+      head.v = v;
+      head.v_stride = mixed.stride;
+      head.beta = beta.Row(0) + h;
+      head.g = g.Row(0) + h;
+      head.gate_stride = beta.stride;
+      CHECK(g.stride == beta.stride);
       float* s = state.ssm_state().f32() + h * dk * dv;  // [dk, dv]
+      if (t_count == 1) {
+        ops::DeltaRuleRecurrent(head, s, v, mixed.stride);
+      } else {
+        ops::DeltaRuleChunked(head, s, v, mixed.stride, scratch);
+      }
       for (int64_t t = 0; t < t_count; ++t) {
-        const float* q = mixed.Row(t) + kh * dk;
-        const float* k = mixed.Row(t) + key_dim + kh * dk;
-        float* v = mixed.Row(t) + 2 * key_dim + h * dv;
-        const float b = beta.Row(t)[h], decay = std::exp(g.Row(t)[h]);
-        for (int64_t i = 0; i < dk * dv; ++i) s[i] *= decay;
-        for (int64_t j = 0; j < dv; ++j) {
-          float memory = 0.0f;  // (S^T k)[j]
-          for (int64_t i = 0; i < dk; ++i) memory += s[i * dv + j] * k[i];
-          delta[j] = (v[j] - memory) * b;
-        }
-        for (int64_t i = 0; i < dk; ++i) {
-          for (int64_t j = 0; j < dv; ++j) s[i * dv + j] += k[i] * delta[j];
-        }
-        for (int64_t j = 0; j < dv; ++j) {
-          float out = 0.0f;  // (S^T q)[j]
-          for (int64_t i = 0; i < dk; ++i) out += s[i * dv + j] * q[i];
-          v[j] = out;
-        }
-        // The gated RMSNorm of this head: rmsnorm(o) * weight * silu(z), in f32.
+        float* o = v + t * mixed.stride;
         float sum = 0.0f;
-        for (int64_t j = 0; j < dv; ++j) sum += v[j] * v[j];
+        for (int64_t j = 0; j < dv; ++j) sum += o[j] * o[j];
         const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dv) + config_.rms_norm_eps);
         const float* gate = z.Row(t) + h * dv;
-        for (int64_t j = 0; j < dv; ++j) v[j] = norm_weight[j] * (v[j] * inv) * Silu(gate[j]);
+        for (int64_t j = 0; j < dv; ++j) o[j] = norm_weight[j] * (o[j] * inv) * Silu(gate[j]);
       }
     }
   });
