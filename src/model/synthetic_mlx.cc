@@ -122,54 +122,26 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
   q.mode = params.mode;
   m.config.mlx_quantization = q;
   m.weights.set_origin(fmt::format("synthetic:{}", config.model_type));
-  auto matrix = [&](const std::string& path, int64_t out, int64_t in, float amplitude) {
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in, float amplitude) {
     if (in % params.group_size == 0 && in * params.bits % 32 == 0) {
+      const std::string path = name.substr(0, name.size() - std::string_view(".weight").size());
       AddQuantized(m.weights, path, out, in, amplitude, params, seed);
     } else {
-      AddDense(m.weights, path + ".weight", out, in, amplitude, seed);
+      AddDense(m.weights, name, out, in, amplitude, seed);
     }
   };
-  auto vector = [&](const std::string& name, int64_t n, float center) {
-    Tensor t = Tensor::F32(1, n);
+  auto kept = [&](const std::string& name, int64_t rows, int64_t cols, float center,
+                  float amplitude, const std::vector<int64_t>& shape) {
+    Tensor t = Tensor::F32(rows, cols);
     uint64_t state = HashName(name, seed);
-    for (int64_t i = 0; i < n; ++i) {
-      t.f32()[i] =
-          center + 0.1f * (static_cast<float>(SplitMix64(state) >> 40) / 8388608.0f - 1.0f);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      t.f32()[i] = center + amplitude * (static_cast<float>(SplitMix64(state) >> 40) /
+                                             8388608.0f -
+                                         1.0f);
     }
-    m.weights.AddOwned(name, std::move(t), {n});
+    m.weights.AddOwned(name, std::move(t), shape);
   };
-  const int64_t h = config.hidden_size, d = config.head_dim;
-  const int64_t q_dim = int64_t{config.num_heads} * d, kv_dim = int64_t{config.num_kv_heads} * d;
-  const int64_t ff = config.intermediate_size;
-  const auto amp = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
-  matrix("model.embed_tokens", config.vocab_size, h, std::sqrt(3.0f));
-  if (!config.tie_word_embeddings) matrix("lm_head", config.vocab_size, h, amp(h));
-  // Norm gains near 1: weights near 1, or near 0 where the norm multiplies by 1 + weight.
-  const float gain = config.norm_adds_one ? 0.0f : 1.0f;
-  const LayerNormNames norms = NormNamesOf(FamilyOf(config.arch).block);
-  vector("model.norm.weight", h, gain);
-  for (int i = 0; i < config.num_layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
-    for (std::string_view norm : {norms.attention, norms.attention_out, norms.mlp, norms.mlp_out}) {
-      if (!norm.empty()) vector(fmt::format("{}{}.weight", p, norm), h, gain);
-    }
-    matrix(p + "self_attn.q_proj", q_dim, h, amp(h));
-    matrix(p + "self_attn.k_proj", kv_dim, h, amp(h));
-    matrix(p + "self_attn.v_proj", kv_dim, h, amp(h));
-    matrix(p + "self_attn.o_proj", h, q_dim, amp(q_dim));
-    if (config.attention_bias) {
-      vector(p + "self_attn.q_proj.bias", q_dim, 0.0f);
-      vector(p + "self_attn.k_proj.bias", kv_dim, 0.0f);
-      vector(p + "self_attn.v_proj.bias", kv_dim, 0.0f);
-    }
-    if (config.qk_norm) {
-      vector(p + "self_attn.q_norm.weight", d, gain);
-      vector(p + "self_attn.k_norm.weight", d, gain);
-    }
-    matrix(p + "mlp.gate_proj", ff, h, amp(h));
-    matrix(p + "mlp.up_proj", ff, h, amp(h));
-    matrix(p + "mlp.down_proj", h, ff, amp(ff));
-  }
+  ForEachSyntheticTensor(config, {.matrix = matrix, .kept = kept});
   return m;
 }
 

@@ -1,9 +1,11 @@
 // Random MLX-quantized models with the shapes of real ones (the MLX counterpart of
 // synthetic_model.h), so the speed of mlx-lm style checkpoints can be measured without a
-// download: every linear layer and the embedding hold random codes (uniform over the code space;
-// mxfp8's two NaN codes excluded) with per-group scales (and biases) chosen so the values span
-// the magnitudes synthetic_model.h uses (+-sqrt(3 / fan_in); embeddings +-sqrt(3)); affine scales
-// and biases are bf16. A matrix whose input width is not whole groups stays bf16. Norms are f32.
+// download. The tensors are synthetic_model.h's (ForEachSyntheticTensor: every family, hybrids
+// and mixtures of experts included): every linear layer and the embedding hold random codes
+// (uniform over the code space; mxfp8's two NaN codes excluded) with per-group scales (and
+// biases) chosen so the values span the magnitudes synthetic_model.h uses (+-sqrt(3 / fan_in);
+// embeddings +-sqrt(3)); affine scales and biases are bf16. A matrix whose input width is not
+// whole groups stays bf16. Norms, routers and the DeltaNet's parameters are f32.
 // config.mlx_quantization is set, so ValidateWeights / RuntimeModel treat it like a loaded one.
 #pragma once
 

@@ -82,6 +82,39 @@ TEST(SyntheticMlx, WidthsThatAreNotWholeGroupsStayBf16) {
   EXPECT_EQ(m.weights.Get("model.layers.0.mlp.down_proj.weight").type, DType::kU32);
 }
 
+// The families beyond the dense block: a gated DeltaNet hybrid (the qwen3.5-0.8b preset's layout,
+// shrunk) and a mixture of experts (tiny-moe) load, quantize their DeltaNet projections and
+// experts, and give finite logits.
+TEST(SyntheticMlx, HybridAndMixtureOfExpertsBuildAndRun) {
+  ModelConfig hybrid = SyntheticConfig("qwen3.5-0.8b");
+  hybrid.hidden_size = 64, hybrid.num_layers = 4, hybrid.num_heads = 2, hybrid.num_kv_heads = 1;
+  hybrid.head_dim = 32, hybrid.rotary_dim = 8, hybrid.intermediate_size = 128;
+  hybrid.vocab_size = 512;
+  hybrid.linear_attention.num_key_heads = 2, hybrid.linear_attention.num_value_heads = 2;
+  hybrid.linear_attention.key_head_dim = 32, hybrid.linear_attention.value_head_dim = 32;
+  hybrid.layer_uses_linear_attention.resize(4);
+  struct Case {
+    ModelConfig config;
+    const char* quantized;  // a matrix only this family has
+  };
+  for (const Case& c : {Case{hybrid, "model.layers.0.linear_attn.in_proj_qkv"},
+                        Case{SyntheticConfig("tiny-moe"),
+                             "model.layers.1.block_sparse_moe.experts.7.w2"}}) {
+    SCOPED_TRACE(c.quantized);
+    const SyntheticModel m = BuildSyntheticMlxModel(c.config, *ParseMlxQuantSpec("affine4-g32"));
+    ValidateWeights(m.config, m.weights);
+    EXPECT_EQ(m.weights.Get(std::string(c.quantized) + ".weight").type, DType::kU32);
+    EXPECT_TRUE(m.weights.Has(std::string(c.quantized) + ".scales"));
+    const RuntimeModel runtime(m.config, m.weights);
+    ModelCache cache = runtime.MakeCache();
+    const std::vector<int32_t> ids{1, 2, 3, 500, 7, 9};
+    const Tensor logits = runtime.LogitsFromHidden(runtime.ForwardHidden(ids, cache).View());
+    for (int64_t i = 0; i < logits.rows() * logits.cols(); ++i) {
+      ASSERT_TRUE(std::isfinite(logits.f32()[i])) << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Specs, SyntheticMlxModel,
                          ::testing::Values("affine4-g64", "affine8-g32", "affine3-g32", "mxfp4",
                                            "mxfp8", "nvfp4"));

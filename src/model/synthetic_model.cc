@@ -260,16 +260,26 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
     const DType type = FitsBlocks(dtype, static_cast<uint64_t>(in)) ? dtype : DType::kF16;
     m.weights.AddOwned(name, RandomTensor(name, type, out, in, 0.0f, amplitude, seed));
   };
+  auto kept = [&](const std::string& name, int64_t rows, int64_t cols, float center,
+                  float amplitude, const std::vector<int64_t>& shape) {
+    m.weights.AddOwned(name, RandomTensor(name, norm_type, rows, cols, center, amplitude, seed),
+                       shape);
+  };
+  ForEachSyntheticTensor(config, {.matrix = matrix, .kept = kept});
+  return m;
+}
+
+void ForEachSyntheticTensor(const ModelConfig& config, const SyntheticTensorSink& sink) {
   auto vector = [&](const std::string& name, int64_t n, float center, float amplitude) {
-    m.weights.AddOwned(name, RandomTensor(name, norm_type, 1, n, center, amplitude, seed), {n});
+    sink.kept(name, 1, n, center, amplitude, {n});
   };
   const int64_t h = config.hidden_size, d = config.head_dim;
   const int64_t q_dim = int64_t{config.num_heads} * d, kv_dim = int64_t{config.num_kv_heads} * d;
   const float sqrt3 = std::sqrt(3.0f);
   auto amp = [&](int64_t fan_in) { return sqrt3 / std::sqrt(static_cast<float>(fan_in)); };
 
-  matrix("model.embed_tokens.weight", config.vocab_size, h, sqrt3);
-  if (!config.tie_word_embeddings) matrix("lm_head.weight", config.vocab_size, h, amp(h));
+  sink.matrix("model.embed_tokens.weight", config.vocab_size, h, sqrt3);
+  if (!config.tie_word_embeddings) sink.matrix("lm_head.weight", config.vocab_size, h, amp(h));
   // Norm gains near 1: weights near 1, or near 0 where the norm multiplies by 1 + weight.
   const float gain = config.norm_adds_one ? 0.0f : 1.0f;
   const LayerNormNames norms = NormNamesOf(FamilyOf(config.arch).block);
@@ -283,26 +293,23 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
       const LinearAttentionConfig& la = config.linear_attention;
       const std::string mixer = p + "linear_attn.";
       const int64_t nv = la.num_value_heads;
-      matrix(mixer + "in_proj_qkv.weight", la.conv_dim(), h, amp(h));
-      matrix(mixer + "in_proj_z.weight", la.value_dim(), h, amp(h));
-      matrix(mixer + "in_proj_b.weight", nv, h, amp(h));
-      matrix(mixer + "in_proj_a.weight", nv, h, amp(h));
-      matrix(mixer + "out_proj.weight", h, la.value_dim(), amp(la.value_dim()));
-      const std::string conv = mixer + "conv1d.weight";
-      m.weights.AddOwned(conv,
-                         RandomTensor(conv, norm_type, la.conv_dim(), la.conv_kernel, 0.0f,
-                                      amp(la.conv_kernel), seed),
-                         {la.conv_dim(), 1, la.conv_kernel});
+      sink.matrix(mixer + "in_proj_qkv.weight", la.conv_dim(), h, amp(h));
+      sink.matrix(mixer + "in_proj_z.weight", la.value_dim(), h, amp(h));
+      sink.matrix(mixer + "in_proj_b.weight", nv, h, amp(h));
+      sink.matrix(mixer + "in_proj_a.weight", nv, h, amp(h));
+      sink.matrix(mixer + "out_proj.weight", h, la.value_dim(), amp(la.value_dim()));
+      sink.kept(mixer + "conv1d.weight", la.conv_dim(), la.conv_kernel, 0.0f, amp(la.conv_kernel),
+                {la.conv_dim(), 1, la.conv_kernel});
       vector(mixer + "dt_bias", nv, 0.0f, 0.5f);
       vector(mixer + "A_log", nv, 1.0f, 1.0f);  // decay rates exp(A_log) from 1 to e^2
       vector(mixer + "norm.weight", la.value_head_dim, 1.0f, 0.1f);  // the gated norm: plain gain
     } else {
       // With an output gate, q_proj yields a gate row per query row.
       const int64_t q_rows = config.attention_output_gate ? 2 * q_dim : q_dim;
-      matrix(p + "self_attn.q_proj.weight", q_rows, h, amp(h));
-      matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
-      matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
-      matrix(p + "self_attn.o_proj.weight", h, q_dim, amp(q_dim));
+      sink.matrix(p + "self_attn.q_proj.weight", q_rows, h, amp(h));
+      sink.matrix(p + "self_attn.k_proj.weight", kv_dim, h, amp(h));
+      sink.matrix(p + "self_attn.v_proj.weight", kv_dim, h, amp(h));
+      sink.matrix(p + "self_attn.o_proj.weight", h, q_dim, amp(q_dim));
     }
     if (config.attention_bias) {
       vector(p + "self_attn.q_proj.bias", q_dim, 0.0f, 0.1f);
@@ -314,9 +321,9 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
       vector(p + "self_attn.k_norm.weight", d, gain, 0.1f);
     }
     if (!config.IsMoeLayer(i)) {
-      matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
-      matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
-      matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
+      sink.matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
+      sink.matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
+      sink.matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
              amp(config.intermediate_size));
       continue;
     }
@@ -324,17 +331,15 @@ SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint6
     const LayerTensorNames& names = FamilyOf(config.arch).tensors;
     const int64_t ff = config.moe.expert_intermediate_size;
     const std::string moe = fmt::format("{}{}.", p, names.moe);
-    const std::string router = moe + std::string(names.router) + ".weight";
-    m.weights.AddOwned(
-        router, RandomTensor(router, DType::kF32, config.moe.num_experts, h, 0.0f, amp(h), seed));
+    sink.kept(moe + std::string(names.router) + ".weight", config.moe.num_experts, h, 0.0f, amp(h),
+              {config.moe.num_experts, h});
     for (int e = 0; e < config.moe.num_experts; ++e) {
       const std::string expert = fmt::format("{}experts.{}.", moe, e);
-      matrix(expert + std::string(names.expert_gate) + ".weight", ff, h, amp(h));
-      matrix(expert + std::string(names.expert_up) + ".weight", ff, h, amp(h));
-      matrix(expert + std::string(names.expert_down) + ".weight", h, ff, amp(ff));
+      sink.matrix(expert + std::string(names.expert_gate) + ".weight", ff, h, amp(h));
+      sink.matrix(expert + std::string(names.expert_up) + ".weight", ff, h, amp(h));
+      sink.matrix(expert + std::string(names.expert_down) + ".weight", h, ff, amp(ff));
     }
   }
-  return m;
 }
 
 }  // namespace proctor

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,19 @@ ModelConfig SyntheticConfig(std::string_view name);
 // Builds the weights for `config` in `dtype` (f32, f16, bf16 or a GGUF block type); Error
 // otherwise.
 SyntheticModel BuildSyntheticModel(const ModelConfig& config, DType dtype, uint64_t seed = 1);
+
+// The tensors a model of `config` holds, under its family's HF names, with the magnitudes random
+// weights take; each builder stores them its own way (synthetic_model.cc, synthetic_mlx.cc).
+struct SyntheticTensorSink {
+  // A linear layer's matrix "<path>.weight" [out, in], values within +-amplitude: stored in the
+  // model's weight type.
+  std::function<void(const std::string& name, int64_t out, int64_t in, float amplitude)> matrix;
+  // A tensor kept in full precision (norm gains, biases, DeltaNet parameters, conv taps, routers):
+  // [rows, cols] values center +- amplitude, with the stored `shape`.
+  std::function<void(const std::string& name, int64_t rows, int64_t cols, float center,
+                     float amplitude, const std::vector<int64_t>& shape)>
+      kept;
+};
+void ForEachSyntheticTensor(const ModelConfig& config, const SyntheticTensorSink& sink);
 
 }  // namespace proctor
