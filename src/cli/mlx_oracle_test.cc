@@ -400,34 +400,18 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   }
 }
 
-// Qwen3.5 as mlx-community ships it: mlx-lm's conversion of the multimodal wrapper (qwen3_5,
-// text_config) keeps the language model under language_model.model.* and
-// language_model.lm_head.*, in its hybrid layout. The hf-goldens Qwen3.5 rewritten as transformers
-// 5 saves the wrapper (weights under model.language_model.*, a vision tensor beside), converted by
-// mlx-lm at 4 bits: the engine's logits on the conversion equal mlx-lm's.
-TEST(MlxLmWrapper, EngineReadsMlxLmsQwen35Conversion) {
+// A multimodal wrapper of an hf-goldens model as `wrap_py` (a python script: golden directory,
+// output directory) writes it, converted by mlx-lm at 4 bits: the conversion holds
+// `expected_tensor` and no vision tensor, and the engine's logits on it equal mlx-lm's.
+void ExpectMlxLmConversionOfWrapperMatches(const std::string& golden_name, const char* wrap_py,
+                                           const std::string& expected_tensor) {
   const std::string python = OraclePython();
   SKIP_WITHOUT_MLX(python);
-  const fs::path golden = Fixtures() / "hf-goldens" / "qwen3_5-f32";
+  const fs::path golden = Fixtures() / "hf-goldens" / golden_name;
   if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
   TempDir tmp;
   const fs::path wrapped = tmp.path() / "wrapped", converted = tmp.path() / "mlx";
-  // mlx-lm 0.32.2's qwen3_5 reads full_attention_interval, not layer_types (the golden's layers
-  // alternate).
-  std::ofstream(tmp.path() / "wrap.py") << R"(import json, os, sys
-from safetensors.numpy import load_file, save_file
-golden, out = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-text = json.load(open(os.path.join(golden, "config.json")))
-text["full_attention_interval"] = 2
-config = {"model_type": "qwen3_5", "text_config": text, "vision_config": {"depth": 1},
-          "tie_word_embeddings": text["tie_word_embeddings"]}
-json.dump(config, open(os.path.join(out, "config.json"), "w"))
-weights = {("model.language_model." + k[6:] if k.startswith("model.") else k): v
-           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
-weights["model.visual.patch_embed.proj.weight"] = weights["model.language_model.norm.weight"][:4]
-save_file(weights, os.path.join(out, "model.safetensors"))
-)";
+  std::ofstream(tmp.path() / "wrap.py") << wrap_py;
   const Result w =
       RunShell(fmt::format("{} {} {} {} 2>&1", python, (tmp.path() / "wrap.py").string(),
                            golden.string(), wrapped.string()));
@@ -444,9 +428,9 @@ save_file(weights, os.path.join(out, "model.safetensors"))
   {
     std::ifstream weights(converted / "model.safetensors", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(weights)), {});
-    EXPECT_NE(bytes.find("language_model.model.layers.0.linear_attn.in_proj_qkv.scales"),
-              std::string::npos);
+    EXPECT_NE(bytes.find(expected_tensor), std::string::npos) << expected_tensor;
     EXPECT_EQ(bytes.find("visual"), std::string::npos);
+    EXPECT_EQ(bytes.find("vision_tower"), std::string::npos);
   }
   const std::vector<int> prompt =
       json::parse(std::ifstream(golden / "tokens.json"))["prompt"].get<std::vector<int>>();
@@ -460,7 +444,57 @@ save_file(weights, os.path.join(out, "model.safetensors"))
              .dump();
   const Result r = MlxModel(python, "logits " + (tmp.path() / "logits.json").string());
   ASSERT_EQ(r.status, 0) << r.out;
-  ExpectLogitsNearMlxLm(ReadF32(ours), ReadF32(theirs), "mlx-lm's qwen3_5 conversion");
+  ExpectLogitsNearMlxLm(ReadF32(ours), ReadF32(theirs), "mlx-lm's conversion of " + golden_name);
+}
+
+// Qwen3.5 as mlx-community ships it: mlx-lm's conversion of the multimodal wrapper (qwen3_5,
+// text_config) keeps the language model under language_model.model.* and
+// language_model.lm_head.*, in its hybrid layout. The hf-goldens Qwen3.5 is rewritten as
+// transformers 5 saves the wrapper (weights under model.language_model.*, a vision tensor
+// beside). mlx-lm 0.32.2's qwen3_5 reads full_attention_interval, not layer_types (the golden's
+// layers alternate).
+TEST(MlxLmWrapper, EngineReadsMlxLmsQwen35Conversion) {
+  ExpectMlxLmConversionOfWrapperMatches("qwen3_5-f32", R"(import json, os, sys
+from safetensors.numpy import load_file, save_file
+golden, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+text = json.load(open(os.path.join(golden, "config.json")))
+text["full_attention_interval"] = 2
+config = {"model_type": "qwen3_5", "text_config": text, "vision_config": {"depth": 1},
+          "tie_word_embeddings": text["tie_word_embeddings"]}
+json.dump(config, open(os.path.join(out, "config.json"), "w"))
+weights = {("model.language_model." + k[6:] if k.startswith("model.") else k): v
+           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
+weights["model.visual.patch_embed.proj.weight"] = weights["model.language_model.norm.weight"][:4]
+save_file(weights, os.path.join(out, "model.safetensors"))
+)",
+                                        "language_model.model.layers.0.linear_attn.in_proj_qkv.scales");
+}
+
+// Gemma 3 as mlx-lm reads its wrapper (gemma3): the language model under language_model.model.*
+// and language_model.lm_head.* (transformers 4's names, which mlx-lm 0.32.2's sanitize expects),
+// vision_tower.* and multi_modal_projector.* beside. mlx-lm's gemma3 takes the vocabulary from
+// the wrapper's own vocab_size (default 262208) and its text model the sliding pattern from
+// sliding_window_pattern (the golden's layers alternate) and the rope bases from rope_theta and
+// rope_local_base_freq (its defaults are the golden's).
+TEST(MlxLmWrapper, EngineReadsMlxLmsGemma3Conversion) {
+  ExpectMlxLmConversionOfWrapperMatches("gemma3-f32", R"(import json, os, sys
+from safetensors.numpy import load_file, save_file
+golden, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+text = json.load(open(os.path.join(golden, "config.json")))
+text["sliding_window_pattern"] = 2
+config = {"model_type": "gemma3", "text_config": text, "vision_config": {"num_hidden_layers": 1},
+          "vocab_size": text["vocab_size"]}
+json.dump(config, open(os.path.join(out, "config.json"), "w"))
+weights = {"language_model." + k: v
+           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
+norm = weights["language_model.model.norm.weight"]
+weights["vision_tower.vision_model.post_layernorm.weight"] = norm[:4]
+weights["multi_modal_projector.mm_soft_emb_norm.weight"] = norm[:4]
+save_file(weights, os.path.join(out, "model.safetensors"))
+)",
+                                        "language_model.model.layers.0.self_attn.q_proj.scales");
 }
 
 // mlx-lm's quantized KV cache (QuantizedKVCache, maybe_quantize_kv_cache after every model call,
