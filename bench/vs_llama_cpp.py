@@ -19,6 +19,13 @@ layer, 2 routed per token, vocab 32000), written as llama.cpp writes Mixtral (ar
 "llama" with expert_count, each layer's experts stacked in ffn_{gate,up,down}_exps, the router
 ffn_gate_inp). Its decode GB/s counts what a token reads: the weights minus the experts plus the
 routed experts' bytes (proctor's report, expert_bytes_read_per_decoded_token).
+`--shape gemma-3-1b` and `--shape qwen3.5-0.8b` write proctor's presets of those names as
+llama.cpp writes Gemma 3 (architecture gemma3: sandwich norms, q/k norms, the window and its
+per-layer pattern, the local rope base) and Qwen3.5 (architecture qwen35: gated DeltaNet layers
+as attn_qkv, attn_gate, ssm_beta, ssm_alpha, ssm_conv1d, ssm_a, ssm_dt, ssm_norm, ssm_out, every
+fourth layer gated full attention with q and its gate in attn_q, the ssm.* sizes, the M-RoPE
+sections llama.cpp requires); both tie their heads. Their vocabularies (262144, 248320) are the
+SPM vocabulary padded with unused tokens: the bench feeds token ids, so only the sizes matter.
 
 llama.cpp comes from the llama-cpp-python sdist the oracle setup unpacked
 (tools/oracle/setup.sh), built here for this CPU: GGML_NATIVE off (its native build dies with
@@ -27,7 +34,8 @@ them, AMX off. Files and builds are cached under ~/.cache/proctor/bench.
 
 usage: bench/vs_llama_cpp.py [--proctor build/proctor] [--types bf16,q8_0,q4_0,q4_k_m,q6_k]
                              [--mlx affine4-g64,affine8-g64] [--threads 1,2] [--reps 2]
-                             [--compute f32,q8] [--shape tinyllama-1.1b|mixtral-8x2-1b]
+                             [--compute f32,q8]
+                             [--shape tinyllama-1.1b|mixtral-8x2-1b|gemma-3-1b|qwen3.5-0.8b]
                              [--json OUT]
 Run with the oracle environment's python (it has numpy and gguf):
   ~/.cache/proctor/oracle-venv-*/bin/python bench/vs_llama_cpp.py
@@ -53,6 +61,14 @@ SHAPES = {
                            ctx=2048, theta=10000.0, experts=0, experts_used=0),
     "mixtral-8x2-1b": dict(layers=16, hidden=1024, heads=16, kv_heads=4, ff=2816, vocab=32000,
                            ctx=32768, theta=1000000.0, experts=8, experts_used=2),
+    # proctor's presets of these names (src/model/synthetic_model.cc), as llama.cpp writes them.
+    "gemma-3-1b": dict(arch="gemma3", layers=26, hidden=1152, heads=4, kv_heads=1, head_dim=256,
+                       ff=6912, vocab=262144, ctx=32768, theta=1000000.0, theta_local=10000.0,
+                       window=512, global_every=6, eps=1e-6, experts=0, experts_used=0),
+    "qwen3.5-0.8b": dict(arch="qwen35", layers=24, hidden=1024, heads=8, kv_heads=2, head_dim=256,
+                         rotary_dim=64, ff=3584, vocab=248320, ctx=262144, theta=10000000.0,
+                         full_every=4, linear_heads=16, linear_head_dim=128, conv=4, eps=1e-6,
+                         experts=0, experts_used=0),
 }
 
 
@@ -113,7 +129,8 @@ def llama_cpp_build(flags):
 
 
 def write_model(path, shape):
-    """The bf16 GGUF of `shape`: Llama's SPM vocabulary, random N(0, 1/fan_in) weights."""
+    """The bf16 GGUF of `shape`: Llama's SPM vocabulary (padded with unused tokens to the shape's
+    vocabulary), random N(0, 1/fan_in) weights."""
     import numpy as np
     from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
     fixtures = os.environ.get("PROCTOR_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
@@ -130,8 +147,9 @@ def write_model(path, shape):
         return f.parts[f.data[0]][0]
 
     s = SHAPES[shape]
-    head_dim = s["hidden"] // s["heads"]
-    w = GGUFWriter(path + ".part", "llama")
+    arch = s.get("arch", "llama")
+    head_dim = s.get("head_dim", s["hidden"] // s["heads"])
+    w = GGUFWriter(path + ".part", arch)
     w.add_name("%s-shaped random" % shape)
     w.add_context_length(s["ctx"])
     w.add_embedding_length(s["hidden"])
@@ -139,17 +157,40 @@ def write_model(path, shape):
     w.add_feed_forward_length(s["ff"])
     w.add_head_count(s["heads"])
     w.add_head_count_kv(s["kv_heads"])
-    w.add_layer_norm_rms_eps(1e-5)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_layer_norm_rms_eps(s.get("eps", 1e-5))
     w.add_rope_freq_base(s["theta"])
-    w.add_rope_dimension_count(head_dim)
+    w.add_rope_dimension_count(s.get("rotary_dim", head_dim))
     if s["experts"]:
         w.add_expert_count(s["experts"])
         w.add_expert_used_count(s["experts_used"])
+    if arch == "gemma3":
+        w.add_sliding_window(s["window"])
+        w.add_array(arch + ".attention.sliding_window_pattern",
+                    [(i + 1) % s["global_every"] != 0 for i in range(s["layers"])])
+        w.add_float32(arch + ".rope.freq_base_swa", s["theta_local"])
+    if arch == "qwen35":
+        pairs = s["rotary_dim"] // 2  # M-RoPE sections (text positions: plain RoPE)
+        w.add_array(arch + ".rope.dimension_sections",
+                    [pairs - 2 * (pairs // 3), pairs // 3, pairs // 3, 0])
+        w.add_ssm_conv_kernel(s["conv"])
+        w.add_ssm_state_size(s["linear_head_dim"])
+        w.add_ssm_group_count(s["linear_heads"])
+        w.add_ssm_time_step_rank(s["linear_heads"])
+        w.add_ssm_inner_size(s["linear_heads"] * s["linear_head_dim"])
+        w.add_array(arch + ".attention.recurrent_layers",
+                    [(i + 1) % s["full_every"] != 0 for i in range(s["layers"])])
+        w.add_uint32(arch + ".full_attention_interval", s["full_every"])
     w.add_file_type(32)  # LLAMA_FTYPE_MOSTLY_BF16
+    tokens = field("tokenizer.ggml.tokens")
+    scores = [float(x) for x in field("tokenizer.ggml.scores")]
+    token_types = [int(x) for x in field("tokenizer.ggml.token_type")]
+    unused = range(len(tokens), s["vocab"])
     w.add_tokenizer_model("llama")
-    w.add_token_list(field("tokenizer.ggml.tokens"))
-    w.add_token_scores([float(x) for x in field("tokenizer.ggml.scores")])
-    w.add_token_types([int(x) for x in field("tokenizer.ggml.token_type")])
+    w.add_token_list(tokens + ["<unused%d>" % i for i in unused])
+    w.add_token_scores(scores + [0.0] * len(unused))
+    w.add_token_types(token_types + [5] * len(unused))  # llama.cpp's LLAMA_TOKEN_TYPE_UNUSED
     w.add_bos_token_id(int(field("tokenizer.ggml.bos_token_id")))
     w.add_eos_token_id(int(field("tokenizer.ggml.eos_token_id")))
     rng = np.random.default_rng(7)
@@ -164,15 +205,37 @@ def write_model(path, shape):
                      else None)
 
     hidden, kv = s["hidden"], s["kv_heads"] * head_dim
+    q_rows = s["heads"] * head_dim * (2 if arch == "qwen35" else 1)  # qwen35: q and its gate
     add("token_embd.weight", bf16((s["vocab"], hidden), 1))
     for i in range(s["layers"]):
         p = "blk.%d." % i
         add(p + "attn_norm.weight", np.ones(hidden, np.float32))
-        add(p + "attn_q.weight", bf16((hidden, hidden), hidden))
-        add(p + "attn_k.weight", bf16((kv, hidden), hidden))
-        add(p + "attn_v.weight", bf16((kv, hidden), hidden))
-        add(p + "attn_output.weight", bf16((hidden, hidden), hidden))
-        add(p + "ffn_norm.weight", np.ones(hidden, np.float32))
+        if arch == "qwen35" and (i + 1) % s["full_every"] != 0:  # a gated DeltaNet layer
+            nh, d = s["linear_heads"], s["linear_head_dim"]
+            add(p + "attn_qkv.weight", bf16((3 * nh * d, hidden), hidden))
+            add(p + "attn_gate.weight", bf16((nh * d, hidden), hidden))
+            add(p + "ssm_beta.weight", bf16((nh, hidden), hidden))
+            add(p + "ssm_alpha.weight", bf16((nh, hidden), hidden))
+            add(p + "ssm_conv1d.weight", rng.standard_normal((3 * nh * d, s["conv"]),
+                                                             dtype=np.float32) * 0.5)
+            add(p + "ssm_a", -rng.uniform(1.0, 16.0, nh).astype(np.float32))
+            add(p + "ssm_dt.bias", np.ones(nh, np.float32))
+            add(p + "ssm_norm.weight", np.ones(d, np.float32))
+            add(p + "ssm_out.weight", bf16((hidden, nh * d), nh * d))
+        else:
+            add(p + "attn_q.weight", bf16((q_rows, hidden), hidden))
+            add(p + "attn_k.weight", bf16((kv, hidden), hidden))
+            add(p + "attn_v.weight", bf16((kv, hidden), hidden))
+            add(p + "attn_output.weight", bf16((hidden, s["heads"] * head_dim),
+                                               s["heads"] * head_dim))
+            if arch in ("gemma3", "qwen35"):
+                add(p + "attn_q_norm.weight", np.ones(head_dim, np.float32))
+                add(p + "attn_k_norm.weight", np.ones(head_dim, np.float32))
+        if arch == "gemma3":  # the sandwich norms around attention and the MLP
+            add(p + "post_attention_norm.weight", np.ones(hidden, np.float32))
+            add(p + "post_ffw_norm.weight", np.ones(hidden, np.float32))
+        add(p + ("post_attention_norm.weight" if arch == "qwen35" else "ffn_norm.weight"),
+            np.ones(hidden, np.float32))
         if s["experts"]:  # [experts, out, in]: ggml dims [in, out, experts]
             e = s["experts"]
             add(p + "ffn_gate_inp.weight", bf16((e, hidden), hidden))
@@ -184,7 +247,8 @@ def write_model(path, shape):
         add(p + "ffn_up.weight", bf16((s["ff"], hidden), hidden))
         add(p + "ffn_down.weight", bf16((hidden, s["ff"]), s["ff"]))
     add("output_norm.weight", np.ones(hidden, np.float32))
-    add("output.weight", bf16((s["vocab"], hidden), hidden))
+    if arch == "llama":  # the Gemma and Qwen3.5 presets tie their heads
+        add("output.weight", bf16((s["vocab"], hidden), hidden))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -272,7 +336,7 @@ def main():
                     help="proctor's --compute modes to run (f32, bf16, q8)")
     ap.add_argument("--shape", default="tinyllama-1.1b", choices=sorted(SHAPES),
                     help="the model shape (default tinyllama-1.1b; mixtral-8x2-1b: a mixture of "
-                    "experts)")
+                    "experts; gemma-3-1b; qwen3.5-0.8b: a hybrid)")
     ap.add_argument("--json", help="also write every measurement here")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -296,30 +360,38 @@ def main():
     files = model_files(types, bin_dir, args.shape)
 
     cells = []
-    for t in types:
-        # q8 changes nothing for bf16 weights (it quantizes activations for block weights only).
-        type_modes = [m for m in modes if not (t == "bf16" and m == "q8")]
-        for n in threads:
-            load = os.getloadavg()[0]
-            p_runs, l_runs = {m: [] for m in type_modes}, []
-            for _ in range(args.reps):  # interleaved
-                l_runs.append(llama_cell(bin_dir, files[t], n))
-                for m in type_modes:
-                    p_runs[m].append(proctor_cell(args.proctor, files[t], n, m, args.shape))
-            for m in type_modes:
-                cells.append({"type": t, "compute": m, "threads": n, "load": load,
-                              "proctor": p_runs[m], "llama_cpp": l_runs,
-                              "file_bytes": os.path.getsize(files[t])})
-            print("  %s x%d done" % (t, n), file=sys.stderr)
-    for m in [m for m in args.mlx.split(",") if m]:
-        for n in threads:
-            load = os.getloadavg()[0]
-            p_runs = [proctor_cell(args.proctor, None, n, "f32", args.shape, synthetic=m)
-                      for _ in range(args.reps)]
-            cells.append({"type": m, "compute": "f32", "threads": n, "load": load,
-                          "proctor": p_runs, "llama_cpp": None,
-                          "file_bytes": p_runs[0]["weight_bytes"]})
 
+    def measure():
+        for t in types:
+            # q8 changes nothing for bf16 weights (it quantizes activations for block weights only).
+            type_modes = [m for m in modes if not (t == "bf16" and m == "q8")]
+            for n in threads:
+                load = os.getloadavg()[0]
+                p_runs, l_runs = {m: [] for m in type_modes}, []
+                for _ in range(args.reps):  # interleaved
+                    l_runs.append(llama_cell(bin_dir, files[t], n))
+                    for m in type_modes:
+                        p_runs[m].append(proctor_cell(args.proctor, files[t], n, m, args.shape))
+                for m in type_modes:
+                    cells.append({"type": t, "compute": m, "threads": n, "load": load,
+                                  "proctor": p_runs[m], "llama_cpp": l_runs,
+                                  "file_bytes": os.path.getsize(files[t])})
+                print("  %s x%d done" % (t, n), file=sys.stderr)
+        for m in [m for m in args.mlx.split(",") if m]:
+            for n in threads:
+                load = os.getloadavg()[0]
+                p_runs = [proctor_cell(args.proctor, None, n, "f32", args.shape, synthetic=m)
+                          for _ in range(args.reps)]
+                cells.append({"type": m, "compute": "f32", "threads": n, "load": load,
+                              "proctor": p_runs, "llama_cpp": None,
+                              "file_bytes": p_runs[0]["weight_bytes"]})
+
+    # A failed cell ends the run, but what was measured before it is still printed (and saved).
+    try:
+        measure()
+        failure = None
+    except SystemExit as e:
+        failure = e
     print("CPU: %s (%s), %d hardware threads" % (cpu, " ".join(shown), os.cpu_count()))
     print("%s-shaped GGUF (random weights), prefill 512, decode 32; best of %d "
           "interleaved runs; tok/s" % (args.shape, args.reps))
@@ -351,6 +423,8 @@ def main():
         with open(args.json + ".part", "w") as f:
             json.dump({"cpu": cpu, "flags": shown, "cells": cells}, f, indent=1)
         os.replace(args.json + ".part", args.json)
+    if failure is not None:
+        raise failure
 
 
 if __name__ == "__main__":
