@@ -454,7 +454,8 @@ void ExpectMlxLmConversionOfWrapperMatches(const std::string& golden_name, const
 // beside). mlx-lm 0.32.2's qwen3_5 reads full_attention_interval, not layer_types (the golden's
 // layers alternate).
 TEST(MlxLmWrapper, EngineReadsMlxLmsQwen35Conversion) {
-  ExpectMlxLmConversionOfWrapperMatches("qwen3_5-f32", R"(import json, os, sys
+  ExpectMlxLmConversionOfWrapperMatches(
+      "qwen3_5-f32", R"(import json, os, sys
 from safetensors.numpy import load_file, save_file
 golden, out = sys.argv[1], sys.argv[2]
 os.makedirs(out)
@@ -468,7 +469,7 @@ weights = {("model.language_model." + k[6:] if k.startswith("model.") else k): v
 weights["model.visual.patch_embed.proj.weight"] = weights["model.language_model.norm.weight"][:4]
 save_file(weights, os.path.join(out, "model.safetensors"))
 )",
-                                        "language_model.model.layers.0.linear_attn.in_proj_qkv.scales");
+      "language_model.model.layers.0.linear_attn.in_proj_qkv.scales");
 }
 
 // Gemma 3 as mlx-lm reads its wrapper (gemma3): the language model under language_model.model.*

@@ -135,9 +135,8 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
     Tensor t = Tensor::F32(rows, cols);
     uint64_t state = HashName(name, seed);
     for (int64_t i = 0; i < rows * cols; ++i) {
-      t.f32()[i] = center + amplitude * (static_cast<float>(SplitMix64(state) >> 40) /
-                                             8388608.0f -
-                                         1.0f);
+      t.f32()[i] =
+          center + amplitude * (static_cast<float>(SplitMix64(state) >> 40) / 8388608.0f - 1.0f);
     }
     m.weights.AddOwned(name, std::move(t), shape);
   };

@@ -97,9 +97,9 @@ TEST(SyntheticMlx, HybridAndMixtureOfExpertsBuildAndRun) {
     ModelConfig config;
     const char* quantized;  // a matrix only this family has
   };
-  for (const Case& c : {Case{hybrid, "model.layers.0.linear_attn.in_proj_qkv"},
-                        Case{SyntheticConfig("tiny-moe"),
-                             "model.layers.1.block_sparse_moe.experts.7.w2"}}) {
+  for (const Case& c :
+       {Case{hybrid, "model.layers.0.linear_attn.in_proj_qkv"},
+        Case{SyntheticConfig("tiny-moe"), "model.layers.1.block_sparse_moe.experts.7.w2"}}) {
     SCOPED_TRACE(c.quantized);
     const SyntheticModel m = BuildSyntheticMlxModel(c.config, *ParseMlxQuantSpec("affine4-g32"));
     ValidateWeights(m.config, m.weights);

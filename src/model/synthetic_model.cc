@@ -324,7 +324,7 @@ void ForEachSyntheticTensor(const ModelConfig& config, const SyntheticTensorSink
       sink.matrix(p + "mlp.gate_proj.weight", config.intermediate_size, h, amp(h));
       sink.matrix(p + "mlp.up_proj.weight", config.intermediate_size, h, amp(h));
       sink.matrix(p + "mlp.down_proj.weight", h, config.intermediate_size,
-             amp(config.intermediate_size));
+                  amp(config.intermediate_size));
       continue;
     }
     // A mixture of experts under the family's names (the router full precision).

@@ -67,7 +67,8 @@ void RecurrentTokenImpl(const float* q, const float* k, const float* v, float be
     const auto ki = hn::Set(df, k[i]), qi = hn::Set(df, q[i]);
     int64_t j = 0;
     for (; j + N <= dv; j += N) {
-      const auto updated = hn::MulAdd(ki, hn::LoadU(df, row + j), hn::Mul(hn::LoadU(df, s + j), vdecay));
+      const auto updated =
+          hn::MulAdd(ki, hn::LoadU(df, row + j), hn::Mul(hn::LoadU(df, s + j), vdecay));
       hn::StoreU(updated, df, s + j);
       hn::StoreU(hn::MulAdd(qi, updated, hn::LoadU(df, out + j)), df, out + j);
     }
@@ -109,7 +110,10 @@ struct ChunkBuffers {
       *k_decayed_t;
 
   ChunkBuffers(int64_t dk_in, int64_t dv_in, float* base)
-      : dk(dk_in), dv(dv_in), dkp(PanelPadded(dk_in)), dvp(PanelPadded(dv_in)),
+      : dk(dk_in),
+        dv(dv_in),
+        dkp(PanelPadded(dk_in)),
+        dvp(PanelPadded(dv_in)),
         x_stride(dvp + dkp) {
     float* p = base;
     auto take = [&p](int64_t n) {
@@ -118,16 +122,16 @@ struct ChunkBuffers {
       return at;
     };
     cum = take(C);
-    k_t = take(dk * C);           // [dk, C]: keys of the chunk, transposed
-    k_beta = take(C * dk);        // [C, dk]
-    system = take(C * C);         // [C, C]: L, strictly lower
-    x = take(C * x_stride);       // [C, dvp | dkp]: V beta | K beta exp(c), solved in place
-    scores = take(C * C);         // [C, C]: decayed causal Q K^T
-    q_decayed = take(C * dk);     // [C, dk]
-    state = take(dk * dvp);       // [dk, dvp]
+    k_t = take(dk * C);        // [dk, C]: keys of the chunk, transposed
+    k_beta = take(C * dk);     // [C, dk]
+    system = take(C * C);      // [C, C]: L, strictly lower
+    x = take(C * x_stride);    // [C, dvp | dkp]: V beta | K beta exp(c), solved in place
+    scores = take(C * C);      // [C, C]: decayed causal Q K^T
+    q_decayed = take(C * dk);  // [C, dk]
+    state = take(dk * dvp);    // [dk, dvp]
     product = take(std::max(C, dk) * dvp);
     product2 = take(C * dvp);
-    k_decayed_t = take(dk * C);   // [dk, C]
+    k_decayed_t = take(dk * C);  // [dk, C]
   }
   static int64_t Floats(int64_t dk, int64_t dv) {
     const int64_t dkp = PanelPadded(dk), dvp = PanelPadded(dv);
@@ -178,7 +182,8 @@ void ProcessChunk(const DeltaRuleHead& head, int64_t t0, int64_t L, ChunkBuffers
   const float* w = buf.x + buf.dvp;
 
   // Causal scores within the chunk: (q_i . k_m) exp(c_i - c_m) for m <= i.
-  internal::GemmF32(head.q + t0 * head.qk_stride, head.qk_stride, L, dk, buf.k_t, C, L, buf.scores, C);
+  internal::GemmF32(head.q + t0 * head.qk_stride, head.qk_stride, L, dk, buf.k_t, C, L, buf.scores,
+                    C);
   for (int64_t i = 0; i < L; ++i) {
     float* s = buf.scores + i * C;
     HWY_DYNAMIC_DISPATCH(ScaleByDecayRowImpl)(c[i], c, i + 1, s);
@@ -197,7 +202,8 @@ void ProcessChunk(const DeltaRuleHead& head, int64_t t0, int64_t L, ChunkBuffers
   internal::GemmF32(buf.scores, C, L, L, buf.x, xs, dv, buf.product2, buf.dvp);
   for (int64_t i = 0; i < L; ++i) {
     float* o = out + (t0 + i) * out_stride;
-    for (int64_t j = 0; j < dv; ++j) o[j] = buf.product[i * buf.dvp + j] + buf.product2[i * buf.dvp + j];
+    for (int64_t j = 0; j < dv; ++j)
+      o[j] = buf.product[i * buf.dvp + j] + buf.product2[i * buf.dvp + j];
   }
 
   // S = exp(c_last) S + (K exp(c_last - c))^T V'.

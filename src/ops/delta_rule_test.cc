@@ -86,9 +86,10 @@ TEST_F(DeltaRuleEveryTarget, RecurrentAndChunkedMatchTheRecurrenceInDouble) {
     SCOPED_TRACE(hwy::TargetName(target));
     for (const Shape shape : {Shape{16, 16}, Shape{12, 20}, Shape{128, 128}, Shape{8, 40}}) {
       for (int64_t tokens : {1, 2, 5, 63, 64, 65, 150}) {
-        SCOPED_TRACE(testing::Message() << "dk=" << shape.dk << " dv=" << shape.dv
-                                        << " tokens=" << tokens);
-        const Inputs in = RandomInputs(tokens, shape.dk, shape.dv, 7u + static_cast<uint32_t>(tokens));
+        SCOPED_TRACE(testing::Message()
+                     << "dk=" << shape.dk << " dv=" << shape.dv << " tokens=" << tokens);
+        const Inputs in =
+            RandomInputs(tokens, shape.dk, shape.dv, 7u + static_cast<uint32_t>(tokens));
         const int64_t dv = shape.dv;
         std::vector<float> want_out(static_cast<size_t>(tokens * dv)), want_state = in.state;
         DeltaRuleRef(in.Head(), want_state.data(), want_out.data(), dv);
@@ -136,7 +137,8 @@ TEST_F(DeltaRuleEveryTarget, OutputOverVAndChunkedThenRecurrentContinue) {
       DeltaRuleRecurrent(step, run.state.data(), v + t * run.stride, run.stride);
     }
     std::vector<float> out;
-    for (int64_t t = 0; t < tokens; ++t) out.insert(out.end(), v + t * run.stride, v + t * run.stride + dv);
+    for (int64_t t = 0; t < tokens; ++t)
+      out.insert(out.end(), v + t * run.stride, v + t * run.stride + dv);
     ExpectNear(out, want_out, "output over v");
     ExpectNear(run.state, want_state, "state");
   }
