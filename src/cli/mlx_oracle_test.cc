@@ -400,18 +400,29 @@ TEST(MlxLmMoe, EngineReadsMlxLmsStackedExperts) {
   }
 }
 
-// A multimodal wrapper of an hf-goldens model as `wrap_py` (a python script: golden directory,
-// output directory) writes it, converted by mlx-lm at 4 bits: the conversion holds
-// `expected_tensor` and no vision tensor, and the engine's logits on it equal mlx-lm's.
+// A multimodal wrapper of an hf-goldens model as `wrap_py` writes it (python run after a preamble
+// that sets `text` (the golden's config), `golden_weights` and save(config, weights)), converted
+// by mlx-lm at 4 bits: the conversion holds `expected_tensor` and no vision tensor, and the
+// engine's logits on it equal mlx-lm's.
 void ExpectMlxLmConversionOfWrapperMatches(const std::string& golden_name, const char* wrap_py,
                                            const std::string& expected_tensor) {
+  static constexpr char kPreamble[] = R"(import json, os, sys
+from safetensors.numpy import load_file, save_file
+golden, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+text = json.load(open(os.path.join(golden, "config.json")))
+golden_weights = load_file(os.path.join(golden, "model.safetensors"))
+def save(config, weights):
+    json.dump(config, open(os.path.join(out, "config.json"), "w"))
+    save_file(weights, os.path.join(out, "model.safetensors"))
+)";
   const std::string python = OraclePython();
   SKIP_WITHOUT_MLX(python);
   const fs::path golden = Fixtures() / "hf-goldens" / golden_name;
   if (!fs::exists(golden / "config.json")) GTEST_SKIP() << "fixture absent: " << golden;
   TempDir tmp;
   const fs::path wrapped = tmp.path() / "wrapped", converted = tmp.path() / "mlx";
-  std::ofstream(tmp.path() / "wrap.py") << wrap_py;
+  std::ofstream(tmp.path() / "wrap.py") << kPreamble << wrap_py;
   const Result w =
       RunShell(fmt::format("{} {} {} {} 2>&1", python, (tmp.path() / "wrap.py").string(),
                            golden.string(), wrapped.string()));
@@ -455,19 +466,13 @@ void ExpectMlxLmConversionOfWrapperMatches(const std::string& golden_name, const
 // layers alternate).
 TEST(MlxLmWrapper, EngineReadsMlxLmsQwen35Conversion) {
   ExpectMlxLmConversionOfWrapperMatches(
-      "qwen3_5-f32", R"(import json, os, sys
-from safetensors.numpy import load_file, save_file
-golden, out = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-text = json.load(open(os.path.join(golden, "config.json")))
-text["full_attention_interval"] = 2
+      "qwen3_5-f32", R"(text["full_attention_interval"] = 2
 config = {"model_type": "qwen3_5", "text_config": text, "vision_config": {"depth": 1},
           "tie_word_embeddings": text["tie_word_embeddings"]}
-json.dump(config, open(os.path.join(out, "config.json"), "w"))
 weights = {("model.language_model." + k[6:] if k.startswith("model.") else k): v
-           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
+           for k, v in golden_weights.items()}
 weights["model.visual.patch_embed.proj.weight"] = weights["model.language_model.norm.weight"][:4]
-save_file(weights, os.path.join(out, "model.safetensors"))
+save(config, weights)
 )",
       "language_model.model.layers.0.linear_attn.in_proj_qkv.scales");
 }
@@ -479,21 +484,14 @@ save_file(weights, os.path.join(out, "model.safetensors"))
 // sliding_window_pattern (the golden's layers alternate) and the rope bases from rope_theta and
 // rope_local_base_freq (its defaults are the golden's).
 TEST(MlxLmWrapper, EngineReadsMlxLmsGemma3Conversion) {
-  ExpectMlxLmConversionOfWrapperMatches("gemma3-f32", R"(import json, os, sys
-from safetensors.numpy import load_file, save_file
-golden, out = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-text = json.load(open(os.path.join(golden, "config.json")))
-text["sliding_window_pattern"] = 2
+  ExpectMlxLmConversionOfWrapperMatches("gemma3-f32", R"(text["sliding_window_pattern"] = 2
 config = {"model_type": "gemma3", "text_config": text, "vision_config": {"num_hidden_layers": 1},
           "vocab_size": text["vocab_size"]}
-json.dump(config, open(os.path.join(out, "config.json"), "w"))
-weights = {"language_model." + k: v
-           for k, v in load_file(os.path.join(golden, "model.safetensors")).items()}
+weights = {"language_model." + k: v for k, v in golden_weights.items()}
 norm = weights["language_model.model.norm.weight"]
 weights["vision_tower.vision_model.post_layernorm.weight"] = norm[:4]
 weights["multi_modal_projector.mm_soft_emb_norm.weight"] = norm[:4]
-save_file(weights, os.path.join(out, "model.safetensors"))
+save(config, weights)
 )",
                                         "language_model.model.layers.0.self_attn.q_proj.scales");
 }
