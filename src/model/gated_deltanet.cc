@@ -10,6 +10,7 @@
 //   out = out_proj(rmsnorm(o) * weight * silu(in_proj_z(n)))   per value head
 // The delta rule runs in transformers' chunked form for a prefill of T >= 2 tokens and token by
 // token for decode, as transformers does (ops/delta_rule.h; the forms agree to f32 rounding).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "ops/delta_rule.h"
 #include "ops/ops.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace proctor {
 namespace {
@@ -40,28 +42,40 @@ void L2Normalize(float* x, int64_t n) {
 // The causal depthwise conv over time and its SiLU, in place on x [T, C]: output t of channel c
 // is sum_j taps[c][j] * input[t - (K-1) + j][c], inputs before the chunk coming from `state`
 // ([K-1, C], the previous inputs in time order), which then holds this chunk's last K-1 inputs.
-void CausalConvSilu(MutMatF32 x, const MatView& taps, Tensor& state) {
+// Threads take ranges of channels; each goes from the last token back, so the inputs a token
+// reads are not yet overwritten.
+void CausalConvSilu(MutMatF32 x, const MatView& taps, Tensor& state, ThreadPool& pool) {
   const int64_t t_count = x.rows, channels = x.cols, k = taps.cols;
   const int64_t history = k - 1;
-  std::vector<float> w(static_cast<size_t>(channels * k));
-  for (int64_t c = 0; c < channels; ++c) ops::DecodeRowSegment(taps, c, 0, k, &w[c * k]);
-  // The inputs the outputs read: the state's rows, then the chunk's (copied: x is overwritten).
-  std::vector<float> inputs(static_cast<size_t>((history + t_count) * channels));
-  if (history > 0) std::copy(state.f32(), state.f32() + history * channels, inputs.begin());
-  for (int64_t t = 0; t < t_count; ++t) {
-    std::copy(x.Row(t), x.Row(t) + channels, inputs.begin() + (history + t) * channels);
+  // The next state: the last K-1 inputs of the state followed by the chunk.
+  std::vector<float> next_state(static_cast<size_t>(history * channels));
+  for (int64_t r = 0; r < history; ++r) {
+    const int64_t from = t_count - history + r;  // a row of the chunk, or of the state if < 0
+    const float* src = from >= 0 ? x.Row(from) : state.f32() + (from + history) * channels;
+    std::copy(src, src + channels, next_state.begin() + r * channels);
   }
-  for (int64_t t = 0; t < t_count; ++t) {
-    float* out = x.Row(t);
-    for (int64_t c = 0; c < channels; ++c) {
-      float sum = 0.0f;
-      for (int64_t j = 0; j < k; ++j) sum += w[c * k + j] * inputs[(t + j) * channels + c];
-      out[c] = Silu(sum);
+  pool.ParallelFor(static_cast<size_t>(channels), [&](size_t begin, size_t end, int) {
+    const int64_t c0 = static_cast<int64_t>(begin), n = static_cast<int64_t>(end - begin);
+    std::vector<float> w(static_cast<size_t>(k * n)), row(static_cast<size_t>(k));  // w[j][c]
+    for (int64_t c = 0; c < n; ++c) {
+      ops::DecodeRowSegment(taps, c0 + c, 0, k, row.data());
+      for (int64_t j = 0; j < k; ++j) w[j * n + c] = row[j];
     }
-  }
-  if (history > 0) {
-    std::copy(inputs.end() - history * channels, inputs.end(), state.f32());
-  }
+    std::vector<float> sum(static_cast<size_t>(n));
+    for (int64_t t = t_count - 1; t >= 0; --t) {
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t from = t - history + j;
+        const float* in =
+            (from >= 0 ? x.Row(from) : state.f32() + (from + history) * channels) + c0;
+        const float* wj = w.data() + j * n;
+        for (int64_t c = 0; c < n; ++c) sum[c] += wj[c] * in[c];
+      }
+      float* out = x.Row(t) + c0;
+      for (int64_t c = 0; c < n; ++c) out[c] = Silu(sum[c]);
+    }
+  });
+  std::copy(next_state.begin(), next_state.end(), state.f32());
 }
 
 }  // namespace
@@ -84,7 +98,7 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
   ops::MatMul(normed, w.in_proj_z, z, mode, pool_);
   ops::MatMul(normed, w.in_proj_b, beta, mode, pool_);
   ops::MatMul(normed, w.in_proj_a, g, mode, pool_);
-  CausalConvSilu(mixed, w.conv1d, state.conv_state());
+  CausalConvSilu(mixed, w.conv1d, state.conv_state(), pool_);
 
   // beta = sigmoid(b), g = -exp(A_log) * softplus(a + dt_bias), per token and value head
   // (llama.cpp's layout stores -exp(A_log) itself).
