@@ -77,8 +77,7 @@ void AddDense(WeightStore& store, const std::string& name, int64_t out, int64_t 
   uint64_t state = HashName(name, seed);
   auto* values = reinterpret_cast<uint16_t*>(t.bytes());
   for (int64_t i = 0; i < out * in; ++i) {
-    const float u = static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-    values[i] = F32ToBF16(amplitude * u);
+    values[i] = F32ToBF16(amplitude * SplitMix64Uniform(state));
   }
   store.AddOwned(name, std::move(t));
 }
@@ -135,8 +134,7 @@ SyntheticModel BuildSyntheticMlxModel(const ModelConfig& config, const MlxQuantP
     Tensor t = Tensor::F32(rows, cols);
     uint64_t state = HashName(name, seed);
     for (int64_t i = 0; i < rows * cols; ++i) {
-      t.f32()[i] =
-          center + amplitude * (static_cast<float>(SplitMix64(state) >> 40) / 8388608.0f - 1.0f);
+      t.f32()[i] = center + amplitude * SplitMix64Uniform(state);
     }
     m.weights.AddOwned(name, std::move(t), shape);
   };

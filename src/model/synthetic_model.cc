@@ -19,11 +19,6 @@
 namespace proctor {
 namespace {
 
-// Uniform in [-1, 1).
-float Uniform(uint64_t& state) {
-  return static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-}
-
 // Where a block type keeps its fp16 scale `d` and, for types with one, its fp16 minimum scale
 // (`m` of Q4_1/Q5_1, `dmin` of the K-quants); -1 when absent.
 struct ScaleFields {
@@ -103,14 +98,14 @@ Tensor RandomTensor(std::string_view name, DType type, int64_t rows, int64_t col
       switch (type) {
         case DType::kF32: {
           auto* out = reinterpret_cast<float*>(row);
-          for (int64_t i = 0; i < cols; ++i) out[i] = center + amplitude * Uniform(state);
+          for (int64_t i = 0; i < cols; ++i) out[i] = center + amplitude * SplitMix64Uniform(state);
           break;
         }
         case DType::kBF16:
         case DType::kF16: {
           auto* out = reinterpret_cast<uint16_t*>(row);
           for (int64_t i = 0; i < cols; ++i) {
-            const float v = center + amplitude * Uniform(state);
+            const float v = center + amplitude * SplitMix64Uniform(state);
             out[i] = type == DType::kBF16 ? F32ToBF16(v) : F32ToF16(v);
           }
           break;

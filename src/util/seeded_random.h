@@ -16,6 +16,11 @@ inline uint64_t SplitMix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// The next value of the stream, uniform in [-1, 1) (24 random bits).
+inline float SplitMix64Uniform(uint64_t& state) {
+  return static_cast<float>(SplitMix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
 // FNV-1a (64-bit) of `name`, its offset basis xor-ed with `seed`.
 inline uint64_t HashName(std::string_view name, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;
