@@ -126,6 +126,7 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
   // rmsnorm(o) * weight * silu(z), in f32.
   std::vector<float> norm_weight(static_cast<size_t>(dv));
   ops::DecodeRowSegment(w.output_norm, 0, 0, dv, norm_weight.data());
+  CHECK(g.stride == beta.stride);  // one gate stride for both
   pool_.ParallelFor(static_cast<size_t>(nv), [&](size_t begin, size_t end, int) {
     ops::DeltaRuleScratch scratch;
     for (size_t item = begin; item < end; ++item) {
@@ -143,7 +144,6 @@ MutMatF32 RuntimeModel::GatedDeltaNet(int layer, const MatView& normed, ModelCac
       head.beta = beta.Row(0) + h;
       head.g = g.Row(0) + h;
       head.gate_stride = beta.stride;
-      CHECK(g.stride == beta.stride);
       float* s = state.ssm_state().f32() + h * dk * dv;  // [dk, dv]
       if (t_count == 1) {
         ops::DeltaRuleRecurrent(head, s, v, mixed.stride);

@@ -102,23 +102,25 @@ int64_t PanelPadded(int64_t n) {
 }
 
 // DeltaRuleChunked's buffers inside the scratch, for (dk, dv). Widths used as the GEMM's right
-// operand are padded to the panel width (rows readable that far, pads kept at zero).
+// operand are padded to the panel width (rows readable that far, pads kept at zero). The layout
+// is laid out once: from offset 0 it gives the floats the scratch needs (`floats`), from the
+// scratch's base the buffers.
 struct ChunkBuffers {
   static constexpr int64_t C = kDeltaRuleChunk;
-  int64_t dk, dv, dkp, dvp, x_stride;
+  int64_t dk, dv, dkp, dvp, x_stride, floats = 0;
   float *cum, *k_t, *k_beta, *system, *x, *scores, *q_decayed, *state, *product, *product2,
       *k_decayed_t;
 
+  // base == nullptr: only `floats` is meaningful.
   ChunkBuffers(int64_t dk_in, int64_t dv_in, float* base)
       : dk(dk_in),
         dv(dv_in),
         dkp(PanelPadded(dk_in)),
         dvp(PanelPadded(dv_in)),
         x_stride(dvp + dkp) {
-    float* p = base;
-    auto take = [&p](int64_t n) {
-      float* at = p;
-      p += n;
+    auto take = [&](int64_t n) {
+      float* at = base == nullptr ? nullptr : base + floats;
+      floats += n;
       return at;
     };
     cum = take(C);
@@ -132,11 +134,6 @@ struct ChunkBuffers {
     product = take(std::max(C, dk) * dvp);
     product2 = take(C * dvp);
     k_decayed_t = take(dk * C);  // [dk, C]
-  }
-  static int64_t Floats(int64_t dk, int64_t dv) {
-    const int64_t dkp = PanelPadded(dk), dvp = PanelPadded(dv);
-    return C + dk * C + C * dk + C * C + C * (dvp + dkp) + C * C + C * dk + dk * dvp +
-           std::max(C, dk) * dvp + C * dvp + dk * C;
   }
 };
 
@@ -237,7 +234,7 @@ void DeltaRuleRecurrent(const DeltaRuleHead& head, float* state, float* out, int
 
 float* DeltaRuleScratch::Reserve(int64_t dk, int64_t dv) {
   if (dk != dk_ || dv != dv_) {
-    buffer_.assign(static_cast<size_t>(ChunkBuffers::Floats(dk, dv)), 0.0f);
+    buffer_.assign(static_cast<size_t>(ChunkBuffers(dk, dv, nullptr).floats), 0.0f);
     dk_ = dk;
     dv_ = dv;
   }
