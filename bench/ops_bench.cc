@@ -157,6 +157,13 @@ BENCHMARK(BM_MatMulLayer)
                    {1, 2},
                    {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
                     static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)}})
+    // Prefill on 8-bit activations (the AVX2 integer matrix-matrix kernel) next to f32 ones,
+    // 1 and 2 threads.
+    ->ArgsProduct({{0, 2},
+                   {512},
+                   {1, 2},
+                   {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ5_0), static_cast<int64_t>(DType::kQ4_K)}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

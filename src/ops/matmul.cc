@@ -98,6 +98,34 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     });
     return;
   }
+  if (kernel == MatMulKernel::kGgufQ8GemmAvx2) {  // tokens quantized and interleaved once
+    // The caller's buffers (a worker naming them would get its own): workers use the pointers.
+    thread_local std::vector<ActivationsQ8> tokens_storage;
+    thread_local std::vector<int8_t> tile_codes_storage;
+    const int64_t n_tiles = (T + internal::kQ8GemmTokenTile - 1) / internal::kQ8GemmTokenTile;
+    if (tokens_storage.size() < static_cast<size_t>(T)) {
+      tokens_storage.resize(static_cast<size_t>(T));
+    }
+    tile_codes_storage.resize(static_cast<size_t>(n_tiles * internal::kQ8GemmTokenTile * K));
+    ActivationsQ8* const tokens = tokens_storage.data();
+    int8_t* const tile_codes = tile_codes_storage.data();
+    pool.ParallelFor(static_cast<size_t>(n_tiles), [&](size_t begin, size_t end, int) {
+      const int64_t t_end =
+          std::min<int64_t>(T, static_cast<int64_t>(end) * internal::kQ8GemmTokenTile);
+      for (int64_t t = static_cast<int64_t>(begin) * internal::kQ8GemmTokenTile; t < t_end; ++t) {
+        tokens[t].Quantize(x.RowAs<float>(t), K, Q8BlocksFor(w.type));
+      }
+      internal::InterleaveQ8Tiles(tokens, T, K, static_cast<int64_t>(begin),
+                                  static_cast<int64_t>(end), tile_codes);
+    });
+    const internal::Q8TokenTiles tiles{tokens, T, tile_codes};
+    pool.ParallelForGrain(static_cast<size_t>(N), internal::kQ8GemmPanelRows,
+                          [&](size_t begin, size_t end, int) {
+                            internal::MatMulGgufQ8Avx2(tiles, w, out, static_cast<int64_t>(begin),
+                                                       static_cast<int64_t>(end));
+                          });
+    return;
+  }
   MatView xs = x;
   // [T, K]: the activations the f32 kernels see when they are not x itself (bf16 mode: rounded
   // to bf16; q8 mode without the integer kernel: round-tripped through 8 bits, then f32 mode);

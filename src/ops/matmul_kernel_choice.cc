@@ -55,6 +55,13 @@ CpuFeatures DetectHost() {
 
 KernelOverrides g_overrides;
 
+// Whether GGUF blocks of `type` run on AMX tiles for T rows (either compute mode). The
+// integer-code kernel also packs and sums activations with AVX-512 BF16 instructions.
+bool AmxQuantRuns(DType type, int64_t T, const CpuFeatures& cpu, const KernelOverrides& overrides) {
+  return T >= 2 && overrides.amx_quant && internal::HasAmxQuantLayout(type) && cpu.amx_bf16 &&
+         cpu.avx512_bf16;
+}
+
 }  // namespace
 
 const char* CpuCapName(CpuCap cap) {
@@ -107,6 +114,8 @@ const char* KernelName(MatMulKernel kernel) {
       return "gguf-matvec-avx2";
     case MatMulKernel::kGgufQ8Avx2:
       return "gguf-q8-avx2";
+    case MatMulKernel::kGgufQ8GemmAvx2:
+      return "gguf-q8-gemm-avx2";
     case MatMulKernel::kF32MatVec:
       return "f32-matvec";
     case MatMulKernel::kF32Blocked:
@@ -126,11 +135,17 @@ const char* KernelName(MatMulKernel kernel) {
 MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t T,
                                 const CpuFeatures& cpu, const KernelOverrides& overrides) {
   if (mode == ComputeMode::kQ8) {
-    // Integer dot products where they exist; everything else runs the f32 kernels (on the
-    // round-tripped activations for block weights, on x itself for the others).
+    // Integer dot products where they exist (AMX tiles first for T >= 2); everything else runs
+    // the f32 kernels (on the round-tripped activations for block weights, on x itself for the
+    // others).
     if (T == 1 && overrides.fused_gguf_matvec && TakesQ8Activations(w) &&
         internal::FusedGgufMatVecCovers(w.dense().type) && cpu.avx2_fma) {
       return MatMulKernel::kGgufQ8Avx2;
+    }
+    if (T >= 2 && overrides.q8_gemm && TakesQ8Activations(w) &&
+        internal::Q8GemmAvx2Covers(w.dense().type) && cpu.avx2_fma &&
+        !AmxQuantRuns(w.dense().type, T, cpu, overrides)) {
+      return MatMulKernel::kGgufQ8GemmAvx2;
     }
     mode = ComputeMode::kF32;
   }
@@ -154,11 +169,7 @@ MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t
     const bool dot_allowed = family == BF16Kernel::kAuto || family == BF16Kernel::kAvx512Bf16;
     if (dot_allowed && cpu.avx512_bf16) return MatMulKernel::kAvx512Bf16;
   }
-  // The integer-code kernel also packs and sums activations with AVX-512 BF16 instructions.
-  if (T >= 2 && overrides.amx_quant && internal::HasAmxQuantLayout(type) && cpu.amx_bf16 &&
-      cpu.avx512_bf16) {
-    return MatMulKernel::kAmxQuant;
-  }
+  if (AmxQuantRuns(type, T, cpu, overrides)) return MatMulKernel::kAmxQuant;
   if (T == 1 && overrides.fused_gguf_matvec && internal::FusedGgufMatVecCovers(type)) {
     if (cpu.avx512_gguf) return MatMulKernel::kGgufMatVec;
     if (cpu.avx2_fma) return MatMulKernel::kGgufMatVecAvx2;

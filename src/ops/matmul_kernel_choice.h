@@ -27,6 +27,8 @@ enum class MatMulKernel {
   kGgufMatVecAvx2,     // "gguf-matvec-avx2": GGUF blocks, T == 1; fused AVX2 kernels
   kGgufQ8Avx2,         // "gguf-q8-avx2": GGUF blocks, q8 mode, T == 1; AVX2 integer dot
                        // products on 8-bit activations
+  kGgufQ8GemmAvx2,     // "gguf-q8-gemm-avx2": 32-wide GGUF blocks, q8 mode, T >= 2; AVX2
+                       // integer dot products, each token the bits gguf-q8-avx2 gives it
   kF32MatVec,          // "f32-matvec": any dense type, T == 1; Highway matrix-vector
   kF32Blocked,         // "f32-blocked": any dense type, T >= 2; Highway blocked FMA kernel
   kMlxMatVec,          // "mlx-matvec": MLX matrices, T == 1
@@ -75,6 +77,8 @@ struct KernelOverrides {
   bool amx_in_f32_mode = true;
   bool amx_quant = true;          // GGUF blocks, T >= 2 (off: f32-blocked)
   bool fused_gguf_matvec = true;  // GGUF blocks, T == 1 (off: f32-matvec)
+  bool q8_gemm = true;            // 32-wide GGUF blocks, q8 mode, T >= 2 (off: the f32
+                                  // kernels on the round-tripped activations)
 };
 
 // The decision, from its inputs only. `w` may be a view without data (only its type, or for MLX

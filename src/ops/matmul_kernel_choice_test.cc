@@ -81,6 +81,28 @@ TEST(ChooseMatMulKernel, CpusWithoutAmxOrAvx512FallBack) {
             kF32MatVec);
 }
 
+// q8 mode: integer kernels for GGUF blocks on AVX2 (the matrix-matrix one for the 32-wide types,
+// unless AMX tiles run them), the f32 kernels for the rest.
+TEST(ChooseMatMulKernel, Q8ModeRunsTheIntegerKernelsWhereTheyExist) {
+  constexpr ComputeMode kQ8 = ComputeMode::kQ8;
+  for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                           DType::kQ4_K, DType::kQ5_K}) {
+    SCOPED_TRACE(Name(type));
+    EXPECT_EQ(Choose(Dense(type), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 2, kAvx2Only), kGgufQ8GemmAvx2);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kAvx512Bf16NoAmx), kGgufQ8GemmAvx2);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids), kAmxQuant);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids, {.amx_quant = false}),
+              kGgufQ8GemmAvx2);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kAvx2Only, {.q8_gemm = false}), kF32Blocked);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kNoSimd), kF32Blocked);
+  }
+  EXPECT_EQ(Choose(Dense(DType::kQ6_K), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
+  EXPECT_EQ(Choose(Dense(DType::kQ6_K), kQ8, 512, kAvx2Only), kF32Blocked);  // no GEMM for it
+  EXPECT_EQ(Choose(Dense(DType::kBF16), kQ8, 512, kAvx2Only), kF32Blocked);
+  EXPECT_EQ(Choose(Mlx(64), kQ8, 512, kAvx2Only), kMlxF32Blocked);
+}
+
 // PROCTOR_CPU_CAP: a capped Sapphire Rapids chooses what the smaller CPU would.
 TEST(ChooseMatMulKernel, ACappedCpuChoosesTheSmallerCpusKernels) {
   const CpuFeatures avx512 = kSapphireRapids.CappedTo(CpuCap::kAvx512);
@@ -132,9 +154,9 @@ TEST(ChooseMatMulKernel, OverridesOnlyNarrowTheChoice) {
 
 TEST(ChooseMatMulKernel, NamesAreDistinct) {
   std::set<std::string> names;
-  for (MatMulKernel k :
-       {kAmxBf16, kAmxBf16x3, kAvx512Bf16, kAmxQuant, kGgufMatVec, kGgufMatVecAvx2, kF32MatVec,
-        kF32Blocked, kMlxMatVec, kMlxAmxExact, kMlxAmxBf16Weights, kMlxF32Blocked}) {
+  for (MatMulKernel k : {kAmxBf16, kAmxBf16x3, kAvx512Bf16, kAmxQuant, kGgufMatVec, kGgufMatVecAvx2,
+                         kGgufQ8Avx2, kGgufQ8GemmAvx2, kF32MatVec, kF32Blocked, kMlxMatVec,
+                         kMlxAmxExact, kMlxAmxBf16Weights, kMlxF32Blocked}) {
     EXPECT_TRUE(names.insert(KernelName(k)).second) << KernelName(k);
   }
   EXPECT_STREQ(KernelName(kAmxBf16x3), "amx-bf16x3");

@@ -75,6 +75,24 @@ void MatVecGgufAvx2(const float* x, const MatView& w, float* out, int64_t n_begi
 // FusedGgufMatVecCovers names.
 void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int64_t n_begin,
                       int64_t n_end);
+// The matrix-matrix product of T tokens' 8-bit activations with rows [n_begin, n_end) of w, for
+// the 32-wide types Q8GemmAvx2Covers names (matmul_gguf_q8_avx2.cc; runs on
+// CpuFeatures::avx2_fma): each output the same bits MatVecGgufQ8Avx2 gives its token alone.
+// The kernel reads each tile of kQ8GemmTokenTile tokens' codes interleaved in one stream,
+// [tile][K / 4 steps][token of the tile][4 codes] (InterleaveQ8Tiles writes tiles [tile_begin,
+// tile_end) from those tiles' tokens, already quantized; tokens past T: zeros).
+inline constexpr int64_t kQ8GemmTokenTile = 4;
+inline constexpr int64_t kQ8GemmPanelRows = 16;  // partitions of N are best its multiples
+struct Q8TokenTiles {
+  const ActivationsQ8* tokens;  // [T], Q8_0 blocks
+  int64_t T;
+  const int8_t* tile_codes;  // [ceil(T / kQ8GemmTokenTile) * kQ8GemmTokenTile * K]
+};
+bool Q8GemmAvx2Covers(DType type);
+void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_begin,
+                       int64_t tile_end, int8_t* tile_codes);
+void MatMulGgufQ8Avx2(const Q8TokenTiles& x, const MatView& w, MutMatF32 out, int64_t n_begin,
+                      int64_t n_end);
 
 // AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, both compute modes.

@@ -20,7 +20,8 @@
 //    super-block as 32 d sum_g scale_g sum(x^ of g).
 //  - Q2_K, Q3_K: super-blocks decoded to int8 codes with per-16 f32 scales and offsets
 //    (matvec_gguf_avx2_codes.h), then the same integer dot per 32 values.
-// Every output is one fixed chain over its row, so results do not depend on thread partitions.
+// Every output is one fixed chain over its row, so results do not depend on thread partitions;
+// for the 32-wide types the prefill kernel (matmul_gguf_q8_avx2.cc) runs the same chains.
 #include <immintrin.h>
 
 #include <cmath>
@@ -152,15 +153,27 @@ PROCTOR_AVX2_TARGET inline void StoreRows(__m128 v, float* out) {
   for (int r = 0; r < R; ++r) out[r] = lanes[r];
 }
 
-// Up to 4 rows at once: each row's 8 int32 lanes of a block are summed exactly by two rounds of
-// vphaddd into lane r of both 128-bit halves, then scaled by the 4 rows' d times d_x at once.
+// Row r's second chain (lane r of *min_acc): a block minimum m times sum(x^), or Q4_0 / Q5_0's
+// offset as -o d_w sum(x^), the product -o sum(x^) exact (o a power of two). Nothing for Q8_0.
+template <class Block>
+PROCTOR_AVX2_TARGET inline void MinStep(__m128 d_w, __m128 m, float sum32, __m128* min_acc) {
+  if constexpr (Block::kHasMin) {
+    *min_acc = _mm_fmadd_ps(m, _mm_set1_ps(sum32), *min_acc);
+  } else if constexpr (Block::kOffset != 0) {
+    *min_acc = _mm_fmadd_ps(d_w, _mm_set1_ps(-Block::kOffset * sum32), *min_acc);
+  }
+}
+
+// Blocks [b_begin, b_end) of up to 4 rows, continuing each row's two chains (lane r of *acc and
+// *min_acc): each row's 8 int32 lanes of a block are summed exactly into lane r, then
+// acc += isum * (d_w d_x) for the 4 rows at once. Row r's output is acc + min_acc, the chains
+// the prefill kernel (matmul_gguf_q8_avx2.cc) runs too, so both give the same bits.
 template <class Block, int R>
-PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, float* out) {
+PROCTOR_AVX2_TARGET void Rows32Steps(const Inputs& in, const uint8_t* const* rows, int64_t b_begin,
+                                     int64_t b_end, __m128* acc, __m128* min_acc) {
   static_assert(R <= 4);
-  __m256 acc = _mm256_setzero_ps();   // lane r and r + 4: row r
-  __m128 min_acc = _mm_setzero_ps();  // lane r: row r
   const uint8_t* blocks[4] = {};
-  for (int64_t b = 0; b < in.n_blocks; ++b) {
+  for (int64_t b = b_begin; b < b_end; ++b) {
     const __m256i x = Load32(in.codes + 32 * b);
     in.prefetch.Advance(b + 1);
     __m256i isum[R];
@@ -168,20 +181,22 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
       blocks[r] = rows[r] + b * Block::kBytes;
       isum[r] = BlockDot<Block>(blocks[r], x);
     }
-    const __m256i sums = PackRows<R>(isum);
     const __m128 d_w = Halves4<R>(blocks, 0);
-    const __m128 d = _mm_mul_ps(d_w, _mm_set1_ps(in.scale[b]));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(d, d), acc);
+    *acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(isum)),
+                        _mm_mul_ps(d_w, _mm_set1_ps(in.scale[b])), *acc);
     if constexpr (Block::kHasMin) {
-      min_acc = _mm_fmadd_ps(Halves4<R>(blocks, Block::kMinAt), _mm_set1_ps(in.sum32[b]), min_acc);
-    } else if constexpr (Block::kOffset != 0) {
-      // -o d_w sum(x^), the product -o sum(x^) exact (o a power of two).
-      min_acc = _mm_fmadd_ps(d_w, _mm_set1_ps(-Block::kOffset * in.sum32[b]), min_acc);
+      MinStep<Block>(d_w, Halves4<R>(blocks, Block::kMinAt), in.sum32[b], min_acc);
+    } else {
+      MinStep<Block>(d_w, d_w, in.sum32[b], min_acc);
     }
   }
-  StoreRows<R>(
-      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), min_acc),
-      out);
+}
+
+template <class Block, int R>
+PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, float* out) {
+  __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();
+  Rows32Steps<Block, R>(in, rows, 0, in.n_blocks, &acc, &min_acc);
+  StoreRows<R>(_mm_add_ps(acc, min_acc), out);
 }
 
 // Q4_0 / Q4_1 two blocks at a time: one 32-byte load holds the nibbles of both (the row's blocks
@@ -190,14 +205,14 @@ PROCTOR_AVX2_TARGET void Rows32(const Inputs& in, const uint8_t* const* rows, fl
 // PairCodes' order. The two vpmaddubsw results add in int16 (pair sums at most 2 * 15 * 127, so
 // their sum stays below 2^15) and one vpmaddwd leaves block b in lanes 0..3 and b + 1 in 4..7;
 // two rounds of vphaddd then put row r's block b in lane r and its block b + 1 in lane 4 + r,
-// against 8 weight scales loaded at once. An odd last block runs Rows32's single-block step.
+// against 8 weight scales loaded at once. The chains take block b, then b + 1 (Rows32Steps'
+// chains); an odd last block runs Rows32Steps.
 template <class Block, int R>
 PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* rows, float* out) {
   static_assert(R <= 4);
   constexpr int kQs = Block::kHasMin ? 4 : 2;
   constexpr int kBytes = Block::kBytes;
-  __m256 acc = _mm256_setzero_ps();      // lane r: row r (even blocks), 4 + r: row r (odd)
-  __m256 min_acc = _mm256_setzero_ps();  // the same lanes
+  __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();  // lane r: row r
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   const uint8_t* blocks[4] = {};
   const int64_t pairs = in.n_blocks / 2;
@@ -216,40 +231,21 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
           _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
       isum[r] = _mm256_madd_epi16(pair_sums, ones);
     }
-    const __m256i sums = PackRows<R>(isum);
+    const __m256 sums = _mm256_cvtepi32_ps(PackRows<R>(isum));
     const __m256 d_w = Halves8<R>(blocks, 0, kBytes);
     const __m256 d_x = _mm256_set_m128(_mm_set1_ps(in.scale[b + 1]), _mm_set1_ps(in.scale[b]));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_w, d_x), acc);
-    if constexpr (Block::kHasMin) {
-      const __m256 x_sums = _mm256_set_m128(_mm_set1_ps(in.sum32[b + 1]), _mm_set1_ps(in.sum32[b]));
-      min_acc = _mm256_fmadd_ps(Halves8<R>(blocks, Block::kMinAt, kBytes), x_sums, min_acc);
-    } else {
-      // -o d_w sum(x^), the product -o sum(x^) exact (o = 8).
-      const __m256 x_sums = _mm256_set_m128(_mm_set1_ps(-Block::kOffset * in.sum32[b + 1]),
-                                            _mm_set1_ps(-Block::kOffset * in.sum32[b]));
-      min_acc = _mm256_fmadd_ps(d_w, x_sums, min_acc);
-    }
+    const __m256 d = _mm256_mul_ps(d_w, d_x);
+    acc = _mm_fmadd_ps(_mm256_castps256_ps128(sums), _mm256_castps256_ps128(d), acc);
+    acc = _mm_fmadd_ps(_mm256_extractf128_ps(sums, 1), _mm256_extractf128_ps(d, 1), acc);
+    __m256 m = d_w;
+    if constexpr (Block::kHasMin) m = Halves8<R>(blocks, Block::kMinAt, kBytes);
+    MinStep<Block>(_mm256_castps256_ps128(d_w), _mm256_castps256_ps128(m), in.sum32[b], &min_acc);
+    MinStep<Block>(_mm256_extractf128_ps(d_w, 1), _mm256_extractf128_ps(m, 1), in.sum32[b + 1],
+                   &min_acc);
   }
-  __m128 rows_sum =
-      _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)),
-                 _mm_add_ps(_mm256_castps256_ps128(min_acc), _mm256_extractf128_ps(min_acc, 1)));
   in.prefetch.Advance(in.n_blocks);
-  if (in.n_blocks % 2 != 0) {
-    alignas(16) float tail[4] = {0, 0, 0, 0};  // rows >= R: 0
-    const uint8_t* tail_rows[4] = {};
-    const int64_t last = in.n_blocks - 1;
-    for (int r = 0; r < R; ++r) tail_rows[r] = rows[r] + last * kBytes;
-    Inputs one = in;
-    one.codes = in.codes + 32 * last;
-    one.scale = in.scale + last;
-    one.sum32 = in.sum32 + last;
-    one.code_sum32 = in.code_sum32 + last;
-    one.n_blocks = 1;
-    one.prefetch = Prefetcher{};
-    Rows32<Block, R>(one, tail_rows, tail);
-    rows_sum = _mm_add_ps(rows_sum, _mm_load_ps(tail));
-  }
-  StoreRows<R>(rows_sum, out);
+  Rows32Steps<Block, R>(in, rows, 2 * pairs, in.n_blocks, &acc, &min_acc);
+  StoreRows<R>(_mm_add_ps(acc, min_acc), out);
 }
 
 // PairCodes' order of x's codes for RowsQ4Pairs (the K / 64 whole pairs of blocks).

@@ -1,5 +1,6 @@
 // 8-bit activations (ComputeMode::kQ8): the quantized activations against ggml's Q8_0 blocks,
-// the AVX2 integer dot-product kernels against a double-precision sum of exactly decoded weights
+// the AVX2 integer dot-product kernels (matrix-vector, and matrix-matrix with each token's bits
+// those of the matrix-vector kernel) against a double-precision sum of exactly decoded weights
 // times the dequantized activations x^ on odd shapes, and MatMul's q8 contract for every T.
 #include <gtest/gtest.h>
 
@@ -194,8 +195,94 @@ TEST(MatVecGgufQ8, ExtremeCodesDoNotSaturate) {
   EXPECT_NEAR(out, expected, 1e-6 * expected);
 }
 
+// MatMul in q8 mode for T tokens of x [T, K] with w: each output row is the bits the integer
+// matrix-vector kernel gives that token alone, with one thread and with two, and within f32
+// rounding of the double-precision product with x^.
+void ExpectGemmRowsAreTheMatVecBits(const MatView& w, const std::vector<float>& x, int64_t T) {
+  const int64_t N = w.rows, K = w.cols;
+  ThreadPool one(1), two(2);
+  ASSERT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, T), "gguf-q8-gemm-avx2");
+  Tensor out1 = Tensor::F32(T, N), out2 = Tensor::F32(T, N);
+  MatMul(RowView(x, T, K), w, out1.MutF32(), ComputeMode::kQ8, one);
+  MatMul(RowView(x, T, K), w, out2.MutF32(), ComputeMode::kQ8, two);
+  EXPECT_EQ(std::memcmp(out1.bytes(), out2.bytes(), out1.size_bytes()), 0);
+  std::vector<float> alone(static_cast<size_t>(N)), x_hat(static_cast<size_t>(K));
+  for (int64_t t = 0; t < T; ++t) {
+    ActivationsQ8 q;
+    q.Quantize(&x[t * K], K, Q8BlocksFor(w.type));
+    internal::MatVecGgufQ8Avx2(q, w, alone.data(), 0, N);
+    EXPECT_EQ(std::memcmp(out1.RowF32(t), alone.data(), alone.size() * 4), 0) << "token " << t;
+    RoundTripQ8Activations(&x[t * K], K, Q8BlocksFor(w.type), x_hat.data());
+    for (int64_t n = 0; n < N; ++n) {
+      const testing::RowProduct p = testing::ExactRowProduct(w, n, x_hat.data());
+      ASSERT_NEAR(out1.RowF32(t)[n], p.exact, 4e-6 * p.magnitude + 1e-30)
+          << "token " << t << " row " << n;
+    }
+  }
+}
+
+constexpr DType kGemmTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                                DType::kQ5_1, DType::kQ4_K, DType::kQ5_K};
+
+// Shapes around the kernel's panel of 16 rows and tile of 4 tokens, odd block counts (the
+// matrix-vector kernel's Q4 pairs and their tail).
+TEST(MatMulGgufQ8, EachTokenGetsTheBitsItGetsAlone) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  for (const DType type : kGemmTypes) {
+    for (const int64_t blocks_per_row : {1, 3, 8}) {
+      const int64_t K = static_cast<int64_t>(Info(type).block_elems) * blocks_per_row;
+      for (const int64_t N : {1, 15, 16, 17, 37}) {
+        for (const int64_t T : {2, 4, 5, 11}) {
+          SCOPED_TRACE(fmt::format("{} K={} N={} T={}", Name(type), K, N, T));
+          const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row),
+                                                        static_cast<uint32_t>(K + 3 * N + T));
+          const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
+          ExpectGemmRowsAreTheMatVecBits(
+              w, quant::testing::RandomWeights(T * K, static_cast<uint32_t>(5 * N + K + T)), T);
+        }
+      }
+    }
+  }
+}
+
+// The int16 pair sums at their largest: every stored code at its top (Q4 15, Q5 31, Q8_0 -128
+// and 127; the K-quants' 6-bit scales and minimums 63) against activation codes of the largest
+// magnitude over whole blocks; the 4-bit types add 8 steps and the 5-bit ones 4 in int16 before
+// widening, which these sums would overflow if they added more.
+TEST(MatMulGgufQ8, LargestPairSumsDoNotOverflow) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  constexpr int64_t N = 17, T = 5;
+  for (const DType type : kGemmTypes) {
+    SCOPED_TRACE(Name(type));
+    const int64_t K = 3 * static_cast<int64_t>(Info(type).block_elems);
+    const size_t row_bytes = BytesFor(type, K);
+    const size_t block_bytes = row_bytes / (K / Info(type).block_elems);
+    std::vector<uint8_t> raw(N * row_bytes, 0xFF);  // every code bit set
+    for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
+      uint8_t* block = raw.data() + b * block_bytes;
+      const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), m = F32ToF16(0.125f);
+      std::memcpy(block, &d, 2);
+      const bool has_min = type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K ||
+                           type == DType::kQ5_K;
+      if (has_min) std::memcpy(block + 2, &m, 2);
+      if (type == DType::kQ8_0) {
+        for (int i = 0; i < 32; ++i) block[2 + i] = i % 3 == 0 ? 0x7F : 0x80;  // 127, -128
+      }
+    }
+    const MatView w{type, N, K, row_bytes, raw.data()};
+    std::vector<float> x(T * K);
+    for (int64_t i = 0; i < T * K; ++i) x[i] = (i / K) % 2 == 0 ? 2.0f : -2.0f;  // codes +-127
+    if (type == DType::kQ8_0) {
+      for (int64_t i = 0; i < T * K; ++i) x[i] = i % 3 == 0 ? 2.0f : -2.0f;  // -128 x -127 ...
+    }
+    ExpectGemmRowsAreTheMatVecBits(w, x, T);
+  }
+}
+
 // MatMul in q8 mode: T == 1 runs the integer kernel (one or two threads, the same bits) and
-// agrees with MatMulRef's q8 mode; T >= 2 is exactly f32 mode on x^; float weights ignore it.
+// agrees with MatMulRef's q8 mode; T >= 2 is the integer matrix-matrix kernel for the types it
+// covers (above) and exactly f32 mode on x^ for the others, or with that kernel switched off;
+// float weights ignore the mode.
 TEST(MatMulQ8, ContractForEveryRowCount) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   ThreadPool two(2), one(1);
@@ -221,7 +308,10 @@ TEST(MatMulQ8, ContractForEveryRowCount) {
       EXPECT_NEAR(fast.RowF32(0)[n], ref.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
     }
     Tensor q8 = Tensor::F32(T, N), f32_on_x_hat = Tensor::F32(T, N);
+    if (internal::Q8GemmAvx2Covers(type)) SetKernelOverridesForTesting({.q8_gemm = false});
+    EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, T), "f32-blocked");
     MatMul(RowView(x, T, K), w, q8.MutF32(), ComputeMode::kQ8, two);
+    SetKernelOverridesForTesting({});
     MatMul(RowView(x_hat, T, K), w, f32_on_x_hat.MutF32(), ComputeMode::kF32, two);
     EXPECT_EQ(std::memcmp(q8.bytes(), f32_on_x_hat.bytes(), q8.size_bytes()), 0);
   }
