@@ -163,7 +163,8 @@ BENCHMARK(BM_MatMulLayer)
                    {512},
                    {1, 2},
                    {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
-                    static_cast<int64_t>(DType::kQ5_0), static_cast<int64_t>(DType::kQ4_K)}})
+                    static_cast<int64_t>(DType::kQ5_0), static_cast<int64_t>(DType::kQ4_K),
+                    static_cast<int64_t>(DType::kQ6_K)}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -1,21 +1,22 @@
 // Matrix-matrix products (prefill, T >= 2) of GGUF block weights with 8-bit activations
 // (ComputeMode::kQ8) on AVX2 integer dot products: the 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1; Q8_0 activation blocks) and Q4_K / Q5_K (Q8_K activation blocks).
+// Q5_1; Q8_0 activation blocks) and Q4_K, Q5_K, Q6_K (Q8_K activation blocks).
 //
 // Sixteen weight rows form a panel, repacked once per chunk of tokens so that one 32-byte step
 // holds the same 4 codes of 8 rows (two steps per panel; the 4- and 5-bit types' unsigned codes,
 // Q8_0's signed ones). The tokens' codes come interleaved in tiles of 4 (InterleaveQ8Tiles). A
 // token's 4 codes are broadcast against a step: vpmaddubsw then leaves row r's pair sums in
 // 32-bit lane r, so 8 steps sum 32 values of 8 rows with no horizontal sums. The 4- and 5-bit
-// codes add the steps' pair sums in int16 (at most 8 x 2 x 15 x 127 and 4 x 2 x 31 x 127, below
-// 2^15) before one vpmaddwd, which for Q4_K / Q5_K multiplies in each row's sub-block scale;
+// codes add the steps' pair sums in int16 (8, 4 and 2 steps for 4-, 5- and 6-bit codes, below
+// 2^15) before one vpmaddwd, which for the K-quants multiplies in each row's sub-block scale;
 // Q8_0 goes through the sign trick and vpmaddwd per step. Four tokens share each loaded step.
 //
 // Each output runs the matrix-vector kernel's chains (matvec_gguf_q8_avx2.cc): for the 32-wide
 // types acc += isum_b (d_w d_x) and min_acc += m_b s_b block by block, output acc + min_acc; for
 // Q4_K / Q5_K acc += S (d d_x) and min_acc += M (dmin d_x) per super-block, S the exact integer
 // sum of scale_j times the sub-block sums and M that of m_j times the activations' code sums,
-// output acc - min_acc. So a token's logits are the same bits whether it is decoded alone or
+// output acc - min_acc; for Q6_K acc += S (d d_x), S with the offset 32 taken through the code
+// sums, output acc. So a token's logits are the same bits whether it is decoded alone or
 // prefilled with others.
 #include <immintrin.h>
 
@@ -127,6 +128,7 @@ PROCTOR_AVX2_TARGET void RepackBlocks(const MatView& w, int64_t n0, int rows, in
 struct TokenScales {
   const float* scale;         // [K / 32]: d_x
   const float* sum32;         // [K / 32]: sum(x^) per 32 values
+  const int16_t* code_sum16;  // [K / 16]: sum of the codes per 16 values
   const int16_t* code_sum32;  // [K / 32]: sum of the codes per 32 values
 };
 
@@ -139,15 +141,16 @@ PROCTOR_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
 
 // isum[kHalves * tt + h] += the pair sums of 32 unsigned codes of `kBits` bits (the slice's
 // steps) times the TT tokens' codes x ([step][token][4]), widened by vpmaddwd against
-// widen[h] (ones, or each row's scale as two int16); lane r: row 8h + r. Exact.
+// widen[kHalves * g + h] for the values 16g..16g+15 (ones, or each row's scale as two int16);
+// lane r: row 8h + r. Exact.
 template <int kBits, int TT>
 PROCTOR_AVX2_TARGET inline void UnsignedSums(const uint8_t* steps, const int8_t* x,
                                              const __m256i* widen, __m256i* isum) {
-  static_assert(kBits == 4 || kBits == 5);
+  static_assert(kBits == 4 || kBits == 5 || kBits == 6);
   constexpr int kSums = TT * kHalves;
-  // Steps whose int16 pair sums may be added before vpmaddwd: 8 x 2 x 15 x 127 and
-  // 4 x 2 x 31 x 127 stay below 2^15.
-  constexpr int kSteps = kBits == 4 ? 8 : 4;
+  // Steps whose int16 pair sums may be added before vpmaddwd: 8 x 2 x 15 x 128, 4 x 2 x 31 x 128
+  // and 2 x 2 x 63 x 128 stay below 2^15.
+  constexpr int kSteps = kBits == 4 ? 8 : kBits == 5 ? 4 : 2;
   for (int s0 = 0; s0 < 8; s0 += kSteps) {
     __m256i pairs[kSums];
     for (int i = 0; i < kSums; ++i) pairs[i] = _mm256_setzero_si256();
@@ -168,7 +171,8 @@ PROCTOR_AVX2_TARGET inline void UnsignedSums(const uint8_t* steps, const int8_t*
     for (int tt = 0; tt < TT; ++tt) {
       for (int h = 0; h < kHalves; ++h) {
         isum[kHalves * tt + h] = _mm256_add_epi32(
-            isum[kHalves * tt + h], _mm256_madd_epi16(pairs[kHalves * tt + h], widen[h]));
+            isum[kHalves * tt + h],
+            _mm256_madd_epi16(pairs[kHalves * tt + h], widen[kHalves * (s0 / 4) + h]));
       }
     }
   }
@@ -212,7 +216,8 @@ template <class Block, int TT>
 PROCTOR_AVX2_TARGET void BlockTokens(const Panel& panel, int64_t n_blocks, const int8_t* codes,
                                      const TokenScales* tokens, float* const* out, int rows) {
   constexpr int kSums = TT * kHalves;
-  const __m256i ones[kHalves] = {_mm256_set1_epi16(1), _mm256_set1_epi16(1)};
+  __m256i ones[2 * kHalves];
+  for (__m256i& v : ones) v = _mm256_set1_epi16(1);
   __m256 acc[kSums];
   for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -351,9 +356,9 @@ PROCTOR_AVX2_TARGET void KQuantTokens(const Panel& panel, int64_t n_super, const
     for (int i = 0; i < kSums; ++i) sums[i] = mins[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const int64_t slice = sb * 8 + j;
-      __m256i scales[kHalves];
+      __m256i scales[2 * kHalves];  // the same scale for both groups of 16 values
       for (int h = 0; h < kHalves; ++h) {
-        scales[h] = _mm256_loadu_si256(
+        scales[h] = scales[kHalves + h] = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(panel.scales.data() + slice * kPanelRows + 8 * h));
       }
       UnsignedSums<kFifthBit ? 5 : 4, TT>(panel.codes.data() + slice * kSliceBytes,
@@ -407,6 +412,134 @@ struct KQuantKernel {
   }
 };
 
+// ---- Q6_K ----------------------------------------------------------------------------------
+
+// The pair of int16 (a, b) as one int32 lane for vpmaddwd.
+inline int32_t Int16Pair(int a, int b) {
+  return static_cast<int32_t>(static_cast<uint16_t>(a) |
+                              static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16);
+}
+
+// Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
+// ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, stored
+// unsigned (0..63; the offset 32 enters through the code sums), slice 4h + i; group g (16 values)
+// has scale scales[g].
+PROCTOR_AVX2_TARGET void RepackQ6K(const MatView& w, int64_t n0, int rows, int64_t n_super,
+                                   Panel* panel) {
+  constexpr int kBytes = 210;
+  const float* f16 = F16ToF32Table();
+  panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
+  panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
+  panel->scales.resize(static_cast<size_t>(n_super * 16 * kPanelRows));
+  panel->mins.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    for (int h = 0; h < kHalves; ++h) {
+      __m256i codes[8][8];  // [slice][row of the half]
+      for (int i = 0; i < 8; ++i) {
+        const int r = 8 * h + i;
+        int8_t sc[16] = {};
+        float d = 0.0f;
+        for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
+        if (r < rows) {
+          const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
+          std::memcpy(sc, block + 192, 16);
+          d = HalfAt(f16, block + 208);
+          for (int half = 0; half < 2; ++half) {
+            const __m256i qh =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half));
+            for (int q = 0; q < 4; ++q) {
+              const __m256i ql = _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(block + 64 * half + 32 * (q & 1)));
+              const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (q >> 1)), low4);
+              // Bits 2q, 2q + 1 of each byte of qh (the other bytes' bits masked off), then << 4.
+              const __m256i high =
+                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * q), two_bits), 4);
+              codes[4 * half + q][i] = _mm256_or_si256(low, high);
+            }
+          }
+        }
+        panel->d[sb * kPanelRows + r] = d;
+        for (int g = 0; g < 16; ++g) {
+          panel->scales[(sb * 16 + g) * kPanelRows + r] = Int16Pair(sc[g], sc[g]);
+        }
+        for (int p = 0; p < 8; ++p) {
+          panel->mins[(sb * 8 + p) * kPanelRows + r] = Int16Pair(sc[2 * p], sc[2 * p + 1]);
+        }
+      }
+      for (int j = 0; j < 8; ++j) {
+        StoreSlice(codes[j], h, panel->codes.data() + (sb * 8 + j) * kSliceBytes);
+      }
+    }
+  }
+}
+
+// TT tokens against one panel of Q6_K: per super-block S = sum_g scale_g (group g's integer sum)
+// - 32 sum_g scale_g (code sum of g), exact in int32 (below 2^29 + 2^28), then acc += S (d d_x);
+// out acc.
+template <int TT>
+PROCTOR_AVX2_TARGET void Q6KTokens(const Panel& panel, int64_t n_super, const int8_t* codes,
+                                   const TokenScales* tokens, float* const* out, int rows) {
+  constexpr int kSums = TT * kHalves;
+  __m256 acc[kSums];
+  for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    __m256i sums[kSums], offsets[kSums];
+    for (int i = 0; i < kSums; ++i) sums[i] = offsets[i] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int64_t slice = sb * 8 + j;
+      __m256i scales[2 * kHalves];  // groups 2j, 2j + 1
+      for (int g = 0; g < 2; ++g) {
+        for (int h = 0; h < kHalves; ++h) {
+          scales[kHalves * g + h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+              panel.scales.data() + (sb * 16 + 2 * j + g) * kPanelRows + 8 * h));
+        }
+      }
+      UnsignedSums<6, TT>(panel.codes.data() + slice * kSliceBytes, codes + 32 * kTokenTile * slice,
+                          scales, sums);
+    }
+    for (int p = 0; p < 8; ++p) {
+      __m256i m[kHalves];
+      for (int h = 0; h < kHalves; ++h) {
+        m[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+            panel.mins.data() + (sb * 8 + p) * kPanelRows + 8 * h));
+      }
+      for (int tt = 0; tt < TT; ++tt) {
+        const int16_t* cs = tokens[tt].code_sum16 + 16 * sb + 2 * p;
+        const __m256i pair = _mm256_set1_epi32(Int16Pair(cs[0], cs[1]));
+        for (int h = 0; h < kHalves; ++h) {
+          offsets[kHalves * tt + h] =
+              _mm256_add_epi32(offsets[kHalves * tt + h], _mm256_madd_epi16(m[h], pair));
+        }
+      }
+    }
+    for (int h = 0; h < kHalves; ++h) {
+      const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
+      for (int tt = 0; tt < TT; ++tt) {
+        const int i = kHalves * tt + h;
+        const __m256i s = _mm256_sub_epi32(sums[i], _mm256_slli_epi32(offsets[i], 5));
+        acc[i] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                            _mm256_mul_ps(d, _mm256_set1_ps(tokens[tt].scale[8 * sb])), acc[i]);
+      }
+    }
+  }
+  StoreOutputs<TT>(acc, out, rows);
+}
+
+struct Q6KKernel {
+  static constexpr int kUnitValues = 256;
+  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t units,
+                                         Panel* panel) {
+    RepackQ6K(w, n0, rows, units, panel);
+  }
+  template <int TT>
+  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t units, const int8_t* codes,
+                                         const TokenScales* tokens, float* const* out, int rows) {
+    Q6KTokens<TT>(panel, units, codes, tokens, out, rows);
+  }
+};
+
 // ---- the walk over chunks of tokens, panels and tiles --------------------------------------
 
 template <class Kernel>
@@ -427,7 +560,8 @@ PROCTOR_AVX2_TARGET void Run(const Q8TokenTiles& x, const MatView& w, MutMatF32 
         float* outs[kTokenTile];
         for (int tt = 0; tt < tile; ++tt) {
           const ActivationsQ8& a = x.tokens[t + tt];
-          tokens[tt] = TokenScales{a.scale.data(), a.sum32.data(), a.code_sum32.data()};
+          tokens[tt] =
+              TokenScales{a.scale.data(), a.sum32.data(), a.code_sum16.data(), a.code_sum32.data()};
           outs[tt] = out.Row(t + tt) + n0;
         }
         switch (tile) {
@@ -460,6 +594,7 @@ bool Q8GemmAvx2Covers(DType type) {
     case DType::kQ5_1:
     case DType::kQ4_K:
     case DType::kQ5_K:
+    case DType::kQ6_K:
       return true;
     default:
       return false;
@@ -512,6 +647,8 @@ void MatMulGgufQ8Avx2(const Q8TokenTiles& x, const MatView& w, MutMatF32 out, in
       return Run<KQuantKernel<false>>(x, w, out, n_begin, n_end);
     case DType::kQ5_K:
       return Run<KQuantKernel<true>>(x, w, out, n_begin, n_end);
+    case DType::kQ6_K:
+      return Run<Q6KKernel>(x, w, out, n_begin, n_end);
     default:
       CHECK_MSG(false, "no 8-bit-activation matmul for {}", Name(w.type));
   }

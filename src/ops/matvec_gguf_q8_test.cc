@@ -222,7 +222,7 @@ void ExpectGemmRowsAreTheMatVecBits(const MatView& w, const std::vector<float>& 
 }
 
 constexpr DType kGemmTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                                DType::kQ5_1, DType::kQ4_K, DType::kQ5_K};
+                                DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 // Shapes around the kernel's panel of 16 rows and tile of 4 tokens, odd block counts (the
 // matrix-vector kernel's Q4 pairs and their tail).
@@ -245,10 +245,10 @@ TEST(MatMulGgufQ8, EachTokenGetsTheBitsItGetsAlone) {
   }
 }
 
-// The int16 pair sums at their largest: every stored code at its top (Q4 15, Q5 31, Q8_0 -128
-// and 127; the K-quants' 6-bit scales and minimums 63) against activation codes of the largest
-// magnitude over whole blocks; the 4-bit types add 8 steps and the 5-bit ones 4 in int16 before
-// widening, which these sums would overflow if they added more.
+// The int16 pair sums at their largest: every stored code at its top (Q4 15, Q5 31, Q6_K 63, Q8_0
+// -128 and 127; Q4_K / Q5_K's 6-bit scales and minimums 63, Q6_K's scales 127 and -128) against
+// activation codes of the largest magnitude over whole blocks; the 4-, 5- and 6-bit codes add 8,
+// 4 and 2 steps in int16 before widening, which these sums would overflow if they added more.
 TEST(MatMulGgufQ8, LargestPairSumsDoNotOverflow) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   constexpr int64_t N = 17, T = 5;
@@ -261,6 +261,11 @@ TEST(MatMulGgufQ8, LargestPairSumsDoNotOverflow) {
     for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
       uint8_t* block = raw.data() + b * block_bytes;
       const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), m = F32ToF16(0.125f);
+      if (type == DType::kQ6_K) {  // codes 63, scales 127 and -128
+        for (int g = 0; g < 16; ++g) block[192 + g] = g % 3 == 0 ? 0x7F : 0x80;
+        std::memcpy(block + 208, &d, 2);
+        continue;
+      }
       std::memcpy(block, &d, 2);
       const bool has_min = type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K ||
                            type == DType::kQ5_K;
