@@ -81,48 +81,7 @@ PROCTOR_AVX2_TARGET inline void StoreSlice(__m256i* codes, int h, uint8_t* slice
   }
 }
 
-// ---- the 32-wide types --------------------------------------------------------------------
-
-// The 32 codes of one block of `Block`, as vpmaddubsw's unsigned operand takes them (Q8_0: signed).
-template <class Block>
-PROCTOR_AVX2_TARGET inline __m256i BlockCodes(const uint8_t* block) {
-  if constexpr (std::is_same_v<Block, Q8_0Block>) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-  } else {
-    __m128i lo, hi;
-    Block::StoredCodes(block, &lo, &hi);
-    return _mm256_set_m128i(hi, lo);
-  }
-}
-
-// Rows [n0, n0 + rows) of w into `panel`; the rows past them get codes 0 and scales 0.
-template <class Block>
-PROCTOR_AVX2_TARGET void RepackBlocks(const MatView& w, int64_t n0, int rows, int64_t n_blocks,
-                                      Panel* panel) {
-  const float* f16 = F16ToF32Table();
-  panel->codes.resize(static_cast<size_t>(n_blocks * kSliceBytes));
-  panel->d.resize(static_cast<size_t>(n_blocks * kPanelRows));
-  panel->m.resize(static_cast<size_t>(n_blocks * kPanelRows));
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    for (int h = 0; h < kHalves; ++h) {
-      __m256i codes[8];
-      for (int i = 0; i < 8; ++i) {
-        const int r = 8 * h + i;
-        float d = 0.0f, m = 0.0f;
-        codes[i] = _mm256_setzero_si256();
-        if (r < rows) {
-          const uint8_t* block = w.Row(n0 + r) + b * Block::kBytes;
-          codes[i] = BlockCodes<Block>(block);
-          d = m = HalfAt(f16, block);
-          if constexpr (Block::kHasMin) m = HalfAt(f16, block + Block::kMinAt);
-        }
-        panel->d[b * kPanelRows + r] = d;
-        panel->m[b * kPanelRows + r] = m;
-      }
-      StoreSlice(codes, h, panel->codes.data() + b * kSliceBytes);
-    }
-  }
-}
+// ---- what every weight type shares ----------------------------------------------------
 
 // One token's scales as the kernel reads them (its codes come from the tile's interleaved ones).
 struct TokenScales {
@@ -210,333 +169,347 @@ PROCTOR_AVX2_TARGET inline void StoreOutputs(const __m256* v, float* const* out,
   }
 }
 
-// TT tokens against one panel of a 32-wide type: every block's sums and the chain
-// acc += isum (d_w d_x), then the chain of the minimum or offset term; out acc + min_acc.
-template <class Block, int TT>
-PROCTOR_AVX2_TARGET void BlockTokens(const Panel& panel, int64_t n_blocks, const int8_t* codes,
-                                     const TokenScales* tokens, float* const* out, int rows) {
-  constexpr int kSums = TT * kHalves;
-  __m256i ones[2 * kHalves];
-  for (__m256i& v : ones) v = _mm256_set1_epi16(1);
-  __m256 acc[kSums];
-  for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    __m256i isum[kSums];
-    for (int i = 0; i < kSums; ++i) isum[i] = _mm256_setzero_si256();
-    const uint8_t* steps = panel.codes.data() + b * kSliceBytes;
-    const int8_t* x = codes + 32 * kTokenTile * b;
-    if constexpr (std::is_same_v<Block, Q8_0Block>) {
-      SignedSums<TT>(steps, x, isum);
-    } else {
-      constexpr bool kFourBits =
-          std::is_same_v<Block, Q4Block<false>> || std::is_same_v<Block, Q4Block<true>>;
-      UnsignedSums<kFourBits ? 4 : 5, TT>(steps, x, ones, isum);
-    }
-    for (int h = 0; h < kHalves; ++h) {
-      const __m256 d_w = _mm256_loadu_ps(panel.d.data() + b * kPanelRows + 8 * h);
-      for (int tt = 0; tt < TT; ++tt) {
-        acc[kHalves * tt + h] = _mm256_fmadd_ps(
-            _mm256_cvtepi32_ps(isum[kHalves * tt + h]),
-            _mm256_mul_ps(d_w, _mm256_set1_ps(tokens[tt].scale[b])), acc[kHalves * tt + h]);
-      }
-    }
-  }
-  __m256 min_acc[kSums];
-  for (int i = 0; i < kSums; ++i) min_acc[i] = _mm256_setzero_ps();
-  if constexpr (Block::kHasMin || Block::kOffset != 0) {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      for (int h = 0; h < kHalves; ++h) {
-        const __m256 m = _mm256_loadu_ps(panel.m.data() + b * kPanelRows + 8 * h);
-        for (int tt = 0; tt < TT; ++tt) {
-          // Q4_0 / Q5_0: -o d_w sum(x^), the product -o sum(x^) exact (o a power of two).
-          const float s =
-              Block::kHasMin ? tokens[tt].sum32[b] : -Block::kOffset * tokens[tt].sum32[b];
-          min_acc[kHalves * tt + h] =
-              _mm256_fmadd_ps(m, _mm256_set1_ps(s), min_acc[kHalves * tt + h]);
-        }
-      }
-    }
-  }
-  __m256 v[kSums];
-  for (int i = 0; i < kSums; ++i) v[i] = _mm256_add_ps(acc[i], min_acc[i]);
-  StoreOutputs<TT>(v, out, rows);
-}
-
-template <class Block>
-struct BlockKernel {
-  static constexpr int kUnitValues = 32;
-  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t units,
-                                         Panel* panel) {
-    RepackBlocks<Block>(w, n0, rows, units, panel);
-  }
-  template <int TT>
-  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t units, const int8_t* codes,
-                                         const TokenScales* tokens, float* const* out, int rows) {
-    BlockTokens<Block, TT>(panel, units, codes, tokens, out, rows);
-  }
-};
-
-// ---- Q4_K, Q5_K --------------------------------------------------------------------------
-
-// Q4_K (144-byte super-blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (176: qh[32] before
-// qs): chunk c's low nibbles (plus Q5_K's bit 2c of qh) are sub-block 2c, its high nibbles (bit
-// 2c + 1) sub-block 2c + 1, values in order.
-template <bool kFifthBit>
-PROCTOR_AVX2_TARGET void RepackKQuants(const MatView& w, int64_t n0, int rows, int64_t n_super,
-                                       Panel* panel) {
-  constexpr int kBytes = kFifthBit ? 176 : 144;
-  constexpr int kQs = kFifthBit ? 48 : 16;
-  const float* f16 = F16ToF32Table();
-  panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
-  panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
-  panel->m.resize(static_cast<size_t>(n_super * kPanelRows));
-  panel->scales.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
-  panel->mins.resize(static_cast<size_t>(n_super * 4 * kPanelRows));
-  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-  for (int64_t sb = 0; sb < n_super; ++sb) {
-    for (int h = 0; h < kHalves; ++h) {
-      __m256i codes[8][8];  // [sub-block][row of the half]
-      for (int i = 0; i < 8; ++i) {
-        const int r = 8 * h + i;
-        uint8_t sc[8] = {}, mn[8] = {};
-        float d = 0.0f, dmin = 0.0f;
-        for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
-        if (r < rows) {
-          const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
-          d = HalfAt(f16, block);
-          dmin = HalfAt(f16, block + 2);
-          __m128i sc_v, mn_v;
-          UnpackK4(block + 4, &sc_v, &mn_v);
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(sc), sc_v);
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(mn), mn_v);
-          for (int c = 0; c < 4; ++c) {
-            const __m256i qs =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * c));
-            __m256i lo = _mm256_and_si256(qs, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
-            if constexpr (kFifthBit) {
-              const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16));
-              lo = _mm256_or_si256(
-                  lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-              hi = _mm256_or_si256(
-                  hi,
-                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
-            }
-            codes[2 * c][i] = lo;
-            codes[2 * c + 1][i] = hi;
-          }
-        }
-        panel->d[sb * kPanelRows + r] = d;
-        panel->m[sb * kPanelRows + r] = dmin;
-        for (int j = 0; j < 8; ++j) {
-          panel->scales[(sb * 8 + j) * kPanelRows + r] = sc[j] | sc[j] << 16;
-        }
-        for (int p = 0; p < 4; ++p) {
-          panel->mins[(sb * 4 + p) * kPanelRows + r] = mn[2 * p] | mn[2 * p + 1] << 16;
-        }
-      }
-      for (int j = 0; j < 8; ++j) {
-        StoreSlice(codes[j], h, panel->codes.data() + (sb * 8 + j) * kSliceBytes);
-      }
-    }
-  }
-}
-
-// TT tokens against one panel of Q4_K / Q5_K: per super-block S = sum_j scale_j (sub-block j's
-// integer sum) and M = sum_j m_j (code sum of j), exact in int32 (S below 8 x 63 x 2^15, M below
-// 8 x 63 x 4064), then acc += S (d d_x), min_acc += M (dmin d_x); out acc - min_acc.
-template <bool kFifthBit, int TT>
-PROCTOR_AVX2_TARGET void KQuantTokens(const Panel& panel, int64_t n_super, const int8_t* codes,
-                                      const TokenScales* tokens, float* const* out, int rows) {
-  constexpr int kSums = TT * kHalves;
-  __m256 acc[kSums], min_acc[kSums];
-  for (int i = 0; i < kSums; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
-  for (int64_t sb = 0; sb < n_super; ++sb) {
-    __m256i sums[kSums], mins[kSums];
-    for (int i = 0; i < kSums; ++i) sums[i] = mins[i] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const int64_t slice = sb * 8 + j;
-      __m256i scales[2 * kHalves];  // the same scale for both groups of 16 values
-      for (int h = 0; h < kHalves; ++h) {
-        scales[h] = scales[kHalves + h] = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(panel.scales.data() + slice * kPanelRows + 8 * h));
-      }
-      UnsignedSums<kFifthBit ? 5 : 4, TT>(panel.codes.data() + slice * kSliceBytes,
-                                          codes + 32 * kTokenTile * slice, scales, sums);
-    }
-    for (int p = 0; p < 4; ++p) {
-      __m256i m[kHalves];
-      for (int h = 0; h < kHalves; ++h) {
-        m[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-            panel.mins.data() + (sb * 4 + p) * kPanelRows + 8 * h));
-      }
-      for (int tt = 0; tt < TT; ++tt) {
-        const int16_t* cs = tokens[tt].code_sum32 + 8 * sb + 2 * p;
-        const __m256i pair =
-            _mm256_set1_epi32(static_cast<uint16_t>(cs[0]) |
-                              static_cast<int32_t>(static_cast<uint16_t>(cs[1])) << 16);
-        for (int h = 0; h < kHalves; ++h) {
-          mins[kHalves * tt + h] =
-              _mm256_add_epi32(mins[kHalves * tt + h], _mm256_madd_epi16(m[h], pair));
-        }
-      }
-    }
-    for (int h = 0; h < kHalves; ++h) {
-      const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
-      const __m256 dmin = _mm256_loadu_ps(panel.m.data() + sb * kPanelRows + 8 * h);
-      for (int tt = 0; tt < TT; ++tt) {
-        const __m256 d_x = _mm256_set1_ps(tokens[tt].scale[8 * sb]);
-        const int i = kHalves * tt + h;
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, d_x), acc[i]);
-        min_acc[i] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[i]), _mm256_mul_ps(dmin, d_x), min_acc[i]);
-      }
-    }
-  }
-  __m256 v[kSums];
-  for (int i = 0; i < kSums; ++i) v[i] = _mm256_sub_ps(acc[i], min_acc[i]);
-  StoreOutputs<TT>(v, out, rows);
-}
-
-template <bool kFifthBit>
-struct KQuantKernel {
-  static constexpr int kUnitValues = 256;
-  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t units,
-                                         Panel* panel) {
-    RepackKQuants<kFifthBit>(w, n0, rows, units, panel);
-  }
-  template <int TT>
-  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t units, const int8_t* codes,
-                                         const TokenScales* tokens, float* const* out, int rows) {
-    KQuantTokens<kFifthBit, TT>(panel, units, codes, tokens, out, rows);
-  }
-};
-
-// ---- Q6_K ----------------------------------------------------------------------------------
-
 // The pair of int16 (a, b) as one int32 lane for vpmaddwd.
 inline int32_t Int16Pair(int a, int b) {
   return static_cast<int32_t>(static_cast<uint16_t>(a) |
                               static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16);
 }
 
-// Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
-// ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, stored
-// unsigned (0..63; the offset 32 enters through the code sums), slice 4h + i; group g (16 values)
-// has scale scales[g].
-PROCTOR_AVX2_TARGET void RepackQ6K(const MatView& w, int64_t n0, int rows, int64_t n_super,
-                                   Panel* panel) {
-  constexpr int kBytes = 210;
-  const float* f16 = F16ToF32Table();
-  panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
-  panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
-  panel->scales.resize(static_cast<size_t>(n_super * 16 * kPanelRows));
-  panel->mins.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
-  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
-  for (int64_t sb = 0; sb < n_super; ++sb) {
+// dots[kHalves * tt + h] += the rows' int16 pairs (rows[16], lane r of half h: row 8h + r) times
+// token tt's two int16 values pair[tt][0..1], summed by vpmaddwd; exact.
+template <int TT>
+PROCTOR_AVX2_TARGET inline void AddPairDots(const int32_t* rows, const int16_t* const* pair,
+                                            __m256i* dots) {
+  __m256i m[kHalves];
+  for (int h = 0; h < kHalves; ++h) {
+    m[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + 8 * h));
+  }
+  for (int tt = 0; tt < TT; ++tt) {
+    const __m256i values = _mm256_set1_epi32(Int16Pair(pair[tt][0], pair[tt][1]));
     for (int h = 0; h < kHalves; ++h) {
-      __m256i codes[8][8];  // [slice][row of the half]
-      for (int i = 0; i < 8; ++i) {
-        const int r = 8 * h + i;
-        int8_t sc[16] = {};
-        float d = 0.0f;
-        for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
-        if (r < rows) {
-          const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
-          std::memcpy(sc, block + 192, 16);
-          d = HalfAt(f16, block + 208);
-          for (int half = 0; half < 2; ++half) {
-            const __m256i qh =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half));
-            for (int q = 0; q < 4; ++q) {
-              const __m256i ql = _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i*>(block + 64 * half + 32 * (q & 1)));
-              const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (q >> 1)), low4);
-              // Bits 2q, 2q + 1 of each byte of qh (the other bytes' bits masked off), then << 4.
-              const __m256i high =
-                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * q), two_bits), 4);
-              codes[4 * half + q][i] = _mm256_or_si256(low, high);
-            }
-          }
-        }
-        panel->d[sb * kPanelRows + r] = d;
-        for (int g = 0; g < 16; ++g) {
-          panel->scales[(sb * 16 + g) * kPanelRows + r] = Int16Pair(sc[g], sc[g]);
-        }
-        for (int p = 0; p < 8; ++p) {
-          panel->mins[(sb * 8 + p) * kPanelRows + r] = Int16Pair(sc[2 * p], sc[2 * p + 1]);
-        }
-      }
-      for (int j = 0; j < 8; ++j) {
-        StoreSlice(codes[j], h, panel->codes.data() + (sb * 8 + j) * kSliceBytes);
-      }
+      dots[kHalves * tt + h] =
+          _mm256_add_epi32(dots[kHalves * tt + h], _mm256_madd_epi16(m[h], values));
     }
   }
 }
 
-// TT tokens against one panel of Q6_K: per super-block S = sum_g scale_g (group g's integer sum)
-// - 32 sum_g scale_g (code sum of g), exact in int32 (below 2^29 + 2^28), then acc += S (d d_x);
-// out acc.
-template <int TT>
-PROCTOR_AVX2_TARGET void Q6KTokens(const Panel& panel, int64_t n_super, const int8_t* codes,
-                                   const TokenScales* tokens, float* const* out, int rows) {
-  constexpr int kSums = TT * kHalves;
-  __m256 acc[kSums];
-  for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t sb = 0; sb < n_super; ++sb) {
-    __m256i sums[kSums], offsets[kSums];
-    for (int i = 0; i < kSums; ++i) sums[i] = offsets[i] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const int64_t slice = sb * 8 + j;
-      __m256i scales[2 * kHalves];  // groups 2j, 2j + 1
-      for (int g = 0; g < 2; ++g) {
-        for (int h = 0; h < kHalves; ++h) {
-          scales[kHalves * g + h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-              panel.scales.data() + (sb * 16 + 2 * j + g) * kPanelRows + 8 * h));
-        }
-      }
-      UnsignedSums<6, TT>(panel.codes.data() + slice * kSliceBytes, codes + 32 * kTokenTile * slice,
-                          scales, sums);
-    }
-    for (int p = 0; p < 8; ++p) {
-      __m256i m[kHalves];
+// The 8 slices of a K-quant super-block sb (codes[slice][row of half h]) into the panel.
+PROCTOR_AVX2_TARGET inline void StoreSuperBlock(__m256i (*codes)[8], int h, int64_t sb,
+                                                Panel* panel) {
+  for (int j = 0; j < 8; ++j) {
+    StoreSlice(codes[j], h, panel->codes.data() + (sb * 8 + j) * kSliceBytes);
+  }
+}
+
+// ---- the 32-wide types --------------------------------------------------------------------
+
+// The 32 codes of one block of `Block`, as vpmaddubsw's unsigned operand takes them (Q8_0: signed).
+template <class Block>
+PROCTOR_AVX2_TARGET inline __m256i BlockCodes(const uint8_t* block) {
+  if constexpr (std::is_same_v<Block, Q8_0Block>) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  } else {
+    __m128i lo, hi;
+    Block::StoredCodes(block, &lo, &hi);
+    return _mm256_set_m128i(hi, lo);
+  }
+}
+
+template <class Block>
+struct BlockKernel {
+  static constexpr int kUnitValues = 32;
+
+  // Rows [n0, n0 + rows) of w into `panel`; the rows past them get codes 0 and scales 0.
+  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t n_blocks,
+                                         Panel* panel) {
+    const float* f16 = F16ToF32Table();
+    panel->codes.resize(static_cast<size_t>(n_blocks * kSliceBytes));
+    panel->d.resize(static_cast<size_t>(n_blocks * kPanelRows));
+    panel->m.resize(static_cast<size_t>(n_blocks * kPanelRows));
+    for (int64_t b = 0; b < n_blocks; ++b) {
       for (int h = 0; h < kHalves; ++h) {
-        m[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-            panel.mins.data() + (sb * 8 + p) * kPanelRows + 8 * h));
-      }
-      for (int tt = 0; tt < TT; ++tt) {
-        const int16_t* cs = tokens[tt].code_sum16 + 16 * sb + 2 * p;
-        const __m256i pair = _mm256_set1_epi32(Int16Pair(cs[0], cs[1]));
-        for (int h = 0; h < kHalves; ++h) {
-          offsets[kHalves * tt + h] =
-              _mm256_add_epi32(offsets[kHalves * tt + h], _mm256_madd_epi16(m[h], pair));
+        __m256i codes[8];
+        for (int i = 0; i < 8; ++i) {
+          const int r = 8 * h + i;
+          float d = 0.0f, m = 0.0f;
+          codes[i] = _mm256_setzero_si256();
+          if (r < rows) {
+            const uint8_t* block = w.Row(n0 + r) + b * Block::kBytes;
+            codes[i] = BlockCodes<Block>(block);
+            d = m = HalfAt(f16, block);
+            if constexpr (Block::kHasMin) m = HalfAt(f16, block + Block::kMinAt);
+          }
+          panel->d[b * kPanelRows + r] = d;
+          panel->m[b * kPanelRows + r] = m;
         }
-      }
-    }
-    for (int h = 0; h < kHalves; ++h) {
-      const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
-      for (int tt = 0; tt < TT; ++tt) {
-        const int i = kHalves * tt + h;
-        const __m256i s = _mm256_sub_epi32(sums[i], _mm256_slli_epi32(offsets[i], 5));
-        acc[i] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-                            _mm256_mul_ps(d, _mm256_set1_ps(tokens[tt].scale[8 * sb])), acc[i]);
+        StoreSlice(codes, h, panel->codes.data() + b * kSliceBytes);
       }
     }
   }
-  StoreOutputs<TT>(acc, out, rows);
-}
+
+  // TT tokens against one panel of a 32-wide type: every block's sums and the chain
+  // acc += isum (d_w d_x), then the chain of the minimum or offset term; out acc + min_acc.
+  template <int TT>
+  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t n_blocks, const int8_t* codes,
+                                         const TokenScales* tokens, float* const* out, int rows) {
+    constexpr int kSums = TT * kHalves;
+    __m256i ones[2 * kHalves];
+    for (__m256i& v : ones) v = _mm256_set1_epi16(1);
+    __m256 acc[kSums];
+    for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      __m256i isum[kSums];
+      for (int i = 0; i < kSums; ++i) isum[i] = _mm256_setzero_si256();
+      const uint8_t* steps = panel.codes.data() + b * kSliceBytes;
+      const int8_t* x = codes + 32 * kTokenTile * b;
+      if constexpr (std::is_same_v<Block, Q8_0Block>) {
+        SignedSums<TT>(steps, x, isum);
+      } else {
+        constexpr bool kFourBits =
+            std::is_same_v<Block, Q4Block<false>> || std::is_same_v<Block, Q4Block<true>>;
+        UnsignedSums<kFourBits ? 4 : 5, TT>(steps, x, ones, isum);
+      }
+      for (int h = 0; h < kHalves; ++h) {
+        const __m256 d_w = _mm256_loadu_ps(panel.d.data() + b * kPanelRows + 8 * h);
+        for (int tt = 0; tt < TT; ++tt) {
+          acc[kHalves * tt + h] = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(isum[kHalves * tt + h]),
+              _mm256_mul_ps(d_w, _mm256_set1_ps(tokens[tt].scale[b])), acc[kHalves * tt + h]);
+        }
+      }
+    }
+    __m256 min_acc[kSums];
+    for (int i = 0; i < kSums; ++i) min_acc[i] = _mm256_setzero_ps();
+    if constexpr (Block::kHasMin || Block::kOffset != 0) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int h = 0; h < kHalves; ++h) {
+          const __m256 m = _mm256_loadu_ps(panel.m.data() + b * kPanelRows + 8 * h);
+          for (int tt = 0; tt < TT; ++tt) {
+            // Q4_0 / Q5_0: -o d_w sum(x^), the product -o sum(x^) exact (o a power of two).
+            const float s =
+                Block::kHasMin ? tokens[tt].sum32[b] : -Block::kOffset * tokens[tt].sum32[b];
+            min_acc[kHalves * tt + h] =
+                _mm256_fmadd_ps(m, _mm256_set1_ps(s), min_acc[kHalves * tt + h]);
+          }
+        }
+      }
+    }
+    __m256 v[kSums];
+    for (int i = 0; i < kSums; ++i) v[i] = _mm256_add_ps(acc[i], min_acc[i]);
+    StoreOutputs<TT>(v, out, rows);
+  }
+};
+
+// ---- Q4_K, Q5_K --------------------------------------------------------------------------
+
+template <bool kFifthBit>
+struct KQuantKernel {
+  static constexpr int kUnitValues = 256;
+
+  // Q4_K (144-byte super-blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (176: qh[32] before
+  // qs): chunk c's low nibbles (plus Q5_K's bit 2c of qh) are sub-block 2c, its high nibbles (bit
+  // 2c + 1) sub-block 2c + 1, values in order.
+  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t n_super,
+                                         Panel* panel) {
+    constexpr int kBytes = kFifthBit ? 176 : 144;
+    constexpr int kQs = kFifthBit ? 48 : 16;
+    const float* f16 = F16ToF32Table();
+    panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
+    panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
+    panel->m.resize(static_cast<size_t>(n_super * kPanelRows));
+    panel->scales.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
+    panel->mins.resize(static_cast<size_t>(n_super * 4 * kPanelRows));
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t sb = 0; sb < n_super; ++sb) {
+      for (int h = 0; h < kHalves; ++h) {
+        __m256i codes[8][8];  // [sub-block][row of the half]
+        for (int i = 0; i < 8; ++i) {
+          const int r = 8 * h + i;
+          uint8_t sc[8] = {}, mn[8] = {};
+          float d = 0.0f, dmin = 0.0f;
+          for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
+          if (r < rows) {
+            const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
+            d = HalfAt(f16, block);
+            dmin = HalfAt(f16, block + 2);
+            __m128i sc_v, mn_v;
+            UnpackK4(block + 4, &sc_v, &mn_v);
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(sc), sc_v);
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(mn), mn_v);
+            for (int c = 0; c < 4; ++c) {
+              const __m256i qs =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * c));
+              __m256i lo = _mm256_and_si256(qs, low4);
+              __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
+              if constexpr (kFifthBit) {
+                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16));
+                lo = _mm256_or_si256(
+                    lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+                hi = _mm256_or_si256(
+                    hi,
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+              }
+              codes[2 * c][i] = lo;
+              codes[2 * c + 1][i] = hi;
+            }
+          }
+          panel->d[sb * kPanelRows + r] = d;
+          panel->m[sb * kPanelRows + r] = dmin;
+          for (int j = 0; j < 8; ++j) {
+            panel->scales[(sb * 8 + j) * kPanelRows + r] = Int16Pair(sc[j], sc[j]);
+          }
+          for (int p = 0; p < 4; ++p) {
+            panel->mins[(sb * 4 + p) * kPanelRows + r] = Int16Pair(mn[2 * p], mn[2 * p + 1]);
+          }
+        }
+        StoreSuperBlock(codes, h, sb, panel);
+      }
+    }
+  }
+
+  // TT tokens against one panel of Q4_K / Q5_K: per super-block S = sum_j scale_j (sub-block j's
+  // integer sum) and M = sum_j m_j (code sum of j), exact in int32 (S below 8 x 63 x 2^15, M below
+  // 8 x 63 x 4064), then acc += S (d d_x), min_acc += M (dmin d_x); out acc - min_acc.
+  template <int TT>
+  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t n_super, const int8_t* codes,
+                                         const TokenScales* tokens, float* const* out, int rows) {
+    constexpr int kSums = TT * kHalves;
+    __m256 acc[kSums], min_acc[kSums];
+    for (int i = 0; i < kSums; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < n_super; ++sb) {
+      __m256i sums[kSums], mins[kSums];
+      for (int i = 0; i < kSums; ++i) sums[i] = mins[i] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const int64_t slice = sb * 8 + j;
+        __m256i scales[2 * kHalves];  // the same scale for both groups of 16 values
+        for (int h = 0; h < kHalves; ++h) {
+          scales[h] = scales[kHalves + h] = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(panel.scales.data() + slice * kPanelRows + 8 * h));
+        }
+        UnsignedSums<kFifthBit ? 5 : 4, TT>(panel.codes.data() + slice * kSliceBytes,
+                                            codes + 32 * kTokenTile * slice, scales, sums);
+      }
+      for (int p = 0; p < 4; ++p) {
+        const int16_t* code_sums[TT];
+        for (int tt = 0; tt < TT; ++tt) code_sums[tt] = tokens[tt].code_sum32 + 8 * sb + 2 * p;
+        AddPairDots<TT>(panel.mins.data() + (sb * 4 + p) * kPanelRows, code_sums, mins);
+      }
+      for (int h = 0; h < kHalves; ++h) {
+        const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
+        const __m256 dmin = _mm256_loadu_ps(panel.m.data() + sb * kPanelRows + 8 * h);
+        for (int tt = 0; tt < TT; ++tt) {
+          const __m256 d_x = _mm256_set1_ps(tokens[tt].scale[8 * sb]);
+          const int i = kHalves * tt + h;
+          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, d_x), acc[i]);
+          min_acc[i] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[i]), _mm256_mul_ps(dmin, d_x), min_acc[i]);
+        }
+      }
+    }
+    __m256 v[kSums];
+    for (int i = 0; i < kSums; ++i) v[i] = _mm256_sub_ps(acc[i], min_acc[i]);
+    StoreOutputs<TT>(v, out, rows);
+  }
+};
+
+// ---- Q6_K ----------------------------------------------------------------------------------
 
 struct Q6KKernel {
   static constexpr int kUnitValues = 256;
-  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t units,
+
+  // Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
+  // ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, stored
+  // unsigned (0..63; the offset 32 enters through the code sums), slice 4h + i; group g (16 values)
+  // has scale scales[g].
+  PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t n_super,
                                          Panel* panel) {
-    RepackQ6K(w, n0, rows, units, panel);
+    constexpr int kBytes = 210;
+    const float* f16 = F16ToF32Table();
+    panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
+    panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
+    panel->scales.resize(static_cast<size_t>(n_super * 16 * kPanelRows));
+    panel->mins.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
+    for (int64_t sb = 0; sb < n_super; ++sb) {
+      for (int h = 0; h < kHalves; ++h) {
+        __m256i codes[8][8];  // [slice][row of the half]
+        for (int i = 0; i < 8; ++i) {
+          const int r = 8 * h + i;
+          int8_t sc[16] = {};
+          float d = 0.0f;
+          for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
+          if (r < rows) {
+            const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
+            std::memcpy(sc, block + 192, 16);
+            d = HalfAt(f16, block + 208);
+            for (int half = 0; half < 2; ++half) {
+              const __m256i qh =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half));
+              for (int q = 0; q < 4; ++q) {
+                const __m256i ql = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(block + 64 * half + 32 * (q & 1)));
+                const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (q >> 1)), low4);
+                // Bits 2q, 2q + 1 of each byte of qh (the other bytes' bits masked off), then << 4.
+                const __m256i high =
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * q), two_bits), 4);
+                codes[4 * half + q][i] = _mm256_or_si256(low, high);
+              }
+            }
+          }
+          panel->d[sb * kPanelRows + r] = d;
+          for (int g = 0; g < 16; ++g) {
+            panel->scales[(sb * 16 + g) * kPanelRows + r] = Int16Pair(sc[g], sc[g]);
+          }
+          for (int p = 0; p < 8; ++p) {
+            panel->mins[(sb * 8 + p) * kPanelRows + r] = Int16Pair(sc[2 * p], sc[2 * p + 1]);
+          }
+        }
+        StoreSuperBlock(codes, h, sb, panel);
+      }
+    }
   }
+
+  // TT tokens against one panel of Q6_K: per super-block S = sum_g scale_g (group g's integer sum)
+  // - 32 sum_g scale_g (code sum of g), exact in int32 (below 2^29 + 2^28), then acc += S (d d_x);
+  // out acc.
   template <int TT>
-  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t units, const int8_t* codes,
+  PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t n_super, const int8_t* codes,
                                          const TokenScales* tokens, float* const* out, int rows) {
-    Q6KTokens<TT>(panel, units, codes, tokens, out, rows);
+    constexpr int kSums = TT * kHalves;
+    __m256 acc[kSums];
+    for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t sb = 0; sb < n_super; ++sb) {
+      __m256i sums[kSums], offsets[kSums];
+      for (int i = 0; i < kSums; ++i) sums[i] = offsets[i] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const int64_t slice = sb * 8 + j;
+        __m256i scales[2 * kHalves];  // groups 2j, 2j + 1
+        for (int g = 0; g < 2; ++g) {
+          for (int h = 0; h < kHalves; ++h) {
+            scales[kHalves * g + h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                panel.scales.data() + (sb * 16 + 2 * j + g) * kPanelRows + 8 * h));
+          }
+        }
+        UnsignedSums<6, TT>(panel.codes.data() + slice * kSliceBytes,
+                            codes + 32 * kTokenTile * slice, scales, sums);
+      }
+      for (int p = 0; p < 8; ++p) {
+        const int16_t* code_sums[TT];
+        for (int tt = 0; tt < TT; ++tt) code_sums[tt] = tokens[tt].code_sum16 + 16 * sb + 2 * p;
+        AddPairDots<TT>(panel.mins.data() + (sb * 8 + p) * kPanelRows, code_sums, offsets);
+      }
+      for (int h = 0; h < kHalves; ++h) {
+        const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
+        for (int tt = 0; tt < TT; ++tt) {
+          const int i = kHalves * tt + h;
+          const __m256i s = _mm256_sub_epi32(sums[i], _mm256_slli_epi32(offsets[i], 5));
+          acc[i] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                              _mm256_mul_ps(d, _mm256_set1_ps(tokens[tt].scale[8 * sb])), acc[i]);
+        }
+      }
+    }
+    StoreOutputs<TT>(acc, out, rows);
   }
 };
 
