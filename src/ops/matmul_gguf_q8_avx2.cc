@@ -45,7 +45,7 @@ constexpr int kSliceBytes = 32 * kPanelRows;  // the panel's 32 values of 16 row
 // K-quant sub-block).
 struct Panel {
   std::vector<uint8_t> codes;  // [slice][step 0..7][half][row 0..7 of the half][4 codes]
-  // 32-wide: [block][row] d_w, and the block minimum (Q4_1, Q5_1) or d_w again.
+  // 32-wide: [block][row] d_w, and the block minimum (Q4_1, Q5_1 only).
   // K-quants: [super-block][row] d and dmin.
   std::vector<float> d, m;
   // K-quants: [super-block][sub-block][row] the scale twice as int16 (vpmaddwd's operand), and
@@ -225,7 +225,7 @@ struct BlockKernel {
     const float* f16 = F16ToF32Table();
     panel->codes.resize(static_cast<size_t>(n_blocks * kSliceBytes));
     panel->d.resize(static_cast<size_t>(n_blocks * kPanelRows));
-    panel->m.resize(static_cast<size_t>(n_blocks * kPanelRows));
+    if constexpr (Block::kHasMin) panel->m.resize(static_cast<size_t>(n_blocks * kPanelRows));
     for (int64_t b = 0; b < n_blocks; ++b) {
       for (int h = 0; h < kHalves; ++h) {
         __m256i codes[8];
@@ -236,11 +236,11 @@ struct BlockKernel {
           if (r < rows) {
             const uint8_t* block = w.Row(n0 + r) + b * Block::kBytes;
             codes[i] = BlockCodes<Block>(block);
-            d = m = HalfAt(f16, block);
+            d = HalfAt(f16, block);
             if constexpr (Block::kHasMin) m = HalfAt(f16, block + Block::kMinAt);
           }
           panel->d[b * kPanelRows + r] = d;
-          panel->m[b * kPanelRows + r] = m;
+          if constexpr (Block::kHasMin) panel->m[b * kPanelRows + r] = m;
         }
         StoreSlice(codes, h, panel->codes.data() + b * kSliceBytes);
       }
@@ -280,16 +280,15 @@ struct BlockKernel {
     }
     __m256 min_acc[kSums];
     for (int i = 0; i < kSums; ++i) min_acc[i] = _mm256_setzero_ps();
-    if constexpr (Block::kHasMin || Block::kOffset != 0) {
+    if constexpr (kHasMinTerm<Block>) {
+      const float* m_rows = Block::kHasMin ? panel.m.data() : panel.d.data();  // Q4_0 / Q5_0: d_w
       for (int64_t b = 0; b < n_blocks; ++b) {
         for (int h = 0; h < kHalves; ++h) {
-          const __m256 m = _mm256_loadu_ps(panel.m.data() + b * kPanelRows + 8 * h);
+          const __m256 m = _mm256_loadu_ps(m_rows + b * kPanelRows + 8 * h);
           for (int tt = 0; tt < TT; ++tt) {
-            // Q4_0 / Q5_0: -o d_w sum(x^), the product -o sum(x^) exact (o a power of two).
-            const float s =
-                Block::kHasMin ? tokens[tt].sum32[b] : -Block::kOffset * tokens[tt].sum32[b];
+            const float f = MinTermFactor<Block>(tokens[tt].sum32[b]);
             min_acc[kHalves * tt + h] =
-                _mm256_fmadd_ps(m, _mm256_set1_ps(s), min_acc[kHalves * tt + h]);
+                _mm256_fmadd_ps(m, _mm256_set1_ps(f), min_acc[kHalves * tt + h]);
           }
         }
       }
@@ -581,11 +580,15 @@ void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t til
     int8_t* tile = tile_codes + i * kTokenTile * K;
     for (int tt = 0; tt < kTokenTile; ++tt) {
       const int64_t t = i * kTokenTile + tt;
+      const int8_t* src = nullptr;  // tokens past T: zeros
+      if (t < T) {
+        CHECK(static_cast<int64_t>(x[t].codes.size()) == K);
+        src = x[t].codes.data();
+      }
       for (int64_t k = 0; k < K; k += 4) {  // step k / 4: [token][4 codes]
         int8_t* dst = tile + kTokenTile * k + 4 * tt;
-        if (t < T) {
-          CHECK(static_cast<int64_t>(x[t].codes.size()) == K);
-          std::memcpy(dst, x[t].codes.data() + k, 4);
+        if (src != nullptr) {
+          std::memcpy(dst, src + k, 4);
         } else {
           std::memset(dst, 0, 4);
         }

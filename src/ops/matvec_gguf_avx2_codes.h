@@ -106,6 +106,16 @@ struct Q5Block {
   }
 };
 
+// The 8-bit-activation kernels' second term of a 32-wide block, m * f with f = MinTermFactor(sum
+// of x^ over the block): m the block minimum and f the sum itself (kHasMin), or m = d_w and f
+// = -kOffset * sum for Q4_0 / Q5_0 (exact: kOffset is a power of two); no term for Q8_0.
+template <class Block>
+inline constexpr bool kHasMinTerm = Block::kHasMin || Block::kOffset != 0;
+template <class Block>
+inline float MinTermFactor(float sum32) {
+  return Block::kHasMin ? sum32 : static_cast<float>(-Block::kOffset) * sum32;
+}
+
 // ---- K-quants: super-blocks decoded to int8 codes + per-16 scales/offsets -------------------
 
 struct alignas(32) Decoded {

@@ -153,14 +153,12 @@ PROCTOR_AVX2_TARGET inline void StoreRows(__m128 v, float* out) {
   for (int r = 0; r < R; ++r) out[r] = lanes[r];
 }
 
-// Row r's second chain (lane r of *min_acc): a block minimum m times sum(x^), or Q4_0 / Q5_0's
-// offset as -o d_w sum(x^), the product -o sum(x^) exact (o a power of two). Nothing for Q8_0.
+// Row r's second chain (lane r of *min_acc): m (the block minimum, or d_w for Q4_0 / Q5_0) times
+// MinTermFactor of sum(x^). Nothing for Q8_0.
 template <class Block>
-PROCTOR_AVX2_TARGET inline void MinStep(__m128 d_w, __m128 m, float sum32, __m128* min_acc) {
-  if constexpr (Block::kHasMin) {
-    *min_acc = _mm_fmadd_ps(m, _mm_set1_ps(sum32), *min_acc);
-  } else if constexpr (Block::kOffset != 0) {
-    *min_acc = _mm_fmadd_ps(d_w, _mm_set1_ps(-Block::kOffset * sum32), *min_acc);
+PROCTOR_AVX2_TARGET inline void MinStep(__m128 m, float sum32, __m128* min_acc) {
+  if constexpr (kHasMinTerm<Block>) {
+    *min_acc = _mm_fmadd_ps(m, _mm_set1_ps(MinTermFactor<Block>(sum32)), *min_acc);
   }
 }
 
@@ -185,9 +183,9 @@ PROCTOR_AVX2_TARGET void Rows32Steps(const Inputs& in, const uint8_t* const* row
     *acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(isum)),
                         _mm_mul_ps(d_w, _mm_set1_ps(in.scale[b])), *acc);
     if constexpr (Block::kHasMin) {
-      MinStep<Block>(d_w, Halves4<R>(blocks, Block::kMinAt), in.sum32[b], min_acc);
+      MinStep<Block>(Halves4<R>(blocks, Block::kMinAt), in.sum32[b], min_acc);
     } else {
-      MinStep<Block>(d_w, d_w, in.sum32[b], min_acc);
+      MinStep<Block>(d_w, in.sum32[b], min_acc);
     }
   }
 }
@@ -239,9 +237,8 @@ PROCTOR_AVX2_TARGET void RowsQ4Pairs(const Inputs& in, const uint8_t* const* row
     acc = _mm_fmadd_ps(_mm256_extractf128_ps(sums, 1), _mm256_extractf128_ps(d, 1), acc);
     __m256 m = d_w;
     if constexpr (Block::kHasMin) m = Halves8<R>(blocks, Block::kMinAt, kBytes);
-    MinStep<Block>(_mm256_castps256_ps128(d_w), _mm256_castps256_ps128(m), in.sum32[b], &min_acc);
-    MinStep<Block>(_mm256_extractf128_ps(d_w, 1), _mm256_extractf128_ps(m, 1), in.sum32[b + 1],
-                   &min_acc);
+    MinStep<Block>(_mm256_castps256_ps128(m), in.sum32[b], &min_acc);
+    MinStep<Block>(_mm256_extractf128_ps(m, 1), in.sum32[b + 1], &min_acc);
   }
   in.prefetch.Advance(in.n_blocks);
   Rows32Steps<Block, R>(in, rows, 2 * pairs, in.n_blocks, &acc, &min_acc);
