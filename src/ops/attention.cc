@@ -203,8 +203,19 @@ void Attention(const MatView& q, const KvRows& k, const KvRows& v, int64_t pos0,
         }
       }
       // out_rows = softmax(scores) · V[s_lo..s_hi, kv]. Few rows: one FMA chain per output over
-      // the tiles, values read where they are.
-      for (int64_t j0 = 0; few_rows && j0 < S; j0 += kQuantizedTile) {
+      // the tiles, values read where they are, or made in registers from their codes.
+      const int64_t v0 = static_cast<int64_t>(kv) * D;
+      const bool v_from_codes =
+          few_rows && ((v.quantized && internal::AffineValuesWeightedInPlace(*v.quantized, D)) ||
+                       (v.turbo && internal::TurboValuesWeightedInPlace(*v.turbo, D)));
+      if (v_from_codes && v.quantized) {
+        internal::WeightFewRowsAffine(scores.data(), S, rows, *v.quantized, s_lo - row0, S, v0, D,
+                                      out_rows.data(), d_padded, false);
+      } else if (v_from_codes) {
+        internal::WeightFewRowsTurbo(scores.data(), S, rows, *v.turbo, s_lo - row0, S, v0, D,
+                                     out_rows.data(), d_padded, false);
+      }
+      for (int64_t j0 = 0; few_rows && !v_from_codes && j0 < S; j0 += kQuantizedTile) {
         const int64_t n = std::min(kQuantizedTile, S - j0);
         const HeadRows values = head_rows(v, j0, n, v_rows);
         internal::WeightFewRows(scores.data() + j0, S, rows, values.first, values.stride, n,

@@ -14,8 +14,9 @@ namespace proctor::ops {
 // Keys or values of a KV cache as attention reads them, rows = positions: a dense matrix (f32,
 // bf16, f16, a ggml block type), MLX affine codes quantized along the row in groups that never
 // straddle a head, or TurboQuant codes (model/kv_cache.h). Attention decodes quantized rows a
-// tile of positions at a time into a thread-local buffer, never the whole cache; TurboQuant
-// values stay rotated there, and each head's weighted sum is rotated back once.
+// tile of positions at a time into a thread-local buffer, never the whole cache, or for a decode
+// step's few query rows makes them in registers from their codes; TurboQuant values stay rotated
+// either way, and each head's weighted sum is rotated back once.
 struct KvRows {
   KvRows(const MatView& rows) : dense(rows) {}  // a dense cache (implicit: plain views pass)
   explicit KvRows(const quant::MlxQuantizedMatrix& codes) : quantized(codes) {}

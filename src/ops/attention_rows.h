@@ -1,7 +1,7 @@
 // Internal: Attention's products for a few query rows (a decode step's heads of one KV head),
-// reading key and value rows where they are (an f32 cache in place, or a decoded tile) with no
-// packing: the blocked MatMul kernel's packing costs more than these products when only a few
-// rows share each key.
+// reading key and value rows where they are (an f32 cache in place, a decoded tile, or a coded
+// cache's codes made into rows in registers) with no packing: the blocked MatMul kernel's packing
+// costs more than these products when only a few rows share each key.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,11 @@ bool FewRowsKernelsFit(int64_t head_dim);
 void ScoreFewRows(const float* q, int64_t rows, int64_t D, const float* k, int64_t k_stride,
                   int64_t n, int64_t readable, float* scores, int64_t scores_stride);
 
+// Groups of a head the coded-row kernels below take (their table of widened group scales).
+inline constexpr int64_t kMaxCodedGroups = 16;
+
 // Whether ScoreFewRowsAffine takes these keys: an affine cache's (f32 scales and biases) of 2, 3,
-// 4 or 8 bits whose groups tile a head.
+// 4 or 8 bits whose groups tile a head, at most kMaxCodedGroups of them.
 bool AffineKeysScoredInPlace(const quant::MlxQuantizedMatrix& keys, int64_t head_dim);
 // ScoreFewRows over rows s0 .. s0 + n - 1 of affine-coded keys, the head at columns [k0, k0 + D):
 // each key vector made in registers as DecodeMlxRowsSegment makes it (scale * code + bias), so the
@@ -35,7 +38,7 @@ void ScoreFewRowsAffine(const float* q, int64_t rows, int64_t D,
                         float* scores, int64_t scores_stride);
 
 // Whether ScoreFewRowsTurbo takes these keys: TurboQuant keys of 2, 4 or 8 bits (5-bit codes
-// decode through the scalar decoder) whose groups of 32 tile a head.
+// decode through the scalar decoder) whose groups of 32 tile a head, at most kMaxCodedGroups.
 bool TurboKeysScoredInPlace(const quant::TurboRows& keys, int64_t head_dim);
 // ScoreFewRows over rows s0 .. s0 + n - 1 of TurboQuant keys, the head at columns [k0, k0 + D):
 // each key vector made in registers as DecodeTurboRowsSegment makes it (scale * code + offset,
@@ -51,5 +54,22 @@ void ScoreFewRowsTurbo(const float* q, int64_t rows, int64_t D, const quant::Tur
 void WeightFewRows(const float* p, int64_t p_stride, int64_t rows, const float* v, int64_t v_stride,
                    int64_t n, int64_t readable, int64_t D, float* out, int64_t out_stride,
                    bool accumulate);
+
+// Coded values weighted from their codes: WeightFewRows over rows s0 .. s0 + n - 1 of the cache,
+// the head at columns [k0, k0 + D), each value vector made in registers as the tile decoder makes
+// it (affine: scale * code + bias, DecodeMlxRowsSegment; TurboQuant: scale * level[code], still
+// rotated, DecodeTurboRowsSegment) and summed in the same FMA chains, so the sums equal
+// WeightFewRows over the decoded rows bit for bit.
+// Affine values as AffineKeysScoredInPlace takes keys.
+bool AffineValuesWeightedInPlace(const quant::MlxQuantizedMatrix& values, int64_t head_dim);
+void WeightFewRowsAffine(const float* p, int64_t p_stride, int64_t rows,
+                         const quant::MlxQuantizedMatrix& values, int64_t s0, int64_t n, int64_t k0,
+                         int64_t D, float* out, int64_t out_stride, bool accumulate);
+// TurboQuant values of 2, 3 or 4 bits (levels looked up in registers), at most kMaxCodedGroups
+// groups of 32 a head.
+bool TurboValuesWeightedInPlace(const quant::TurboRows& values, int64_t head_dim);
+void WeightFewRowsTurbo(const float* p, int64_t p_stride, int64_t rows,
+                        const quant::TurboRows& values, int64_t s0, int64_t n, int64_t k0,
+                        int64_t D, float* out, int64_t out_stride, bool accumulate);
 
 }  // namespace proctor::ops::internal

@@ -123,6 +123,9 @@ TEST_F(FewRowsEveryTarget, AffineKeysFromCodesEqualTheDecodedRows) {
       quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 6, 64).View(), 64));
   EXPECT_FALSE(AffineKeysScoredInPlace(
       quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 4, 128).View(), 64));
+  // 32 groups of 32 in a head of 1024: more than the kernels' table holds.
+  EXPECT_FALSE(AffineKeysScoredInPlace(
+      quant::QuantizeMlx(raw.data(), 1, 1024, quant::MlxMode::kAffine, 4, 32).View(), 1024));
 }
 
 // TurboQuant keys scored from their codes equal the scores of the decoded rows bit for bit, for
@@ -176,6 +179,110 @@ TEST_F(FewRowsEveryTarget, TurboKeysFromCodesEqualTheDecodedRows) {
   quant::TurboRows five_bits = {};
   five_bits.bits = 5;
   EXPECT_FALSE(TurboKeysScoredInPlace(five_bits, D));
+}
+
+// WeightFewRows' sums over the decoded rows, and the sums made from the codes by `weigh_codes`
+// (called as WeightFewRowsAffine / WeightFewRowsTurbo are, on the same rows), compared bit for bit
+// on every target: row counts that fill and leave the eight- and four-row blocks, rows that cross
+// the kernels' fills of 64, a call that sums onto an earlier one.
+template <class WeighCodes>
+void ExpectCodedValuesWeighAsDecodedRows(const std::vector<float>& decoded, int64_t n, int64_t D,
+                                         const WeighCodes& weigh_codes) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    if (!FewRowsKernelsFit(D)) continue;
+    for (int64_t rows : {1, 3, 4, 7, 8, 9, 16}) {
+      SCOPED_TRACE(testing::Message() << hwy::TargetName(target) << ", rows " << rows);
+      const auto p = Normal(static_cast<size_t>(rows * n), 11);
+      const int64_t out_stride = D + 3;
+      std::vector<float> from_codes(static_cast<size_t>(rows * out_stride), -7.0f),
+          from_rows(from_codes.size(), -7.0f);
+      weigh_codes(p.data(), n, rows, 0, n, from_codes.data(), out_stride, false);
+      WeightFewRows(p.data(), n, rows, decoded.data(), D, n, n, D, from_rows.data(), out_stride,
+                    false);
+      ASSERT_EQ(std::memcmp(from_codes.data(), from_rows.data(), from_rows.size() * 4), 0);
+      // The first 70 rows, then the rest summed onto them: the same chains.
+      std::vector<float> two_calls(from_codes.size(), -7.0f);
+      weigh_codes(p.data(), n, rows, 0, 70, two_calls.data(), out_stride, false);
+      weigh_codes(p.data() + 70, n, rows, 70, n - 70, two_calls.data(), out_stride, true);
+      ASSERT_EQ(std::memcmp(two_calls.data(), from_rows.data(), from_rows.size() * 4), 0);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Affine values weighted from their codes equal the sums over the decoded rows bit for bit.
+TEST_F(FewRowsEveryTarget, AffineValuesFromCodesEqualTheDecodedRows) {
+  const int64_t D = 64, kv_dim = 3 * D, n = 150, s0 = 4;
+  const auto raw = Normal(static_cast<size_t>((s0 + n) * kv_dim), 12);
+  for (int bits : {2, 3, 4, 8}) {
+    for (int group : {32, 64}) {
+      SCOPED_TRACE(testing::Message() << bits << " bits, group " << group);
+      const quant::MlxQuantizedTensor codes =
+          quant::QuantizeMlx(raw.data(), s0 + n, kv_dim, quant::MlxMode::kAffine, bits, group);
+      const quant::MlxQuantizedMatrix values = codes.View();
+      ASSERT_TRUE(AffineValuesWeightedInPlace(values, D));
+      std::vector<float> decoded(static_cast<size_t>(n * D));
+      quant::DecodeMlxRowsSegment(values, s0, n, 2 * D, D, decoded.data(), D);
+      ExpectCodedValuesWeighAsDecodedRows(
+          decoded, n, D,
+          [&](const float* p, int64_t p_stride, int64_t rows, int64_t j0, int64_t count, float* out,
+              int64_t out_stride, bool accumulate) {
+            WeightFewRowsAffine(p, p_stride, rows, values, s0 + j0, count, 2 * D, D, out,
+                                out_stride, accumulate);
+          });
+    }
+  }
+  const auto six = Normal(4 * 256, 13);
+  EXPECT_FALSE(AffineValuesWeightedInPlace(
+      quant::QuantizeMlx(six.data(), 4, 256, quant::MlxMode::kAffine, 6, 64).View(), 64));
+  // 32 groups of 32 in a head of 1024: more than the kernel's table holds.
+  EXPECT_FALSE(AffineValuesWeightedInPlace(
+      quant::QuantizeMlx(six.data(), 1, 1024, quant::MlxMode::kAffine, 4, 32).View(), 1024));
+}
+
+// TurboQuant values (2, 3 and 4 bits) weighted from their codes equal the sums over the decoded,
+// still rotated rows bit for bit; 8-bit values are not taken.
+TEST_F(FewRowsEveryTarget, TurboValuesFromCodesEqualTheDecodedRows) {
+  const int64_t D = 64, kv_dim = 3 * D, n = 150, s0 = 4, rows_held = s0 + n;
+  const int64_t groups = kv_dim / quant::kTurboGroup;
+  const auto raw = Normal(static_cast<size_t>(rows_held * kv_dim), 14);
+  for (int bits : {2, 3, 4, 8}) {
+    SCOPED_TRACE(testing::Message() << bits << " bits");
+    const int64_t row_bytes = kv_dim * bits / 8;
+    std::vector<uint8_t> packed(static_cast<size_t>(rows_held * row_bytes));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows_held * groups));
+    quant::EncodeTurboValues(raw.data(), rows_held * kv_dim, D, bits, packed.data(), scales.data(),
+                             "values");
+    const auto view = [&](DType type, int64_t cols, const void* data) {
+      return MatView{type, rows_held, cols, BytesFor(type, static_cast<uint64_t>(cols)),
+                     static_cast<const uint8_t*>(data)};
+    };
+    const quant::TurboRows values{.part = quant::TurboPart::kValues,
+                                  .bits = bits,
+                                  .head_dim = static_cast<int>(D),
+                                  .packed = view(DType::kU8, row_bytes, packed.data()),
+                                  .scales = view(DType::kF16, groups, scales.data()),
+                                  .offsets = {}};
+    if (bits == 8) {
+      EXPECT_FALSE(TurboValuesWeightedInPlace(values, D));
+      continue;
+    }
+    ASSERT_TRUE(TurboValuesWeightedInPlace(values, D));
+    std::vector<float> decoded(static_cast<size_t>(n * D));
+    quant::DecodeTurboRowsSegment(values, s0, n, 2 * D, D, decoded.data(), D);
+    ExpectCodedValuesWeighAsDecodedRows(
+        decoded, n, D,
+        [&](const float* p, int64_t p_stride, int64_t rows, int64_t j0, int64_t count, float* out,
+            int64_t out_stride, bool accumulate) {
+          WeightFewRowsTurbo(p, p_stride, rows, values, s0 + j0, count, 2 * D, D, out, out_stride,
+                             accumulate);
+        });
+    // Keys are not values.
+    quant::TurboRows keys = values;
+    keys.part = quant::TurboPart::kKeys;
+    EXPECT_FALSE(TurboValuesWeightedInPlace(keys, D));
+  }
 }
 
 }  // namespace

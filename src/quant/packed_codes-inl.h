@@ -1,7 +1,9 @@
 // Highway helpers shared by the kernels that read little-endian bit streams of small codes (MLX
-// affine rows, mlx_quant_simd.cc; TurboQuant rows, turbo_quant_simd.cc): up to eight codes at a
+// affine rows, mlx_quant_simd.cc; TurboQuant rows, turbo_quant_simd.cc; both as attention reads
+// them, ops/attention_rows.cc): up to eight codes at a
 // time as int32 lanes. 8-bit codes are bytes; 2-, 3- and 4-bit codes (code i at stream bits [i *
-// bits, i * bits + bits), LSB first) are read with one small load and shifted per lane.
+// bits, i * bits + bits), LSB first) are read with one small load and shifted per lane. Codes
+// that index a table of at most 16 levels (TurboQuant values) are looked up in registers.
 //
 // Like every Highway "-inl.h" file it is compiled once per SIMD target: the guard below flips
 // with HWY_TARGET_TOGGLE, so include it after "hwy/foreach_target.h" and "hwy/highway.h".
@@ -75,6 +77,37 @@ HWY_INLINE hn::Vec<D8I> LoadCodesShift(const uint8_t* row, int64_t row_bytes, in
                                        int bits) {
   return ShiftedCodes(row, row_bytes, bits)(e0);
 }
+
+// levels[code] for the codes of a load (at most 16 levels): where D8 has 8 lanes (AVX2, AVX-512)
+// an in-register permute of the levels (vpermps), two and a select for 4-bit codes, else a gather.
+class LevelLookup {
+ public:
+  LevelLookup(const float* levels, int bits) : levels_(levels), eight_levels_(bits <= 3) {
+    if constexpr (hn::MaxLanes(D8()) == 8) {
+      HWY_ALIGN float table[16] = {};
+      std::memcpy(table, levels, sizeof(float) << bits);
+      lo_ = hn::Load(D8(), table);
+      hi_ = hn::Load(D8(), table + 8);
+    }
+  }
+  HWY_INLINE hn::Vec<D8> operator()(hn::Vec<D8I> codes) const {
+    if constexpr (hn::MaxLanes(D8()) == 8) {
+      const D8 d;
+      if (eight_levels_) return hn::TableLookupLanes(lo_, hn::IndicesFromVec(d, codes));
+      const auto index = hn::IndicesFromVec(d, hn::And(codes, hn::Set(D8I(), 7)));
+      const auto high = hn::RebindMask(d, hn::Gt(codes, hn::Set(D8I(), 7)));
+      return hn::IfThenElse(high, hn::TableLookupLanes(hi_, index),
+                            hn::TableLookupLanes(lo_, index));
+    } else {
+      return hn::GatherIndex(D8(), levels_, codes);
+    }
+  }
+
+ private:
+  const float* levels_;
+  bool eight_levels_;  // codes of at most 3 bits: one permute
+  hn::Vec<D8> lo_, hi_;
+};
 
 }  // namespace HWY_NAMESPACE
 }  // namespace proctor::quant

@@ -27,35 +27,6 @@ namespace proctor::quant {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// levels[code] for the codes of a load (at most 16 levels): where D8 has 8 lanes (AVX2, AVX-512)
-// two in-register permutes of the levels (vpermps) and a select, else a gather.
-class LevelLookup {
- public:
-  LevelLookup(const float* levels, int bits) : levels_(levels) {
-    if constexpr (hn::MaxLanes(D8()) == 8) {
-      HWY_ALIGN float table[16] = {};
-      std::memcpy(table, levels, sizeof(float) << bits);
-      lo_ = hn::Load(D8(), table);
-      hi_ = hn::Load(D8(), table + 8);
-    }
-  }
-  HWY_INLINE hn::Vec<D8> operator()(hn::Vec<D8I> codes) const {
-    if constexpr (hn::MaxLanes(D8()) == 8) {
-      const D8 d;
-      const auto index = hn::IndicesFromVec(d, hn::And(codes, hn::Set(D8I(), 7)));
-      const auto high = hn::RebindMask(d, hn::Gt(codes, hn::Set(D8I(), 7)));
-      return hn::IfThenElse(high, hn::TableLookupLanes(hi_, index),
-                            hn::TableLookupLanes(lo_, index));
-    } else {
-      return hn::GatherIndex(D8(), levels_, codes);
-    }
-  }
-
- private:
-  const float* levels_;
-  hn::Vec<D8> lo_, hi_;
-};
-
 template <bool kBytes>
 void DecodeRow(const TurboRows& m, int64_t row, int64_t k0, int64_t len, const float* levels,
                const LevelLookup* lookup, float* out) {
