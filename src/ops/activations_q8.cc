@@ -1,8 +1,10 @@
 // 8-bit activations (see activations_q8.h).
 #include "ops/activations_q8.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "ops/matmul_kernel_choice.h"
 #include "quant/ggml_blocks.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -70,29 +72,50 @@ Q8Blocks Q8BlocksFor(DType weight_type) {
   }
 }
 
-void ActivationsQ8::Quantize(const float* x, int64_t K, Q8Blocks blocks) {
-  const QuantizedRow& row = QuantizeRow(x, K, blocks);
+void ActivationsQ8::Resize(int64_t K, Q8Blocks blocks) {
+  const int64_t block_elems = blocks == Q8Blocks::kQ8_K ? quant::kQK_K : quant::kQ8_0BlockElems;
+  CHECK_MSG(K % block_elems == 0,
+            "8-bit activations ({}) need rows of whole {}-value blocks, not {}",
+            blocks == Q8Blocks::kQ8_K ? "Q8_K" : "Q8_0", block_elems, K);
   this->blocks = blocks;
-  codes = row.codes;
+  codes.resize(static_cast<size_t>(K));
   scale.resize(static_cast<size_t>(K / 32));
   sum16.resize(static_cast<size_t>(K / 16));
   sum32.resize(static_cast<size_t>(K / 32));
   code_sum16.resize(static_cast<size_t>(K / 16));
   code_sum32.resize(static_cast<size_t>(K / 32));
+}
+
+void ActivationsQ8::SetSlice(int64_t s, float d, int half0, int half1) {
+  const int halves[2] = {half0, half1};
+  // Q8_0: d has 11 significant bits and a half's code sum at most 11, a slice's 12, so the
+  // products are exact; Q8_K's f32 d rounds them once.
+  scale[s] = d;
+  sum16[2 * s] = d * static_cast<float>(halves[0]);
+  sum16[2 * s + 1] = d * static_cast<float>(halves[1]);
+  sum32[s] = d * static_cast<float>(halves[0] + halves[1]);
+  // |code| <= 127: at most 4064 over 32 values.
+  code_sum16[2 * s] = static_cast<int16_t>(halves[0]);
+  code_sum16[2 * s + 1] = static_cast<int16_t>(halves[1]);
+  code_sum32[s] = static_cast<int16_t>(halves[0] + halves[1]);
+}
+
+void ActivationsQ8::QuantizeRef(const float* x, int64_t K, Q8Blocks blocks) {
+  const QuantizedRow& row = QuantizeRow(x, K, blocks);
+  Resize(K, blocks);
+  std::copy(row.codes.begin(), row.codes.end(), codes.begin());
   for (int64_t s = 0; s < K / 32; ++s) {
-    const float d = row.d[static_cast<size_t>(s * 32 / row.block_elems)];
     int halves[2] = {0, 0};
     for (int i = 0; i < 32; ++i) halves[i / 16] += codes[s * 32 + i];
-    // Q8_0: d has 11 significant bits and a half's code sum at most 11, a slice's 12, so the
-    // products are exact; Q8_K's f32 d rounds them once.
-    scale[s] = d;
-    sum16[2 * s] = d * static_cast<float>(halves[0]);
-    sum16[2 * s + 1] = d * static_cast<float>(halves[1]);
-    sum32[s] = d * static_cast<float>(halves[0] + halves[1]);
-    // |code| <= 127: at most 4064 over 32 values.
-    code_sum16[2 * s] = static_cast<int16_t>(halves[0]);
-    code_sum16[2 * s + 1] = static_cast<int16_t>(halves[1]);
-    code_sum32[s] = static_cast<int16_t>(halves[0] + halves[1]);
+    SetSlice(s, row.d[static_cast<size_t>(s * 32 / row.block_elems)], halves[0], halves[1]);
+  }
+}
+
+void ActivationsQ8::Quantize(const float* x, int64_t K, Q8Blocks blocks) {
+  if (CpuFeatures::Host().avx2_fma) {
+    internal::QuantizeActivationsQ8Avx2(x, K, blocks, *this);
+  } else {
+    QuantizeRef(x, K, blocks);
   }
 }
 

@@ -37,9 +37,23 @@ struct ActivationsQ8 {
   Q8Blocks blocks = Q8Blocks::kQ8_0;  // what Quantize made
   // (Q8_0: the sums are exact in f32; Q8_K: d times the exact code sum, rounded once.)
 
-  // K must be a multiple of the block (32 or 256; CHECKed). Reuses the vectors' storage.
+  // K must be a multiple of the block (32 or 256; CHECKed). Reuses the vectors' storage. On a CPU
+  // with AVX2 the codes are made 32 at a time (activations_q8_avx2.cc), else by QuantizeRef; both
+  // give the same bytes and sums.
   void Quantize(const float* x, int64_t K, Q8Blocks blocks);
+  // The scalar reference: ggml's quantizers (QuantizeQ8_0X86, QuantizeQ8_KRef), unpacked.
+  void QuantizeRef(const float* x, int64_t K, Q8Blocks blocks);
+
+  // Sizes the vectors for K values (K a multiple of the block, CHECKed).
+  void Resize(int64_t K, Q8Blocks blocks);
+  // Slice s's (values [32 s, 32 s + 32)) scale d and sums, from the sums of its codes' halves.
+  void SetSlice(int64_t s, float d, int half0, int half1);
 };
+
+namespace internal {
+// ActivationsQ8::Quantize's AVX2 path (the CPU must have AVX2, FMA and F16C).
+void QuantizeActivationsQ8Avx2(const float* x, int64_t K, Q8Blocks blocks, ActivationsQ8& out);
+}  // namespace internal
 
 // out[K] = x^: x quantized to `blocks` and decoded (the values the q8 products see); out may be x.
 void RoundTripQ8Activations(const float* x, int64_t K, Q8Blocks blocks, float* out);

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ops/activations_q8.h"
 #include "ops/matmul.h"
+#include "ops/matmul_kernel_choice.h"
 #include "ops/matmul_kernels.h"
 #include "ops/test_util.h"
 #include "quant/ggml_blocks.h"
@@ -100,6 +102,71 @@ TEST(ActivationsQ8, AreGgmlQ8_KBlocksUnpackedForTheKQuants) {
   for (int64_t k = 0; k < K; ++k) {
     EXPECT_LE(std::fabs(round_trip[k] - x[k]), 0.5001 * std::fabs(blocks[k / 256].d)) << k;
   }
+}
+
+// Every field of two quantized rows, bit for bit.
+void ExpectSameActivations(const ActivationsQ8& a, const ActivationsQ8& b) {
+  const auto same = [](const auto& u, const auto& v) {
+    return u.size() == v.size() && std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0;
+  };
+  EXPECT_EQ(a.blocks, b.blocks);
+  for (size_t k = 0; k < std::min(a.codes.size(), b.codes.size()); ++k) {
+    ASSERT_EQ(a.codes[k], b.codes[k]) << "code " << k;
+  }
+  EXPECT_TRUE(same(a.codes, b.codes));
+  EXPECT_TRUE(same(a.scale, b.scale));
+  EXPECT_TRUE(same(a.sum16, b.sum16));
+  EXPECT_TRUE(same(a.sum32, b.sum32));
+  EXPECT_TRUE(same(a.code_sum16, b.code_sum16));
+  EXPECT_TRUE(same(a.code_sum32, b.code_sum32));
+}
+
+// The AVX2 quantizer (Quantize on this CPU) gives the scalar reference's bytes and sums, for
+// both block kinds, on random rows and on blocks made to part the two roundings: ties, an
+// all-zero block, a value near FLT_MAX, subnormal values (127 / absmax overflows), NaN and
+// infinities, the largest magnitude twice with both signs.
+TEST(ActivationsQ8, Avx2QuantizerGivesTheReferenceBytes) {
+  if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
+  constexpr int64_t K = 256 * 9;
+  std::vector<std::vector<float>> rows;
+  for (const uint32_t seed : {1u, 2u, 3u}) {
+    rows.push_back(quant::testing::RandomWeights(K, seed));
+    for (float& v : rows.back()) v *= static_cast<float>(seed * seed * 10);
+  }
+  std::vector<float> hard = quant::testing::RandomWeights(K, 9);
+  const auto block = [&](int b) { return hard.data() + 256 * b; };
+  // Block 0: ties. With 127 the largest magnitude, codes are the values: k + 0.5 rounds to even.
+  for (int i = 0; i < 256; ++i) block(0)[i] = static_cast<float>(i % 64 - 32) + 0.5f;
+  block(0)[5] = 127.0f;
+  for (int s = 0; s < 8; ++s) block(0)[32 * s + 7] = -127.0f;  // each Q8_0 slice, too
+  std::fill(block(1), block(1) + 256, 0.0f);                   // all zero
+  block(2)[3] = 3.0e38f;                                       // near FLT_MAX
+  for (int i = 0; i < 256; ++i) block(3)[i] = static_cast<float>(i - 128) * 1e-41f;  // subnormal
+  block(4)[17] = std::nanf("");
+  block(5)[200] = std::numeric_limits<float>::infinity();
+  block(6)[31] = -std::numeric_limits<float>::infinity();
+  block(7)[40] = -50.0f;  // the same magnitude twice: the first (negative) one sets the sign
+  block(7)[41] = 50.0f;
+  block(8)[255] = 1e-38f;  // one tiny value in a block of zeros
+  std::fill(block(8), block(8) + 255, 0.0f);
+  rows.push_back(hard);
+  for (const Q8Blocks blocks : {Q8Blocks::kQ8_0, Q8Blocks::kQ8_K}) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      SCOPED_TRACE(::testing::Message()
+                   << (blocks == Q8Blocks::kQ8_K ? "Q8_K" : "Q8_0") << " row " << r);
+      ActivationsQ8 fast, ref;
+      fast.Quantize(rows[r].data(), K, blocks);
+      ref.QuantizeRef(rows[r].data(), K, blocks);
+      ExpectSameActivations(fast, ref);
+    }
+  }
+  // The ties rounded to even (block 0's Q8_0 codes are its values).
+  ActivationsQ8 q;
+  q.Quantize(hard.data(), K, Q8Blocks::kQ8_0);
+  EXPECT_EQ(q.codes[0], -32);  // -31.5
+  EXPECT_EQ(q.codes[1], -30);  // -30.5
+  EXPECT_EQ(q.codes[32], 0);   // 0.5
+  EXPECT_EQ(q.codes[33], 2);   // 1.5
 }
 
 // MatVecGgufQ8Avx2 of w [N, K] against the double-precision sum of the exactly decoded weights
