@@ -128,30 +128,52 @@ TEST_F(FewRowsEveryTarget, AffineKeysFromCodesEqualTheDecodedRows) {
       quant::QuantizeMlx(raw.data(), 1, 1024, quant::MlxMode::kAffine, 4, 32).View(), 1024));
 }
 
+// `rows` x `kv_dim` values encoded as TurboQuant keys or values of `bits` (heads of D), with the
+// storage the views point into.
+struct TurboCodes {
+  std::vector<uint8_t> packed;
+  std::vector<uint16_t> scales, offsets;
+  quant::TurboRows view;
+
+  TurboCodes(quant::TurboPart part, int bits, const std::vector<float>& raw, int64_t rows,
+             int64_t kv_dim, int64_t D) {
+    const int64_t groups = kv_dim / quant::kTurboGroup, row_bytes = kv_dim * bits / 8;
+    packed.resize(static_cast<size_t>(rows * row_bytes));
+    scales.resize(static_cast<size_t>(rows * groups));
+    const auto matrix = [&](DType type, int64_t cols, const void* data) {
+      return MatView{type, rows, cols, BytesFor(type, static_cast<uint64_t>(cols)),
+                     static_cast<const uint8_t*>(data)};
+    };
+    view = {.part = part,
+            .bits = bits,
+            .head_dim = static_cast<int>(D),
+            .packed = matrix(DType::kU8, row_bytes, packed.data()),
+            .scales = matrix(DType::kF16, groups, scales.data()),
+            .offsets = {}};
+    if (part == quant::TurboPart::kValues) {
+      quant::EncodeTurboValues(raw.data(), rows * kv_dim, static_cast<int>(D), bits, packed.data(),
+                               scales.data(), "values");
+      return;
+    }
+    offsets.resize(scales.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::EncodeTurboKeys(raw.data() + r * kv_dim, kv_dim, bits, packed.data() + r * row_bytes,
+                             scales.data() + r * groups, offsets.data() + r * groups, "keys");
+    }
+    view.offsets = matrix(DType::kF16, groups, offsets.data());
+  }
+  TurboCodes(const TurboCodes&) = delete;
+  TurboCodes& operator=(const TurboCodes&) = delete;
+};
+
 // TurboQuant keys scored from their codes equal the scores of the decoded rows bit for bit, for
 // every key width the kernels take (2, 4, 8 bits); 5-bit keys are not taken, nor values.
 TEST_F(FewRowsEveryTarget, TurboKeysFromCodesEqualTheDecodedRows) {
   const int64_t D = 64, kv_dim = 3 * D, n = 29, s0 = 4, rows_held = s0 + n;
-  const int64_t groups = kv_dim / quant::kTurboGroup;
   const auto raw = Normal(static_cast<size_t>(rows_held * kv_dim), 8);
   for (int bits : {2, 4, 8}) {
-    std::vector<uint8_t> packed(static_cast<size_t>(rows_held * kv_dim * bits / 8));
-    std::vector<uint16_t> scales(static_cast<size_t>(rows_held * groups)), offsets(scales.size());
-    const int64_t row_bytes = kv_dim * bits / 8;
-    for (int64_t r = 0; r < rows_held; ++r) {
-      quant::EncodeTurboKeys(raw.data() + r * kv_dim, kv_dim, bits, packed.data() + r * row_bytes,
-                             scales.data() + r * groups, offsets.data() + r * groups, "keys");
-    }
-    const auto view = [&](DType type, int64_t cols, const void* data) {
-      return MatView{type, rows_held, cols, BytesFor(type, static_cast<uint64_t>(cols)),
-                     static_cast<const uint8_t*>(data)};
-    };
-    const quant::TurboRows keys{.part = quant::TurboPart::kKeys,
-                                .bits = bits,
-                                .head_dim = static_cast<int>(D),
-                                .packed = view(DType::kU8, row_bytes, packed.data()),
-                                .scales = view(DType::kF16, groups, scales.data()),
-                                .offsets = view(DType::kF16, groups, offsets.data())};
+    const TurboCodes codes(quant::TurboPart::kKeys, bits, raw, rows_held, kv_dim, D);
+    const quant::TurboRows& keys = codes.view;
     ASSERT_TRUE(TurboKeysScoredInPlace(keys, D));
     std::vector<float> decoded(static_cast<size_t>(n * D));
     quant::DecodeTurboRowsSegment(keys, s0, n, D, D, decoded.data(), D);
@@ -181,13 +203,35 @@ TEST_F(FewRowsEveryTarget, TurboKeysFromCodesEqualTheDecodedRows) {
   EXPECT_FALSE(TurboKeysScoredInPlace(five_bits, D));
 }
 
-// WeightFewRows' sums over the decoded rows, and the sums made from the codes by `weigh_codes`
-// (called as WeightFewRowsAffine / WeightFewRowsTurbo are, on the same rows), compared bit for bit
-// on every target: row counts that fill and leave the eight- and four-row blocks, rows that cross
-// the kernels' fills of 64, a call that sums onto an earlier one.
-template <class WeighCodes>
-void ExpectCodedValuesWeighAsDecodedRows(const std::vector<float>& decoded, int64_t n, int64_t D,
-                                         const WeighCodes& weigh_codes) {
+// Rows s0 .. s0 + n - 1 of coded values, the second head (columns [D, 2 D)): decoded into f32
+// rows, and weighted from their codes.
+void DecodeSecondHead(const quant::MlxQuantizedMatrix& values, int64_t s0, int64_t n, int64_t D,
+                      float* out) {
+  quant::DecodeMlxRowsSegment(values, s0, n, D, D, out, D);
+}
+void DecodeSecondHead(const quant::TurboRows& values, int64_t s0, int64_t n, int64_t D,
+                      float* out) {
+  quant::DecodeTurboRowsSegment(values, s0, n, D, D, out, D);
+}
+void WeighSecondHead(const float* p, int64_t p_stride, int64_t rows,
+                     const quant::MlxQuantizedMatrix& values, int64_t s0, int64_t n, int64_t D,
+                     float* out, int64_t out_stride, bool accumulate) {
+  WeightFewRowsAffine(p, p_stride, rows, values, s0, n, D, D, out, out_stride, accumulate);
+}
+void WeighSecondHead(const float* p, int64_t p_stride, int64_t rows, const quant::TurboRows& values,
+                     int64_t s0, int64_t n, int64_t D, float* out, int64_t out_stride,
+                     bool accumulate) {
+  WeightFewRowsTurbo(p, p_stride, rows, values, s0, n, D, D, out, out_stride, accumulate);
+}
+
+// The second head of value rows s0 .. s0 + n - 1 (n > 70) weighted from their codes against
+// WeightFewRows over the decoded rows, bit for bit, on every target: row counts that fill and
+// leave the eight- and four-row blocks, rows that cross the kernels' fills of 64, and two calls
+// (the first 70 rows, then the rest summed onto them).
+template <class Coded>
+void ExpectCodedValuesWeighAsDecodedRows(const Coded& values, int64_t s0, int64_t n, int64_t D) {
+  std::vector<float> decoded(static_cast<size_t>(n * D));
+  DecodeSecondHead(values, s0, n, D, decoded.data());
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     if (!FewRowsKernelsFit(D)) continue;
@@ -196,15 +240,14 @@ void ExpectCodedValuesWeighAsDecodedRows(const std::vector<float>& decoded, int6
       const auto p = Normal(static_cast<size_t>(rows * n), 11);
       const int64_t out_stride = D + 3;
       std::vector<float> from_codes(static_cast<size_t>(rows * out_stride), -7.0f),
-          from_rows(from_codes.size(), -7.0f);
-      weigh_codes(p.data(), n, rows, 0, n, from_codes.data(), out_stride, false);
+          from_rows(from_codes.size(), -7.0f), two_calls(from_codes.size(), -7.0f);
+      WeighSecondHead(p.data(), n, rows, values, s0, n, D, from_codes.data(), out_stride, false);
       WeightFewRows(p.data(), n, rows, decoded.data(), D, n, n, D, from_rows.data(), out_stride,
                     false);
       ASSERT_EQ(std::memcmp(from_codes.data(), from_rows.data(), from_rows.size() * 4), 0);
-      // The first 70 rows, then the rest summed onto them: the same chains.
-      std::vector<float> two_calls(from_codes.size(), -7.0f);
-      weigh_codes(p.data(), n, rows, 0, 70, two_calls.data(), out_stride, false);
-      weigh_codes(p.data() + 70, n, rows, 70, n - 70, two_calls.data(), out_stride, true);
+      WeighSecondHead(p.data(), n, rows, values, s0, 70, D, two_calls.data(), out_stride, false);
+      WeighSecondHead(p.data() + 70, n, rows, values, s0 + 70, n - 70, D, two_calls.data(),
+                      out_stride, true);
       ASSERT_EQ(std::memcmp(two_calls.data(), from_rows.data(), from_rows.size() * 4), 0);
     }
   }
@@ -220,64 +263,30 @@ TEST_F(FewRowsEveryTarget, AffineValuesFromCodesEqualTheDecodedRows) {
       SCOPED_TRACE(testing::Message() << bits << " bits, group " << group);
       const quant::MlxQuantizedTensor codes =
           quant::QuantizeMlx(raw.data(), s0 + n, kv_dim, quant::MlxMode::kAffine, bits, group);
-      const quant::MlxQuantizedMatrix values = codes.View();
-      ASSERT_TRUE(AffineValuesWeightedInPlace(values, D));
-      std::vector<float> decoded(static_cast<size_t>(n * D));
-      quant::DecodeMlxRowsSegment(values, s0, n, 2 * D, D, decoded.data(), D);
-      ExpectCodedValuesWeighAsDecodedRows(
-          decoded, n, D,
-          [&](const float* p, int64_t p_stride, int64_t rows, int64_t j0, int64_t count, float* out,
-              int64_t out_stride, bool accumulate) {
-            WeightFewRowsAffine(p, p_stride, rows, values, s0 + j0, count, 2 * D, D, out,
-                                out_stride, accumulate);
-          });
+      ASSERT_TRUE(AffineValuesWeightedInPlace(codes.View(), D));
+      ExpectCodedValuesWeighAsDecodedRows(codes.View(), s0, n, D);
     }
   }
-  const auto six = Normal(4 * 256, 13);
+  // Refused as keys are (AffineKeysScoredInPlace, tested above): 6-bit codes.
   EXPECT_FALSE(AffineValuesWeightedInPlace(
-      quant::QuantizeMlx(six.data(), 4, 256, quant::MlxMode::kAffine, 6, 64).View(), 64));
-  // 32 groups of 32 in a head of 1024: more than the kernel's table holds.
-  EXPECT_FALSE(AffineValuesWeightedInPlace(
-      quant::QuantizeMlx(six.data(), 1, 1024, quant::MlxMode::kAffine, 4, 32).View(), 1024));
+      quant::QuantizeMlx(raw.data(), 4, 256, quant::MlxMode::kAffine, 6, 64).View(), 64));
 }
 
 // TurboQuant values (2, 3 and 4 bits) weighted from their codes equal the sums over the decoded,
 // still rotated rows bit for bit; 8-bit values are not taken.
 TEST_F(FewRowsEveryTarget, TurboValuesFromCodesEqualTheDecodedRows) {
   const int64_t D = 64, kv_dim = 3 * D, n = 150, s0 = 4, rows_held = s0 + n;
-  const int64_t groups = kv_dim / quant::kTurboGroup;
   const auto raw = Normal(static_cast<size_t>(rows_held * kv_dim), 14);
   for (int bits : {2, 3, 4, 8}) {
     SCOPED_TRACE(testing::Message() << bits << " bits");
-    const int64_t row_bytes = kv_dim * bits / 8;
-    std::vector<uint8_t> packed(static_cast<size_t>(rows_held * row_bytes));
-    std::vector<uint16_t> scales(static_cast<size_t>(rows_held * groups));
-    quant::EncodeTurboValues(raw.data(), rows_held * kv_dim, D, bits, packed.data(), scales.data(),
-                             "values");
-    const auto view = [&](DType type, int64_t cols, const void* data) {
-      return MatView{type, rows_held, cols, BytesFor(type, static_cast<uint64_t>(cols)),
-                     static_cast<const uint8_t*>(data)};
-    };
-    const quant::TurboRows values{.part = quant::TurboPart::kValues,
-                                  .bits = bits,
-                                  .head_dim = static_cast<int>(D),
-                                  .packed = view(DType::kU8, row_bytes, packed.data()),
-                                  .scales = view(DType::kF16, groups, scales.data()),
-                                  .offsets = {}};
+    const TurboCodes codes(quant::TurboPart::kValues, bits, raw, rows_held, kv_dim, D);
+    const quant::TurboRows& values = codes.view;
     if (bits == 8) {
       EXPECT_FALSE(TurboValuesWeightedInPlace(values, D));
       continue;
     }
     ASSERT_TRUE(TurboValuesWeightedInPlace(values, D));
-    std::vector<float> decoded(static_cast<size_t>(n * D));
-    quant::DecodeTurboRowsSegment(values, s0, n, 2 * D, D, decoded.data(), D);
-    ExpectCodedValuesWeighAsDecodedRows(
-        decoded, n, D,
-        [&](const float* p, int64_t p_stride, int64_t rows, int64_t j0, int64_t count, float* out,
-            int64_t out_stride, bool accumulate) {
-          WeightFewRowsTurbo(p, p_stride, rows, values, s0 + j0, count, 2 * D, D, out, out_stride,
-                             accumulate);
-        });
+    ExpectCodedValuesWeighAsDecodedRows(values, s0, n, D);
     // Keys are not values.
     quant::TurboRows keys = values;
     keys.part = quant::TurboPart::kKeys;
