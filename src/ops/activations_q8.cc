@@ -20,14 +20,21 @@ struct QuantizedRow {
   std::vector<int8_t> codes;  // [K]
 };
 
+// The values per block of `blocks`; K must be a whole number of blocks (CHECKed).
+int64_t WholeBlocksOf(Q8Blocks blocks, int64_t K) {
+  const bool k_quant = blocks == Q8Blocks::kQ8_K;
+  const int64_t block_elems = k_quant ? quant::kQK_K : quant::kQ8_0BlockElems;
+  CHECK_MSG(K % block_elems == 0,
+            "8-bit activations ({}) need rows of whole {}-value blocks, not {}",
+            k_quant ? "Q8_K" : "Q8_0", block_elems, K);
+  return block_elems;
+}
+
 const QuantizedRow& QuantizeRow(const float* x, int64_t K, Q8Blocks blocks) {
   thread_local QuantizedRow row;
   thread_local std::vector<uint8_t> bytes;
   const bool k_quant = blocks == Q8Blocks::kQ8_K;
-  row.block_elems = k_quant ? quant::kQK_K : quant::kQ8_0BlockElems;
-  CHECK_MSG(K % row.block_elems == 0,
-            "8-bit activations ({}) need rows of whole {}-value blocks, not {}",
-            k_quant ? "Q8_K" : "Q8_0", row.block_elems, K);
+  row.block_elems = WholeBlocksOf(blocks, K);
   const int64_t n_blocks = K / row.block_elems;
   row.d.resize(static_cast<size_t>(n_blocks));
   row.codes.resize(static_cast<size_t>(K));
@@ -73,10 +80,7 @@ Q8Blocks Q8BlocksFor(DType weight_type) {
 }
 
 void ActivationsQ8::Resize(int64_t K, Q8Blocks blocks) {
-  const int64_t block_elems = blocks == Q8Blocks::kQ8_K ? quant::kQK_K : quant::kQ8_0BlockElems;
-  CHECK_MSG(K % block_elems == 0,
-            "8-bit activations ({}) need rows of whole {}-value blocks, not {}",
-            blocks == Q8Blocks::kQ8_K ? "Q8_K" : "Q8_0", block_elems, K);
+  WholeBlocksOf(blocks, K);
   this->blocks = blocks;
   codes.resize(static_cast<size_t>(K));
   scale.resize(static_cast<size_t>(K / 32));
@@ -87,17 +91,16 @@ void ActivationsQ8::Resize(int64_t K, Q8Blocks blocks) {
 }
 
 void ActivationsQ8::SetSlice(int64_t s, float d, int half0, int half1) {
-  const int halves[2] = {half0, half1};
   // Q8_0: d has 11 significant bits and a half's code sum at most 11, a slice's 12, so the
   // products are exact; Q8_K's f32 d rounds them once.
   scale[s] = d;
-  sum16[2 * s] = d * static_cast<float>(halves[0]);
-  sum16[2 * s + 1] = d * static_cast<float>(halves[1]);
-  sum32[s] = d * static_cast<float>(halves[0] + halves[1]);
+  sum16[2 * s] = d * static_cast<float>(half0);
+  sum16[2 * s + 1] = d * static_cast<float>(half1);
+  sum32[s] = d * static_cast<float>(half0 + half1);
   // |code| <= 127: at most 4064 over 32 values.
-  code_sum16[2 * s] = static_cast<int16_t>(halves[0]);
-  code_sum16[2 * s + 1] = static_cast<int16_t>(halves[1]);
-  code_sum32[s] = static_cast<int16_t>(halves[0] + halves[1]);
+  code_sum16[2 * s] = static_cast<int16_t>(half0);
+  code_sum16[2 * s + 1] = static_cast<int16_t>(half1);
+  code_sum32[s] = static_cast<int16_t>(half0 + half1);
 }
 
 void ActivationsQ8::QuantizeRef(const float* x, int64_t K, Q8Blocks blocks) {

@@ -53,11 +53,12 @@ PROCTOR_AVX2_TARGET inline Magnitude LargestMagnitude(const float* x, int n) {
   return {MaxLane(amax), _mm256_movemask_ps(bad) != 0};
 }
 
-// The sums of 32 codes' halves (codes 0-15 and 16-31).
+// The sums of the halves of 32 stored codes (codes 0-15 and 16-31).
 struct Halves {
   int first, second;
 };
-PROCTOR_AVX2_TARGET inline Halves SumHalves(__m256i codes) {
+PROCTOR_AVX2_TARGET inline Halves SumHalves(const int8_t* stored) {
+  const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(stored));
   const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), codes);
   const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
   const __m256i octets = _mm256_hadd_epi32(quads, quads);
@@ -66,9 +67,8 @@ PROCTOR_AVX2_TARGET inline Halves SumHalves(__m256i codes) {
 }
 
 // The 32 codes of x[0, 32) * s: rounded ties to even (vcvtps2dq), saturated to int8 (vpackssdw,
-// vpacksswb), in order (the packs interleave 128-bit lanes; vpermd undoes it); returns the sums
-// of their halves.
-PROCTOR_AVX2_TARGET inline Halves StoreCodes32(const float* x, __m256 s, int8_t* out) {
+// vpacksswb), in order (the packs interleave 128-bit lanes; vpermd undoes it).
+PROCTOR_AVX2_TARGET inline void StoreCodes32(const float* x, __m256 s, int8_t* out) {
   const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), s));
   const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), s));
   const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), s));
@@ -77,12 +77,6 @@ PROCTOR_AVX2_TARGET inline Halves StoreCodes32(const float* x, __m256 s, int8_t*
   const __m256i ordered =
       _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
-  return SumHalves(ordered);
-}
-
-// The sums of the halves of 32 stored codes.
-PROCTOR_AVX2_TARGET inline Halves SumStoredHalves(const int8_t* codes) {
-  return SumHalves(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
 }
 
 // One Q8_K block through the scalar quantizer, its codes stored at `codes`; returns its d.
@@ -101,7 +95,8 @@ PROCTOR_AVX2_TARGET void QuantizeQ8_0(const float* x, int64_t K, ActivationsQ8& 
     int8_t* codes = out.codes.data() + 32 * s;
     const Magnitude m = LargestMagnitude(xs, 32);
     const float inv_d = m.amax != 0.0f ? 127.0f / m.amax : 0.0f;
-    const Halves h = StoreCodes32(xs, _mm256_set1_ps(inv_d), codes);
+    StoreCodes32(xs, _mm256_set1_ps(inv_d), codes);
+    const Halves h = SumHalves(codes);
     out.SetSlice(s, F16ToF32(F32ToF16(m.amax / 127.0f)), h.first, h.second);
   }
 }
@@ -140,7 +135,7 @@ PROCTOR_AVX2_TARGET void QuantizeQ8_K(const float* x, int64_t K, ActivationsQ8& 
       }
     }
     for (int s = 0; s < kSlices; ++s) {
-      const Halves h = SumStoredHalves(codes + 32 * s);
+      const Halves h = SumHalves(codes + 32 * s);
       out.SetSlice(b * kSlices + s, d, h.first, h.second);
     }
   }
