@@ -164,7 +164,8 @@ BENCHMARK(BM_MatMulLayer)
                    {512},
                    {1, 2},
                    {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
-                    static_cast<int64_t>(DType::kQ5_0), static_cast<int64_t>(DType::kQ4_K),
+                    static_cast<int64_t>(DType::kQ5_0), static_cast<int64_t>(DType::kQ2_K),
+                    static_cast<int64_t>(DType::kQ3_K), static_cast<int64_t>(DType::kQ4_K),
                     static_cast<int64_t>(DType::kQ6_K)}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
@@ -225,6 +226,7 @@ BENCHMARK(BM_MatVecInCache)
     ->ArgNames({"mode", "type"})
     ->ArgsProduct({{0, 2},
                    {static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ2_K), static_cast<int64_t>(DType::kQ3_K),
                     static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ5_K),
                     static_cast<int64_t>(DType::kQ6_K)}})
     ->Unit(benchmark::kMicrosecond);

@@ -2,7 +2,8 @@
 // activations to the weight type's vec_dot_type (Q8_0 for the 32-value types, Q8_K for the
 // K-quants), and so does proctor in q8 mode (ops/activations_q8.h). A random 2-layer Llama
 // (tools/write_random_llama.py, widths 256 and 512) with Llama 2's tokenizer is quantized by
-// `proctor quantize` to Q8_0, Q4_0 and Q4_K_M (Q4_K, Q6_K and Q5_0 matrices), and by llama.cpp's
+// `proctor quantize` to Q8_0, Q4_0, Q4_K_M (Q4_K, Q6_K and Q5_0 matrices), Q3_K_M and Q2_K (Q2_K,
+// Q3_K, Q4_K, Q5_K and Q6_K matrices among them), and by llama.cpp's
 // quantizer to IQ4_NL (which proctor reads but does not write; llama.cpp is run with its weights
 // unrepacked there: its repacked AVX2 IQ4_NL kernel, iq4_nl_8x8, gives other logits than its own
 // vec_dot at 17 of these 40 positions, up to 0.045 on logits up to 5); llama.cpp's prompt
@@ -44,7 +45,7 @@ TEST(ComputeQ8Oracle, LlamaCppComputesWhatQ8ModeComputes) {
   std::vector<int> tokens = {1};
   for (int t = 1; t < 40; ++t) tokens.push_back((t * 7919 + 13) % 31000 + 500);
   const std::string ids = fmt::format("{}", fmt::join(tokens, ","));
-  for (const char* type : {"q8_0", "q4_0", "q4_k_m", "iq4_nl"}) {
+  for (const char* type : {"q8_0", "q4_0", "q4_k_m", "q3_k_m", "q2_k", "iq4_nl"}) {
     SCOPED_TRACE(type);
     const fs::path file = tmp.path() / fmt::format("random-{}.gguf", type);
     if (std::string(type) == "iq4_nl") {

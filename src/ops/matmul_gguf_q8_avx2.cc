@@ -1,26 +1,28 @@
 // Matrix-matrix products (prefill, T >= 2) of GGUF block weights with 8-bit activations
 // (ComputeMode::kQ8) on AVX2 integer dot products: the 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1; Q8_0 activation blocks) and Q4_K, Q5_K, Q6_K (Q8_K activation blocks).
+// Q5_1; Q8_0 activation blocks) and Q2_K to Q6_K (Q8_K activation blocks).
 //
 // Sixteen weight rows form a panel, repacked once per chunk of tokens so that one 32-byte step
-// holds the same 4 codes of 8 rows (two steps per panel; the 4- and 5-bit types' unsigned codes,
+// holds the same 4 codes of 8 rows (two steps per panel; the 2- to 6-bit types' unsigned codes,
 // Q8_0's signed ones). The tokens' codes come interleaved in tiles of 4 (InterleaveQ8Tiles). A
 // token's 4 codes are broadcast against a step: vpmaddubsw then leaves row r's pair sums in
-// 32-bit lane r, so 8 steps sum 32 values of 8 rows with no horizontal sums. The 4- and 5-bit
-// codes add the steps' pair sums in int16 (8, 4 and 2 steps for 4-, 5- and 6-bit codes, below
-// 2^15) before one vpmaddwd, which for the K-quants multiplies in each row's sub-block scale;
-// Q8_0 goes through the sign trick and vpmaddwd per step. Four tokens share each loaded step.
+// 32-bit lane r, so 8 steps sum 32 values of 8 rows with no horizontal sums. The unsigned
+// codes add the steps' pair sums in int16 (8 steps for 4-bit codes, 4 for 2-, 3- and 5-bit ones,
+// 2 for 6-bit ones, below 2^15) before one vpmaddwd, which for the K-quants multiplies in each
+// row's sub-block scale; Q8_0 goes through the sign trick and vpmaddwd per step. Four tokens share
+// each loaded step.
 //
 // Each output runs the matrix-vector kernel's chains (matvec_gguf_q8_avx2.cc): for the 32-wide
 // types acc += isum_b (d_w d_x) and min_acc += m_b s_b block by block, output acc + min_acc; for
 // Q4_K / Q5_K acc += S (d d_x) and min_acc += M (dmin d_x) per super-block, S the exact integer
 // sum of scale_j times the sub-block sums and M that of m_j times the activations' code sums,
-// output acc - min_acc; for Q6_K acc += S (d d_x), S with the offset 32 taken through the code
-// sums, output acc. So a token's logits are the same bits whether it is decoded alone or
-// prefilled with others.
+// output acc - min_acc, and the same per 16 values for Q2_K; for Q3_K / Q6_K acc += S (d d_x), S
+// with the offset (4, 32) taken through the code sums, output acc. So a token's logits are the same
+// bits whether it is decoded alone or prefilled with others.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -105,11 +107,12 @@ PROCTOR_AVX2_TARGET inline __m256i Broadcast4(const int8_t* p) {
 template <int kBits, int TT>
 PROCTOR_AVX2_TARGET inline void UnsignedSums(const uint8_t* steps, const int8_t* x,
                                              const __m256i* widen, __m256i* isum) {
-  static_assert(kBits == 4 || kBits == 5 || kBits == 6);
+  static_assert(kBits >= 2 && kBits <= 6);
   constexpr int kSums = TT * kHalves;
   // Steps whose int16 pair sums may be added before vpmaddwd: 8 x 2 x 15 x 128, 4 x 2 x 31 x 128
-  // and 2 x 2 x 63 x 128 stay below 2^15.
-  constexpr int kSteps = kBits == 4 ? 8 : kBits == 5 ? 4 : 2;
+  // and 2 x 2 x 63 x 128 stay below 2^15; the 2- and 3-bit codes (Q2_K, Q3_K) stop at 4 steps,
+  // the 16 values of a group with its own scale.
+  constexpr int kSteps = kBits == 4 ? 8 : kBits == 6 ? 2 : 4;
   for (int s0 = 0; s0 < 8; s0 += kSteps) {
     __m256i pairs[kSums];
     for (int i = 0; i < kSums; ++i) pairs[i] = _mm256_setzero_si256();
@@ -411,56 +414,52 @@ struct KQuantKernel {
   }
 };
 
-// ---- Q6_K ----------------------------------------------------------------------------------
+// ---- Q2_K, Q3_K, Q6_K: 16 groups of 16 values ----------------------------------------------
 
-struct Q6KKernel {
+// Format: matvec_gguf_avx2_codes.h's Q2_KGroups, Q3_KGroups or Q6_KGroups (slice j of a
+// super-block: values 32j..32j+31, groups 2j and 2j + 1).
+template <class Format>
+struct Groups16Kernel {
   static constexpr int kUnitValues = 256;
 
-  // Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
-  // ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, stored
-  // unsigned (0..63; the offset 32 enters through the code sums), slice 4h + i; group g (16 values)
-  // has scale scales[g].
+  // Rows [n0, n0 + rows) into `panel`: the slices' unsigned codes, d (and dmin), each group's
+  // scale twice as int16, and per pair of groups (2p, 2p + 1) their minimums (Q2_K) or their
+  // scales (the offset's second dot) as two int16.
   PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t n_super,
                                          Panel* panel) {
-    constexpr int kBytes = 210;
     const float* f16 = F16ToF32Table();
     panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
     panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
+    if constexpr (Format::kHasMin) panel->m.resize(static_cast<size_t>(n_super * kPanelRows));
     panel->scales.resize(static_cast<size_t>(n_super * 16 * kPanelRows));
     panel->mins.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
     for (int64_t sb = 0; sb < n_super; ++sb) {
       for (int h = 0; h < kHalves; ++h) {
         __m256i codes[8][8];  // [slice][row of the half]
         for (int i = 0; i < 8; ++i) {
           const int r = 8 * h + i;
-          int8_t sc[16] = {};
-          float d = 0.0f;
+          alignas(16) int8_t sc[16] = {}, mn[16] = {};
+          float d = 0.0f, dmin = 0.0f;
           for (int j = 0; j < 8; ++j) codes[j][i] = _mm256_setzero_si256();
           if (r < rows) {
-            const uint8_t* block = w.Row(n0 + r) + sb * kBytes;
-            std::memcpy(sc, block + 192, 16);
-            d = HalfAt(f16, block + 208);
-            for (int half = 0; half < 2; ++half) {
-              const __m256i qh =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * half));
-              for (int q = 0; q < 4; ++q) {
-                const __m256i ql = _mm256_loadu_si256(
-                    reinterpret_cast<const __m256i*>(block + 64 * half + 32 * (q & 1)));
-                const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (q >> 1)), low4);
-                // Bits 2q, 2q + 1 of each byte of qh (the other bytes' bits masked off), then << 4.
-                const __m256i high =
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * q), two_bits), 4);
-                codes[4 * half + q][i] = _mm256_or_si256(low, high);
-              }
+            const uint8_t* block = w.Row(n0 + r) + sb * Format::kBytes;
+            _mm_store_si128(reinterpret_cast<__m128i*>(sc), Format::Scales(block));
+            d = HalfAt(f16, block + Format::kD);
+            if constexpr (Format::kHasMin) {
+              _mm_store_si128(reinterpret_cast<__m128i*>(mn), Format::Mins(block));
+              dmin = HalfAt(f16, block + Format::kDmin);
             }
+            for (int j = 0; j < 8; ++j) codes[j][i] = Format::Slice(block, j);
           }
           panel->d[sb * kPanelRows + r] = d;
+          if constexpr (Format::kHasMin) panel->m[sb * kPanelRows + r] = dmin;
           for (int g = 0; g < 16; ++g) {
             panel->scales[(sb * 16 + g) * kPanelRows + r] = Int16Pair(sc[g], sc[g]);
           }
+          const int8_t* second = Format::kHasMin ? mn : sc;
           for (int p = 0; p < 8; ++p) {
-            panel->mins[(sb * 8 + p) * kPanelRows + r] = Int16Pair(sc[2 * p], sc[2 * p + 1]);
+            panel->mins[(sb * 8 + p) * kPanelRows + r] =
+                Int16Pair(second[2 * p], second[2 * p + 1]);
           }
         }
         StoreSuperBlock(codes, h, sb, panel);
@@ -468,18 +467,21 @@ struct Q6KKernel {
     }
   }
 
-  // TT tokens against one panel of Q6_K: per super-block S = sum_g scale_g (group g's integer sum)
-  // - 32 sum_g scale_g (code sum of g), exact in int32 (below 2^29 + 2^28), then acc += S (d d_x);
-  // out acc.
+  // TT tokens against one panel: per super-block S = sum_g scale_g (group g's integer sum) and
+  // D = sum_g v_g (code sum of g), v_g the minimum (Q2_K) or the scale, exact in int32 (below
+  // 2^29 + 2^28). Q2_K: acc += S (d d_x), min_acc += D (dmin d_x), out acc - min_acc; Q3_K, Q6_K:
+  // acc += (S - o D) (d d_x) with the offset o, out acc.
   template <int TT>
   PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t n_super, const int8_t* codes,
                                          const TokenScales* tokens, float* const* out, int rows) {
     constexpr int kSums = TT * kHalves;
-    __m256 acc[kSums];
-    for (int i = 0; i < kSums; ++i) acc[i] = _mm256_setzero_ps();
+    constexpr int kShift = std::countr_zero(static_cast<unsigned>(Format::kOffset));
+    static_assert(Format::kHasMin || Format::kOffset == 1 << kShift);
+    __m256 acc[kSums], min_acc[kSums];
+    for (int i = 0; i < kSums; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < n_super; ++sb) {
-      __m256i sums[kSums], offsets[kSums];
-      for (int i = 0; i < kSums; ++i) sums[i] = offsets[i] = _mm256_setzero_si256();
+      __m256i sums[kSums], dots[kSums];
+      for (int i = 0; i < kSums; ++i) sums[i] = dots[i] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
         const int64_t slice = sb * 8 + j;
         __m256i scales[2 * kHalves];  // groups 2j, 2j + 1
@@ -489,26 +491,34 @@ struct Q6KKernel {
                 panel.scales.data() + (sb * 16 + 2 * j + g) * kPanelRows + 8 * h));
           }
         }
-        UnsignedSums<6, TT>(panel.codes.data() + slice * kSliceBytes,
-                            codes + 32 * kTokenTile * slice, scales, sums);
+        UnsignedSums<Format::kBits, TT>(panel.codes.data() + slice * kSliceBytes,
+                                        codes + 32 * kTokenTile * slice, scales, sums);
       }
       for (int p = 0; p < 8; ++p) {
         const int16_t* code_sums[TT];
         for (int tt = 0; tt < TT; ++tt) code_sums[tt] = tokens[tt].code_sum16 + 16 * sb + 2 * p;
-        AddPairDots<TT>(panel.mins.data() + (sb * 8 + p) * kPanelRows, code_sums, offsets);
+        AddPairDots<TT>(panel.mins.data() + (sb * 8 + p) * kPanelRows, code_sums, dots);
       }
       for (int h = 0; h < kHalves; ++h) {
         const __m256 d = _mm256_loadu_ps(panel.d.data() + sb * kPanelRows + 8 * h);
         for (int tt = 0; tt < TT; ++tt) {
+          const __m256 d_x = _mm256_set1_ps(tokens[tt].scale[8 * sb]);
           const int i = kHalves * tt + h;
-          const __m256i s = _mm256_sub_epi32(sums[i], _mm256_slli_epi32(offsets[i], 5));
-          acc[i] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-                              _mm256_mul_ps(d, _mm256_set1_ps(tokens[tt].scale[8 * sb])), acc[i]);
+          if constexpr (Format::kHasMin) {
+            const __m256 dmin = _mm256_loadu_ps(panel.m.data() + sb * kPanelRows + 8 * h);
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, d_x), acc[i]);
+            min_acc[i] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[i]), _mm256_mul_ps(dmin, d_x), min_acc[i]);
+          } else {
+            const __m256i s = _mm256_sub_epi32(sums[i], _mm256_slli_epi32(dots[i], kShift));
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, d_x), acc[i]);
+          }
         }
       }
     }
-    StoreOutputs<TT>(acc, out, rows);
+    __m256 v[kSums];
+    for (int i = 0; i < kSums; ++i) v[i] = _mm256_sub_ps(acc[i], min_acc[i]);
+    StoreOutputs<TT>(v, out, rows);
   }
 };
 
@@ -564,6 +574,8 @@ bool Q8GemmAvx2Covers(DType type) {
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
@@ -623,8 +635,12 @@ void MatMulGgufQ8Avx2(const Q8TokenTiles& x, const MatView& w, MutMatF32 out, in
       return Run<KQuantKernel<false>>(x, w, out, n_begin, n_end);
     case DType::kQ5_K:
       return Run<KQuantKernel<true>>(x, w, out, n_begin, n_end);
+    case DType::kQ2_K:
+      return Run<Groups16Kernel<Q2_KGroups>>(x, w, out, n_begin, n_end);
+    case DType::kQ3_K:
+      return Run<Groups16Kernel<Q3_KGroups>>(x, w, out, n_begin, n_end);
     case DType::kQ6_K:
-      return Run<Q6KKernel>(x, w, out, n_begin, n_end);
+      return Run<Groups16Kernel<Q6_KGroups>>(x, w, out, n_begin, n_end);
     default:
       CHECK_MSG(false, "no 8-bit-activation matmul for {}", Name(w.type));
   }

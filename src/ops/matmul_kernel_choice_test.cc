@@ -86,7 +86,7 @@ TEST(ChooseMatMulKernel, CpusWithoutAmxOrAvx512FallBack) {
 TEST(ChooseMatMulKernel, Q8ModeRunsTheIntegerKernelsWhereTheyExist) {
   constexpr ComputeMode kQ8 = ComputeMode::kQ8;
   for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                           DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     SCOPED_TRACE(Name(type));
     EXPECT_EQ(Choose(Dense(type), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
     EXPECT_EQ(Choose(Dense(type), kQ8, 2, kAvx2Only), kGgufQ8GemmAvx2);
@@ -97,8 +97,12 @@ TEST(ChooseMatMulKernel, Q8ModeRunsTheIntegerKernelsWhereTheyExist) {
     EXPECT_EQ(Choose(Dense(type), kQ8, 512, kAvx2Only, {.q8_gemm = false}), kF32Blocked);
     EXPECT_EQ(Choose(Dense(type), kQ8, 512, kNoSimd), kF32Blocked);
   }
-  EXPECT_EQ(Choose(Dense(DType::kQ3_K), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
-  EXPECT_EQ(Choose(Dense(DType::kQ3_K), kQ8, 512, kAvx2Only), kF32Blocked);  // no GEMM for it
+  // Q2_K has no AMX kernel (its minimums change every 16 values): the integer GEMM runs on AMX
+  // CPUs too.
+  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
+  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 512, kAvx2Only), kGgufQ8GemmAvx2);
+  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 512, kSapphireRapids), kGgufQ8GemmAvx2);
+  EXPECT_EQ(Choose(Dense(DType::kIQ4_NL), kQ8, 512, kAvx2Only), kF32Blocked);  // no GEMM for it
   EXPECT_EQ(Choose(Dense(DType::kBF16), kQ8, 512, kAvx2Only), kF32Blocked);
   EXPECT_EQ(Choose(Mlx(64), kQ8, 512, kAvx2Only), kMlxF32Blocked);
 }

@@ -76,7 +76,7 @@ void MatVecGgufAvx2(const float* x, const MatView& w, float* out, int64_t n_begi
 void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int64_t n_begin,
                       int64_t n_end);
 // The matrix-matrix product of T tokens' 8-bit activations with rows [n_begin, n_end) of w, for
-// the 32-wide types Q8GemmAvx2Covers names (matmul_gguf_q8_avx2.cc; runs on
+// the types Q8GemmAvx2Covers names (matmul_gguf_q8_avx2.cc; runs on
 // CpuFeatures::avx2_fma): each output the same bits MatVecGgufQ8Avx2 gives its token alone.
 // The kernel reads each tile of kQ8GemmTokenTile tokens' codes interleaved in one stream,
 // [tile][K / 4 steps][token of the tile][4 codes] (InterleaveQ8Tiles writes tiles [tile_begin,
@@ -84,7 +84,7 @@ void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int6
 inline constexpr int64_t kQ8GemmTokenTile = 4;
 inline constexpr int64_t kQ8GemmPanelRows = 16;  // partitions of N are best its multiples
 struct Q8TokenTiles {
-  const ActivationsQ8* tokens;  // [T], Q8_0 blocks
+  const ActivationsQ8* tokens;  // [T], the blocks Q8BlocksFor(w.type) names
   int64_t T;
   const int8_t* tile_codes;  // [ceil(T / kQ8GemmTokenTile) * kQ8GemmTokenTile * K]
 };

@@ -224,4 +224,83 @@ struct Q6_KDecode {
   }
 };
 
+// ---- K-quants of 16 groups of 16 values, as the 8-bit-activation kernels read them ---------
+//
+// Q2_K, Q3_K and Q6_K: a super-block's 8 slices of 32 values as unsigned codes (Slice), the 16
+// groups' integer scales as int8 (Scales), and either each group's integer minimum (kHasMin:
+// value = d scale_g code - dmin min_g) or one offset (value = d scale_g (code - kOffset)).
+// d (and dmin) are f16 at bytes kD (kDmin). The slice shifts move bits within 16-bit lanes; each
+// mask keeps only bits that stayed in their byte.
+
+// Q2_K (84 bytes: scales[16], qs[64], d, dmin): value 128h + 32i + l has code
+// (qs[32h + l] >> 2i) & 3; group g: scale scales[g] & 15, minimum scales[g] >> 4.
+struct Q2_KGroups {
+  static constexpr int kBytes = 84, kBits = 2, kD = 80, kDmin = 82, kOffset = 0;
+  static constexpr bool kHasMin = true;
+  PROCTOR_AVX2_TARGET static __m256i Slice(const uint8_t* b, int j) {
+    const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * (j / 4)));
+    return _mm256_and_si256(_mm256_srli_epi16(qs, 2 * (j % 4)), _mm256_set1_epi8(3));
+  }
+  PROCTOR_AVX2_TARGET static __m128i Scales(const uint8_t* b) {
+    return _mm_and_si128(Load16(b), _mm_set1_epi8(15));
+  }
+  PROCTOR_AVX2_TARGET static __m128i Mins(const uint8_t* b) {
+    return _mm_and_si128(_mm_srli_epi16(Load16(b), 4), _mm_set1_epi8(15));
+  }
+};
+
+// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d): value 128h + 32i + l has code
+// ((qs[32h + l] >> 2i) & 3) | ((hmask[l] >> (4h + i)) & 1) << 2, minus 4 (ggml subtracts 4 where
+// the hmask bit is clear); group g: the 6-bit scale minus 32 (quant::UnpackQ3_KScales).
+struct Q3_KGroups {
+  static constexpr int kBytes = 110, kBits = 3, kD = 108, kDmin = 0, kOffset = 4;
+  static constexpr bool kHasMin = false;
+  PROCTOR_AVX2_TARGET static __m256i Slice(const uint8_t* b, int j) {
+    const int h = j / 4, i = j % 4, bit = 4 * h + i;
+    const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32 + 32 * h));
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * i), _mm256_set1_epi8(3));
+    // hmask bit `bit` of each byte moved to bit 2 (shifts of at most 5 keep it in its byte).
+    const __m256i high =
+        _mm256_and_si256(bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit),
+                         _mm256_set1_epi8(4));
+    return _mm256_or_si256(low, high);
+  }
+  // quant::UnpackQ3_KScales in registers: group g's low 4 bits are the low (g < 8) or high
+  // nibble of byte g % 8, its high 2 bits bits 2 (g / 4) of byte 8 + g % 4.
+  PROCTOR_AVX2_TARGET static __m128i Scales(const uint8_t* b) {
+    int64_t nibbles;
+    int32_t high_bytes;
+    std::memcpy(&nibbles, b + 96, 8);
+    std::memcpy(&high_bytes, b + 104, 4);
+    const __m128i packed = _mm_cvtsi64_si128(nibbles), low4 = _mm_set1_epi8(15);
+    const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(packed, low4),
+                                           _mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+    const __m128i high = _mm_and_si128(
+        _mm_srlv_epi32(_mm_set1_epi32(high_bytes), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+  }
+};
+
+// Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has code
+// ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, minus 32;
+// group g: scales[g].
+struct Q6_KGroups {
+  static constexpr int kBytes = 210, kBits = 6, kD = 208, kDmin = 0, kOffset = 32;
+  static constexpr bool kHasMin = false;
+  PROCTOR_AVX2_TARGET static __m256i Slice(const uint8_t* b, int j) {
+    const int h = j / 4, i = j % 4;
+    const __m256i ql =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32 * (i & 1)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+    const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (i >> 1)), _mm256_set1_epi8(15));
+    // Bits 2i, 2i + 1 of qh moved to bits 4, 5: shift right by 2i - 4 (or left by 4 - 2i).
+    const __m256i high = _mm256_and_si256(
+        i < 2 ? _mm256_slli_epi16(qh, 4 - 2 * i) : _mm256_srli_epi16(qh, 2 * i - 4),
+        _mm256_set1_epi8(0x30));
+    return _mm256_or_si256(low, high);
+  }
+  PROCTOR_AVX2_TARGET static __m128i Scales(const uint8_t* b) { return Load16(b + 192); }
+};
+
 }  // namespace proctor::ops::internal

@@ -15,15 +15,15 @@
 //    high ones 2c + 1; each sub-block's 6-bit scale multiplies its pair sums in vpmaddwd and the
 //    super-block's sums stay in int32 (Q8_K has one d_x per super-block): acc += d d_x * sum_j
 //    scale_j isum_j; dmin * m_j * sum(x^ of sub-block j) is subtracted at the end.
-//  - Q6_K: 6-bit codes assembled from ql and qh as 0..63; the per-16 scales multiply in vpmaddwd,
-//    summed in int32 over the super-block; the codes' offset 32 is subtracted once per
-//    super-block as 32 d sum_g scale_g sum(x^ of g).
-//  - Q2_K, Q3_K: super-blocks decoded to int8 codes with per-16 f32 scales and offsets
-//    (matvec_gguf_avx2_codes.h), then the same integer dot per 32 values.
+//  - Q2_K, Q3_K, Q6_K: 16 groups of 16 values (the Groups formats of matvec_gguf_avx2_codes.h),
+//    unsigned codes (2, 3, 6 bits); the per-16 scales multiply in vpmaddwd, summed in int32 over
+//    the super-block; Q3_K's and Q6_K's offset (4, 32) is subtracted once per super-block as
+//    o d sum_g scale_g sum(x^ of g), Q2_K's minimums as dmin sum_g m_g sum(x^ of g) at the end.
 // Every output is one fixed chain over its row, so results do not depend on thread partitions;
-// for the 32-wide types the prefill kernel (matmul_gguf_q8_avx2.cc) runs the same chains.
+// the prefill kernel (matmul_gguf_q8_avx2.cc) runs the same chains.
 #include <immintrin.h>
 
+#include <bit>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -348,87 +348,54 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
   StoreRows<R>(_mm_sub_ps(acc, min_acc), out);
 }
 
-// Q6_K (210 bytes: ql[128], qh[64], scales int8[16], d): value 128h + 32i + l has the code
-// ((ql[64h + 32 (i & 1) + l] >> 4 (i >> 1)) & 15) | ((qh[32h + l] >> 2i) & 3) << 4, minus 32;
-// group g (16 values) has scale d * scales[g]. The codes enter unsigned (0..63); the offset 32
-// starts each super-block's integer sum at -32 sum_g scales[g] (code sum of group g).
-template <int R>
-PROCTOR_AVX2_TARGET void RowsQ6_K(const Inputs& in, const uint8_t* const* rows, float* out) {
-  constexpr int kBytes = 210;
-  __m128 acc = _mm_setzero_ps();  // lane r: row r
-  const __m256i low4 = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x30);
+// Q2_K, Q3_K, Q6_K (matvec_gguf_avx2_codes.h's Groups formats): 16 groups of 16 values, each
+// with its own integer scale. The codes enter unsigned; group g's scale multiplies its pair sums
+// in vpmaddwd and the super-block's sum stays in int32. Q3_K's and Q6_K's offset o (4, 32)
+// starts that sum at -o sum_g scale_g (code sum of group g); Q2_K's minimums make a second int32
+// sum M = sum_g min_g (code sum of g). Then acc += S (d d_x) and min_acc += M (dmin d_x) for four
+// rows at once; out acc - min_acc (Q2_K) or acc.
+template <class Format, int R>
+PROCTOR_AVX2_TARGET void RowsGroups16(const Inputs& in, const uint8_t* const* rows, float* out) {
+  constexpr int kShift = std::countr_zero(static_cast<unsigned>(Format::kOffset));
+  static_assert(Format::kHasMin || Format::kOffset == 1 << kShift);
+  __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();  // lane r: row r
   const uint8_t* blocks[4] = {};
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
     in.prefetch.Advance(sb + 1);
     const int8_t* x = in.codes + 256 * sb;
     const __m256i x_sums = Load32(in.code_sum16 + 16 * sb);
-    __m256i sb_sum[R];
+    __m256i sb_sum[R], min_dot[R];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* block = blocks[r] = rows[r] + sb * kBytes;
-      const __m128i sc = Load16(block + 192);
+      const uint8_t* block = blocks[r] = rows[r] + sb * Format::kBytes;
+      const __m128i sc = Format::Scales(block);
       // |scale| <= 128 and |code sum| <= 2032: each pair sum below 2^19, times 32 below 2^24.
-      __m256i sum = _mm256_sub_epi32(
-          _mm256_setzero_si256(),
-          _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), x_sums), 5));
+      __m256i sum = _mm256_setzero_si256();
+      if constexpr (Format::kHasMin) {
+        min_dot[r] = _mm256_madd_epi16(_mm256_cvtepu8_epi16(Format::Mins(block)), x_sums);
+      } else {
+        sum = _mm256_sub_epi32(
+            sum, _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), x_sums), kShift));
+      }
       const __m256i scales16[2] = {
           _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sc)),
           _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sc, 8)))};
-      for (int h = 0; h < 2; ++h) {
-        const __m256i qh = Load32(block + 128 + 32 * h);
-        for (int i = 0; i < 4; ++i) {
-          const int j = 4 * h + i;  // 32-value slice: groups 2j, 2j + 1
-          const __m256i ql = Load32(block + 64 * h + 32 * (i & 1));
-          const __m256i low = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (i >> 1)), low4);
-          // bits 2i, 2i + 1 of qh moved to bits 4, 5: shift right by 2i - 4 (or left by 4 - 2i).
-          const __m256i high = _mm256_and_si256(
-              i < 2 ? _mm256_slli_epi16(qh, 4 - 2 * i) : _mm256_srli_epi16(qh, 2 * i - 4),
-              two_bits);
-          const __m256i scales = _mm256_shuffle_epi8(scales16[h], Mask(kPickWordPair.bytes[i]));
-          sum = _mm256_add_epi32(sum,
-                                 DotScaled(_mm256_or_si256(low, high), Load32(x + 32 * j), scales));
-        }
+      for (int j = 0; j < 8; ++j) {  // 32-value slice j: groups 2j, 2j + 1
+        const __m256i scales =
+            _mm256_shuffle_epi8(scales16[j / 4], Mask(kPickWordPair.bytes[j % 4]));
+        sum = _mm256_add_epi32(sum, DotScaled(Format::Slice(block, j), Load32(x + 32 * j), scales));
       }
       // Per lane at most 8 slices x 2 pairs x 63 x 127 x 128 < 2^26, plus the offset's < 2^24.
       sb_sum[r] = sum;
     }
     const __m128 d_x = _mm_set1_ps(in.scale[8 * sb]);
     acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(sb_sum)),
-                       _mm_mul_ps(Halves4<R>(blocks, 208), d_x), acc);
-  }
-  StoreRows<R>(acc, out);
-}
-
-// ---- Q2_K, Q3_K: decoded super-blocks ------------------------------------------------------
-
-template <class Decode, int R>
-PROCTOR_AVX2_TARGET void RowsDecodedK(const Inputs& in, const uint8_t* const* rows, float* out) {
-  Decoded dec[R];
-  __m256 acc[R], min_acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), min_acc[r] = _mm256_setzero_ps();
-  for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
-    in.prefetch.Advance(sb + 1);
-    for (int r = 0; r < R; ++r) Decode::Run(rows[r] + sb * Decode::kBytes, in.f16, &dec[r]);
-    for (int j = 0; j < 8; ++j) {
-      const __m256i x = Load32(in.codes + 256 * sb + 32 * j);
-      const __m256 dx = _mm256_set1_ps(in.scale[8 * sb + j]);
-      for (int r = 0; r < R; ++r) {
-        const __m256i isum =
-            DotCodes(_mm256_load_si256(reinterpret_cast<const __m256i*>(dec[r].q + 32 * j)), x);
-        const __m256 scales =
-            _mm256_set_m128(_mm_set1_ps(dec[r].scale[2 * j + 1]), _mm_set1_ps(dec[r].scale[2 * j]));
-        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), dx), scales, acc[r]);
-      }
-    }
-    if constexpr (Decode::kHasMin) {
-      const __m256 xs0 = _mm256_loadu_ps(in.sum16 + 16 * sb);
-      const __m256 xs1 = _mm256_loadu_ps(in.sum16 + 16 * sb + 8);
-      for (int r = 0; r < R; ++r) {
-        min_acc[r] = _mm256_fmadd_ps(_mm256_load_ps(dec[r].offset), xs0, min_acc[r]);
-        min_acc[r] = _mm256_fmadd_ps(_mm256_load_ps(dec[r].offset + 8), xs1, min_acc[r]);
-      }
+                       _mm_mul_ps(Halves4<R>(blocks, Format::kD), d_x), acc);
+    if constexpr (Format::kHasMin) {
+      min_acc = _mm_fmadd_ps(_mm_cvtepi32_ps(SumRows<R>(min_dot)),
+                             _mm_mul_ps(Halves4<R>(blocks, Format::kDmin), d_x), min_acc);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = SumLanes(acc[r]) - SumLanes(min_acc[r]);
+  StoreRows<R>(_mm_sub_ps(acc, min_acc), out);
 }
 
 // ---- dispatch --------------------------------------------------------------------------------
@@ -448,15 +415,15 @@ PROCTOR_AVX2_TARGET void RunRows(DType type, const Inputs& in, const uint8_t* co
     case DType::kQ5_1:
       return Rows32<Q5Block<true>, R>(in, rows, out);
     case DType::kQ2_K:
-      return RowsDecodedK<Q2_KDecode, R>(in, rows, out);
+      return RowsGroups16<Q2_KGroups, R>(in, rows, out);
     case DType::kQ3_K:
-      return RowsDecodedK<Q3_KDecode, R>(in, rows, out);
+      return RowsGroups16<Q3_KGroups, R>(in, rows, out);
     case DType::kQ4_K:
       return RowsQ45_K<false, R>(in, rows, out);
     case DType::kQ5_K:
       return RowsQ45_K<true, R>(in, rows, out);
     case DType::kQ6_K:
-      return RowsQ6_K<R>(in, rows, out);
+      return RowsGroups16<Q6_KGroups, R>(in, rows, out);
     default:
       CHECK_MSG(false, "no 8-bit-activation matvec for {}", Name(type));
   }

@@ -206,29 +206,57 @@ TEST(MatVecGgufQ8, EveryTypeIsTheProductWithTheDequantizedActivations) {
   }
 }
 
-// The K-quants' integer super-block sums at their largest: every code, scale and minimum at its
-// extreme (Q6_K scales -128 and 127, codes 63; Q4_K / Q5_K 6-bit scales and minimums 63, codes 15
-// / 31) against activation codes +-127, in 5 rows of 3 super-blocks.
+// Sets a block whose bytes are all 0xFF (every code at its top: Q4 15, Q5 31, Q2_K 3, Q3_K 7,
+// Q6_K 63; Q4_K / Q5_K 6-bit scales and minimums 63, Q2_K 4-bit ones 15) to its extreme scales:
+// d 0.25 or -0.5 by block parity, dmin 0.125, Q6_K's scales 127 and -128, Q3_K's 31 and -32, and
+// Q8_0's codes 127 and -128.
+void SetExtremeScales(DType type, size_t b, uint8_t* block) {
+  const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), m = F32ToF16(0.125f);
+  switch (type) {
+    case DType::kQ6_K:
+      for (int g = 0; g < 16; ++g) block[192 + g] = g % 3 == 0 ? 0x7F : 0x80;
+      std::memcpy(block + 208, &d, 2);
+      return;
+    case DType::kQ3_K:  // 6-bit scales 63 (31) in odd blocks, 0 (-32) in even ones
+      std::memset(block + 96, b % 2 == 0 ? 0x00 : 0xFF, 12);
+      std::memcpy(block + 108, &d, 2);
+      return;
+    case DType::kQ2_K:
+      std::memcpy(block + 80, &d, 2);
+      std::memcpy(block + 82, &m, 2);
+      return;
+    default:
+      break;
+  }
+  std::memcpy(block, &d, 2);
+  const bool has_min =
+      type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K;
+  if (has_min) std::memcpy(block + 2, &m, 2);
+  if (type == DType::kQ8_0) {
+    for (int i = 0; i < 32; ++i) block[2 + i] = i % 3 == 0 ? 0x7F : 0x80;  // 127, -128
+  }
+}
+
+// N rows of K values of `type`, every block at SetExtremeScales' extremes.
+std::vector<uint8_t> ExtremeBlocks(DType type, int64_t N, int64_t K) {
+  const size_t row_bytes = BytesFor(type, K);
+  const size_t block_bytes = row_bytes / (K / Info(type).block_elems);
+  std::vector<uint8_t> raw(N * row_bytes, 0xFF);
+  for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
+    SetExtremeScales(type, b, raw.data() + b * block_bytes);
+  }
+  return raw;
+}
+
+// The K-quants' integer super-block sums at their largest (ExtremeBlocks) against activation
+// codes +-127, in 5 rows of 3 super-blocks.
 TEST(MatVecGgufQ8, KQuantSumsAtTheirExtremesStayExact) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   constexpr int64_t N = 5, K = 768;
-  for (const DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (const DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     SCOPED_TRACE(Name(type));
-    const size_t row_bytes = BytesFor(type, K);
-    std::vector<uint8_t> raw(N * row_bytes, 0xFF);  // codes, scales and minimums all ones
-    const size_t block_bytes = row_bytes / (K / 256);
-    for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
-      uint8_t* block = raw.data() + b * block_bytes;
-      const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), dmin = F32ToF16(0.125f);
-      if (type == DType::kQ6_K) {
-        for (int g = 0; g < 16; ++g) block[192 + g] = g % 3 == 0 ? 0x7F : 0x80;  // 127, -128
-        std::memcpy(block + 208, &d, 2);
-      } else {
-        std::memcpy(block, &d, 2);
-        std::memcpy(block + 2, &dmin, 2);
-      }
-    }
-    const MatView w{type, N, K, row_bytes, raw.data()};
+    const auto raw = ExtremeBlocks(type, N, K);
+    const MatView w{type, N, K, BytesFor(type, K), raw.data()};
     std::vector<float> x(K);
     for (int64_t k = 0; k < K; ++k) x[k] = k % 256 < 128 ? 2.0f : -2.0f;  // codes +-127
     ExpectProductWithDequantizedActivations(w, x);
@@ -289,7 +317,8 @@ void ExpectGemmRowsAreTheMatVecBits(const MatView& w, const std::vector<float>& 
 }
 
 constexpr DType kGemmTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                                DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                                DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                DType::kQ5_K, DType::kQ6_K};
 
 // Shapes around the kernel's panel of 16 rows and tile of 4 tokens, odd block counts (the
 // matrix-vector kernel's Q4 pairs and their tail).
@@ -312,36 +341,17 @@ TEST(MatMulGgufQ8, EachTokenGetsTheBitsItGetsAlone) {
   }
 }
 
-// The int16 pair sums at their largest: every stored code at its top (Q4 15, Q5 31, Q6_K 63, Q8_0
-// -128 and 127; Q4_K / Q5_K's 6-bit scales and minimums 63, Q6_K's scales 127 and -128) against
-// activation codes of the largest magnitude over whole blocks; the 4-, 5- and 6-bit codes add 8,
-// 4 and 2 steps in int16 before widening, which these sums would overflow if they added more.
+// The int16 pair sums at their largest (ExtremeBlocks) against activation codes of the largest
+// magnitude over whole blocks; the 4-, 5- and 6-bit codes add 8, 4 and 2 steps in int16 before
+// widening (the 2- and 3-bit ones 4), which these sums would overflow if they added more.
 TEST(MatMulGgufQ8, LargestPairSumsDoNotOverflow) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   constexpr int64_t N = 17, T = 5;
   for (const DType type : kGemmTypes) {
     SCOPED_TRACE(Name(type));
     const int64_t K = 3 * static_cast<int64_t>(Info(type).block_elems);
-    const size_t row_bytes = BytesFor(type, K);
-    const size_t block_bytes = row_bytes / (K / Info(type).block_elems);
-    std::vector<uint8_t> raw(N * row_bytes, 0xFF);  // every code bit set
-    for (size_t b = 0; b < raw.size() / block_bytes; ++b) {
-      uint8_t* block = raw.data() + b * block_bytes;
-      const uint16_t d = F32ToF16(b % 2 == 0 ? 0.25f : -0.5f), m = F32ToF16(0.125f);
-      if (type == DType::kQ6_K) {  // codes 63, scales 127 and -128
-        for (int g = 0; g < 16; ++g) block[192 + g] = g % 3 == 0 ? 0x7F : 0x80;
-        std::memcpy(block + 208, &d, 2);
-        continue;
-      }
-      std::memcpy(block, &d, 2);
-      const bool has_min = type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K ||
-                           type == DType::kQ5_K;
-      if (has_min) std::memcpy(block + 2, &m, 2);
-      if (type == DType::kQ8_0) {
-        for (int i = 0; i < 32; ++i) block[2 + i] = i % 3 == 0 ? 0x7F : 0x80;  // 127, -128
-      }
-    }
-    const MatView w{type, N, K, row_bytes, raw.data()};
+    const auto raw = ExtremeBlocks(type, N, K);
+    const MatView w{type, N, K, BytesFor(type, K), raw.data()};
     std::vector<float> x(T * K);
     for (int64_t i = 0; i < T * K; ++i) x[i] = (i / K) % 2 == 0 ? 2.0f : -2.0f;  // codes +-127
     if (type == DType::kQ8_0) {
