@@ -55,7 +55,8 @@ ROOT = os.path.dirname(HERE)
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "proctor")
 BENCH_CACHE = os.path.join(CACHE, "bench")
 LLAMA_TYPES = {"bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_k_m": "Q4_K_M",
-               "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4_1": "Q4_1", "q5_0": "Q5_0"}
+               "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4_1": "Q4_1", "q5_0": "Q5_0",
+               "q3_k_m": "Q3_K_M", "q2_k": "Q2_K"}
 SHAPES = {
     "tinyllama-1.1b": dict(layers=22, hidden=2048, heads=32, kv_heads=4, ff=5632, vocab=32000,
                            ctx=2048, theta=10000.0, experts=0, experts_used=0),
