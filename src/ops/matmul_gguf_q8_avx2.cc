@@ -22,7 +22,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -475,8 +474,7 @@ struct Groups16Kernel {
   PROCTOR_AVX2_TARGET static void Tokens(const Panel& panel, int64_t n_super, const int8_t* codes,
                                          const TokenScales* tokens, float* const* out, int rows) {
     constexpr int kSums = TT * kHalves;
-    constexpr int kShift = std::countr_zero(static_cast<unsigned>(Format::kOffset));
-    static_assert(Format::kHasMin || Format::kOffset == 1 << kShift);
+    constexpr int kShift = kOffsetShift<Format>;
     __m256 acc[kSums], min_acc[kSums];
     for (int i = 0; i < kSums; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < n_super; ++sb) {

@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -232,6 +233,13 @@ struct Q6_KDecode {
 // d (and dmin) are f16 at bytes kD (kDmin). The slice shifts move bits within 16-bit lanes; each
 // mask keeps only bits that stayed in their byte.
 
+// The shift that multiplies by a Groups format's offset (a power of two; formats with minimums
+// have none).
+template <class Format>
+inline constexpr int kOffsetShift = Format::kHasMin
+                                        ? 0
+                                        : std::countr_zero(static_cast<unsigned>(Format::kOffset));
+
 // Q2_K (84 bytes: scales[16], qs[64], d, dmin): value 128h + 32i + l has code
 // (qs[32h + l] >> 2i) & 3; group g: scale scales[g] & 15, minimum scales[g] >> 4.
 struct Q2_KGroups {
@@ -302,5 +310,8 @@ struct Q6_KGroups {
   }
   PROCTOR_AVX2_TARGET static __m128i Scales(const uint8_t* b) { return Load16(b + 192); }
 };
+
+static_assert(Q3_KGroups::kOffset == 1 << kOffsetShift<Q3_KGroups> &&
+              Q6_KGroups::kOffset == 1 << kOffsetShift<Q6_KGroups>);
 
 }  // namespace proctor::ops::internal

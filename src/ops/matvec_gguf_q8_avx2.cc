@@ -23,7 +23,6 @@
 // the prefill kernel (matmul_gguf_q8_avx2.cc) runs the same chains.
 #include <immintrin.h>
 
-#include <bit>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -33,7 +32,6 @@
 #include "ops/matvec_gguf_avx2_codes.h"
 #include "ops/matvec_gguf_rows.h"
 #include "util/error.h"
-#include "util/f16_table.h"
 
 namespace proctor::ops::internal {
 namespace {
@@ -44,12 +42,10 @@ struct Inputs {
   // values 0..15 of 2p + 1] then [16..31 of 2p | 16..31 of 2p + 1] (PairCodes; Q4 types only).
   const int8_t* pair_codes;
   const float* scale;         // [K / 32]
-  const float* sum16;         // [K / 16]
   const float* sum32;         // [K / 32]
   const int16_t* code_sum16;  // [K / 16]
   const int16_t* code_sum32;  // [K / 32]
   int64_t n_blocks;           // weight blocks per row
-  const float* f16;           // F16ToF32Table()
   mutable Prefetcher prefetch;
 };
 
@@ -356,8 +352,7 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
 // rows at once; out acc - min_acc (Q2_K) or acc.
 template <class Format, int R>
 PROCTOR_AVX2_TARGET void RowsGroups16(const Inputs& in, const uint8_t* const* rows, float* out) {
-  constexpr int kShift = std::countr_zero(static_cast<unsigned>(Format::kOffset));
-  static_assert(Format::kHasMin || Format::kOffset == 1 << kShift);
+  constexpr int kShift = kOffsetShift<Format>;
   __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();  // lane r: row r
   const uint8_t* blocks[4] = {};
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
@@ -443,11 +438,14 @@ void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int6
     pair_codes.resize(x.codes.size());
     PairCodes(x.codes.data(), w.cols, pair_codes.data());
   }
-  Inputs in{x.codes.data(),      pair_codes.data(),
-            x.scale.data(),      x.sum16.data(),
-            x.sum32.data(),      x.code_sum16.data(),
-            x.code_sum32.data(), w.cols / static_cast<int64_t>(Info(w.type).block_elems),
-            F16ToF32Table(),     {}};
+  Inputs in{x.codes.data(),
+            pair_codes.data(),
+            x.scale.data(),
+            x.sum32.data(),
+            x.code_sum16.data(),
+            x.code_sum32.data(),
+            w.cols / static_cast<int64_t>(Info(w.type).block_elems),
+            {}};
   WalkRowPasses(w, out, n_begin, n_end, in,
                 [&]<int R>(const Inputs& inputs, const uint8_t* const* row_ptrs, float* row_out) {
                   RunRows<R>(w.type, inputs, row_ptrs, row_out);
