@@ -98,6 +98,10 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
     });
     return;
   }
+  if (kernel == MatMulKernel::kAmxQ8) {  // matmul_amx_q8.cc quantizes the tokens itself
+    internal::MatMulAmxQ8(x, w, out, pool);
+    return;
+  }
   if (kernel == MatMulKernel::kGgufQ8GemmAvx2) {  // tokens quantized and interleaved once
     // The caller's buffers (a worker naming them would get its own): workers use the pointers.
     thread_local std::vector<ActivationsQ8> tokens_storage;
@@ -115,8 +119,9 @@ void MatMul(const MatView& x, const LinearWeight& weight, MutMatF32 out, Compute
       for (int64_t t = static_cast<int64_t>(begin) * internal::kQ8GemmTokenTile; t < t_end; ++t) {
         tokens[t].Quantize(x.RowAs<float>(t), K, Q8BlocksFor(w.type));
       }
-      internal::InterleaveQ8Tiles(tokens, T, K, static_cast<int64_t>(begin),
-                                  static_cast<int64_t>(end), tile_codes);
+      internal::InterleaveQ8Tiles(tokens, T, K, internal::kQ8GemmTokenTile,
+                                  static_cast<int64_t>(begin), static_cast<int64_t>(end),
+                                  tile_codes);
     });
     const internal::Q8TokenTiles tiles{tokens, T, tile_codes};
     pool.ParallelForGrain(static_cast<size_t>(N), internal::kQ8GemmPanelRows,

@@ -38,7 +38,7 @@ namespace {
 constexpr int kHalves = 2;                    // 8-row halves of a panel
 constexpr int kPanelRows = kQ8GemmPanelRows;  // one 32-bit lane per row of a half
 static_assert(kPanelRows == 8 * kHalves);
-constexpr int kTokenTile = 4;                 // tokens sharing each loaded step
+constexpr int kTokenTile = kQ8GemmTokenTile;  // tokens sharing each loaded step
 constexpr int64_t kChunkBytes = 2048 * 1024;  // activation codes per chunk of tokens
 constexpr int kSliceBytes = 32 * kPanelRows;  // the panel's 32 values of 16 rows
 
@@ -583,20 +583,19 @@ bool Q8GemmAvx2Covers(DType type) {
   }
 }
 
-void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_begin,
-                       int64_t tile_end, int8_t* tile_codes) {
-  static_assert(kTokenTile == kQ8GemmTokenTile);
+void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_tokens,
+                       int64_t tile_begin, int64_t tile_end, int8_t* tile_codes) {
   for (int64_t i = tile_begin; i < tile_end; ++i) {
-    int8_t* tile = tile_codes + i * kTokenTile * K;
-    for (int tt = 0; tt < kTokenTile; ++tt) {
-      const int64_t t = i * kTokenTile + tt;
+    int8_t* tile = tile_codes + i * tile_tokens * K;
+    for (int64_t tt = 0; tt < tile_tokens; ++tt) {
+      const int64_t t = i * tile_tokens + tt;
       const int8_t* src = nullptr;  // tokens past T: zeros
       if (t < T) {
         CHECK(static_cast<int64_t>(x[t].codes.size()) == K);
         src = x[t].codes.data();
       }
       for (int64_t k = 0; k < K; k += 4) {  // step k / 4: [token][4 codes]
-        int8_t* dst = tile + kTokenTile * k + 4 * tt;
+        int8_t* dst = tile + tile_tokens * k + 4 * tt;
         if (src != nullptr) {
           std::memcpy(dst, src + k, 4);
         } else {

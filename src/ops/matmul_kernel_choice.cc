@@ -18,15 +18,22 @@ namespace {
 constexpr long kArchReqXcompPerm = 0x1023;
 constexpr long kXFeatureXTileData = 18;
 
-bool DetectAmxBf16() {
-  // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE (read directly: not every
-  // compiler's __builtin_cpu_supports knows the AMX names).
+struct AmxFeatures {
+  bool bf16 = false, int8 = false;
+};
+
+AmxFeatures DetectAmx() {
+  // CPUID.(EAX=7, ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE, bit 25 = AMX-INT8 (read
+  // directly: not every compiler's __builtin_cpu_supports knows the AMX names).
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool amx = (edx >> 22 & 1u) != 0 && (edx >> 24 & 1u) != 0;
-  if (!amx || !__builtin_cpu_supports("avx512bw")) return false;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return {};
+  const bool tile = (edx >> 24 & 1u) != 0;
+  if (!tile || !__builtin_cpu_supports("avx512bw")) return {};
   // Linux hands out tile data only on request; without the permission tile loads fault.
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) == 0;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXFeatureXTileData) != 0) return {};
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+  return {(edx >> 22 & 1u) != 0, (edx >> 25 & 1u) != 0 && avx512};
 }
 
 // CPUID.1:ECX bit 29 (clang's __builtin_cpu_supports has no "f16c").
@@ -38,7 +45,9 @@ bool HasF16c() {
 CpuFeatures DetectHost() {
   __builtin_cpu_init();
   CpuFeatures cpu;
-  cpu.amx_bf16 = DetectAmxBf16();
+  const AmxFeatures amx = DetectAmx();
+  cpu.amx_bf16 = amx.bf16;
+  cpu.amx_int8 = amx.int8;
   cpu.avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vl");
   cpu.avx512_vbmi = __builtin_cpu_supports("avx512vbmi");
@@ -86,7 +95,7 @@ CpuCap ParseCpuCap(std::string_view name) {
 CpuFeatures CpuFeatures::CappedTo(CpuCap to) const {
   CpuFeatures capped = *this;
   capped.cap = to;
-  if (to == CpuCap::kAvx512 || to == CpuCap::kAvx2) capped.amx_bf16 = false;
+  if (to == CpuCap::kAvx512 || to == CpuCap::kAvx2) capped.amx_bf16 = capped.amx_int8 = false;
   if (to == CpuCap::kAvx2) {
     capped.avx512_bf16 = capped.avx512_gguf = capped.avx512_vbmi = false;
   }
@@ -116,6 +125,8 @@ const char* KernelName(MatMulKernel kernel) {
       return "gguf-q8-avx2";
     case MatMulKernel::kGgufQ8GemmAvx2:
       return "gguf-q8-gemm-avx2";
+    case MatMulKernel::kAmxQ8:
+      return "amx-q8";
     case MatMulKernel::kF32MatVec:
       return "f32-matvec";
     case MatMulKernel::kF32Blocked:
@@ -135,9 +146,13 @@ const char* KernelName(MatMulKernel kernel) {
 MatMulKernel ChooseMatMulKernel(const LinearWeight& w, ComputeMode mode, int64_t T,
                                 const CpuFeatures& cpu, const KernelOverrides& overrides) {
   if (mode == ComputeMode::kQ8) {
-    // Integer dot products where they exist (AMX tiles first for T >= 2); everything else runs
-    // the f32 kernels (on the round-tripped activations for block weights, on x itself for the
-    // others).
+    // Integer dot products where they exist (AMX int8 tiles first for T >= 2); everything else
+    // runs the f32 kernels (on the round-tripped activations for block weights, on x itself for
+    // the others).
+    if (T >= 2 && overrides.amx_q8 && TakesQ8Activations(w) &&
+        internal::AmxQ8Covers(w.dense().type) && cpu.amx_int8) {
+      return MatMulKernel::kAmxQ8;
+    }
     if (T == 1 && overrides.fused_gguf_matvec && TakesQ8Activations(w) &&
         internal::FusedGgufMatVecCovers(w.dense().type) && cpu.avx2_fma) {
       return MatMulKernel::kGgufQ8Avx2;

@@ -27,8 +27,10 @@ enum class MatMulKernel {
   kGgufMatVecAvx2,     // "gguf-matvec-avx2": GGUF blocks, T == 1; fused AVX2 kernels
   kGgufQ8Avx2,         // "gguf-q8-avx2": GGUF blocks, q8 mode, T == 1; AVX2 integer dot
                        // products on 8-bit activations
-  kGgufQ8GemmAvx2,     // "gguf-q8-gemm-avx2": 32-wide GGUF blocks, q8 mode, T >= 2; AVX2
-                       // integer dot products, each token the bits gguf-q8-avx2 gives it
+  kGgufQ8GemmAvx2,     // "gguf-q8-gemm-avx2": GGUF blocks, q8 mode, T >= 2; AVX2 integer dot
+                       // products, each token the bits gguf-q8-avx2 gives it
+  kAmxQ8,              // "amx-q8": GGUF blocks, q8 mode, T >= 2; AMX int8 tiles, each token
+                       // the bits gguf-q8-avx2 gives it
   kF32MatVec,          // "f32-matvec": any dense type, T == 1; Highway matrix-vector
   kF32Blocked,         // "f32-blocked": any dense type, T >= 2; Highway blocked FMA kernel
   kMlxMatVec,          // "mlx-matvec": MLX matrices, T == 1
@@ -53,6 +55,7 @@ CpuCap ParseCpuCap(std::string_view name);
 // different CPU would run.
 struct CpuFeatures {
   bool amx_bf16 = false;       // AMX-TILE, AMX-BF16 and AVX-512 BW, tile data granted by Linux
+  bool amx_int8 = false;       // AMX-TILE, AMX-INT8 and AVX-512 F/BW/VL/DQ, tile data granted
   bool avx512_bf16 = false;    // vdpbf16ps (AVX-512 BF16, BW, VL)
   bool avx512_gguf = false;    // AVX-512 F, BW, VL, DQ, VBMI: the fused GGUF matrix-vector kernels
   bool avx512_vbmi = false;    // vpermb: decoding MLX codes for the AMX kernel
@@ -77,8 +80,10 @@ struct KernelOverrides {
   bool amx_in_f32_mode = true;
   bool amx_quant = true;          // GGUF blocks, T >= 2 (off: f32-blocked)
   bool fused_gguf_matvec = true;  // GGUF blocks, T == 1 (off: f32-matvec)
-  bool q8_gemm = true;            // 32-wide GGUF blocks, q8 mode, T >= 2 (off: the f32
-                                  // kernels on the round-tripped activations)
+  bool q8_gemm = true;            // GGUF blocks, q8 mode, T >= 2 (off: the f32 kernels on the
+                                  // round-tripped activations)
+  bool amx_q8 = true;             // GGUF blocks, q8 mode, T >= 2 on AMX (off: the kernels
+                                  // q8 mode chose before amx-q8)
 };
 
 // The decision, from its inputs only. `w` may be a view without data (only its type, or for MLX

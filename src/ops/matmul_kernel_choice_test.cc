@@ -17,6 +17,7 @@ namespace {
 using enum MatMulKernel;
 
 constexpr CpuFeatures kSapphireRapids{.amx_bf16 = true,
+                                      .amx_int8 = true,
                                       .avx512_bf16 = true,
                                       .avx512_gguf = true,
                                       .avx512_vbmi = true,
@@ -81,28 +82,40 @@ TEST(ChooseMatMulKernel, CpusWithoutAmxOrAvx512FallBack) {
             kF32MatVec);
 }
 
-// q8 mode: integer kernels for GGUF blocks on AVX2 (the matrix-matrix one for the 32-wide types,
-// unless AMX tiles run them), the f32 kernels for the rest.
+// q8 mode: integer kernels for GGUF blocks (AMX int8 tiles for T >= 2 where the CPU has them,
+// else AVX2), the f32 kernels for the rest.
 TEST(ChooseMatMulKernel, Q8ModeRunsTheIntegerKernelsWhereTheyExist) {
   constexpr ComputeMode kQ8 = ComputeMode::kQ8;
+  constexpr CpuFeatures kAmxBf16Only = [] {
+    CpuFeatures cpu = kSapphireRapids;
+    cpu.amx_int8 = false;
+    return cpu;
+  }();
   for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+                           DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     SCOPED_TRACE(Name(type));
     EXPECT_EQ(Choose(Dense(type), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 1, kSapphireRapids), kGgufQ8Avx2);
     EXPECT_EQ(Choose(Dense(type), kQ8, 2, kAvx2Only), kGgufQ8GemmAvx2);
     EXPECT_EQ(Choose(Dense(type), kQ8, 512, kAvx512Bf16NoAmx), kGgufQ8GemmAvx2);
-    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids), kAmxQuant);
-    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids, {.amx_quant = false}),
+    EXPECT_EQ(Choose(Dense(type), kQ8, 2, kSapphireRapids), kAmxQ8);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids), kAmxQ8);
+    EXPECT_EQ(Choose(Dense(type), kQ8, 512, kSapphireRapids, {.amx_quant = false, .amx_q8 = false}),
               kGgufQ8GemmAvx2);
     EXPECT_EQ(Choose(Dense(type), kQ8, 512, kAvx2Only, {.q8_gemm = false}), kF32Blocked);
     EXPECT_EQ(Choose(Dense(type), kQ8, 512, kNoSimd), kF32Blocked);
+    // f32 mode never takes the int8 tiles.
+    EXPECT_NE(Choose(Dense(type), kF32, 512, kSapphireRapids), kAmxQ8);
   }
-  // Q2_K has no AMX kernel (its minimums change every 16 values): the integer GEMM runs on AMX
-  // CPUs too.
-  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 1, kAvx2Only), kGgufQ8Avx2);
-  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 512, kAvx2Only), kGgufQ8GemmAvx2);
-  EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 512, kSapphireRapids), kGgufQ8GemmAvx2);
-  EXPECT_EQ(Choose(Dense(DType::kIQ4_NL), kQ8, 512, kAvx2Only), kF32Blocked);  // no GEMM for it
+  // Without AMX-INT8 (or with it switched off) q8 mode keeps what it chose before: AMX bf16
+  // tiles on x^ for the types they cover, the AVX2 integer kernel for Q2_K, which they do not.
+  for (const CpuFeatures& cpu : {kAmxBf16Only, kSapphireRapids}) {
+    const KernelOverrides overrides{.amx_q8 = false};
+    EXPECT_EQ(Choose(Dense(DType::kQ4_K), kQ8, 512, cpu, overrides), kAmxQuant);
+    EXPECT_EQ(Choose(Dense(DType::kQ2_K), kQ8, 512, cpu, overrides), kGgufQ8GemmAvx2);
+  }
+  EXPECT_EQ(Choose(Dense(DType::kIQ4_NL), kQ8, 512, kSapphireRapids), kF32Blocked);  // no GEMM
+  EXPECT_EQ(Choose(Dense(DType::kIQ4_NL), kQ8, 512, kAvx2Only), kF32Blocked);
   EXPECT_EQ(Choose(Dense(DType::kBF16), kQ8, 512, kAvx2Only), kF32Blocked);
   EXPECT_EQ(Choose(Mlx(64), kQ8, 512, kAvx2Only), kMlxF32Blocked);
 }

@@ -79,8 +79,9 @@ void MatVecGgufQ8Avx2(const ActivationsQ8& x, const MatView& w, float* out, int6
 // the types Q8GemmAvx2Covers names (matmul_gguf_q8_avx2.cc; runs on
 // CpuFeatures::avx2_fma): each output the same bits MatVecGgufQ8Avx2 gives its token alone.
 // The kernel reads each tile of kQ8GemmTokenTile tokens' codes interleaved in one stream,
-// [tile][K / 4 steps][token of the tile][4 codes] (InterleaveQ8Tiles writes tiles [tile_begin,
-// tile_end) from those tiles' tokens, already quantized; tokens past T: zeros).
+// [tile][K / 4 steps][token of the tile][4 codes] (InterleaveQ8Tiles with tile_tokens
+// kQ8GemmTokenTile writes tiles [tile_begin, tile_end) from those tiles' tokens, already
+// quantized; tokens past T: zeros).
 inline constexpr int64_t kQ8GemmTokenTile = 4;
 inline constexpr int64_t kQ8GemmPanelRows = 16;  // partitions of N are best its multiples
 struct Q8TokenTiles {
@@ -89,10 +90,17 @@ struct Q8TokenTiles {
   const int8_t* tile_codes;  // [ceil(T / kQ8GemmTokenTile) * kQ8GemmTokenTile * K]
 };
 bool Q8GemmAvx2Covers(DType type);
-void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_begin,
-                       int64_t tile_end, int8_t* tile_codes);
+void InterleaveQ8Tiles(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_tokens,
+                       int64_t tile_begin, int64_t tile_end, int8_t* tile_codes);
 void MatMulGgufQ8Avx2(const Q8TokenTiles& x, const MatView& w, MutMatF32 out, int64_t n_begin,
                       int64_t n_end);
+
+// AMX-INT8 for the same products (matmul_amx_q8.cc; q8 mode, prefill): x [T, K] quantized per
+// token as Q8BlocksFor(w.type) names, each output the same bits MatVecGgufQ8Avx2 gives its token
+// alone. AmxQ8Covers names the types (those of Q8GemmAvx2Covers); runs on
+// CpuFeatures::amx_int8.
+bool AmxQ8Covers(DType type);
+void MatMulAmxQ8(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& pool);
 
 // AMX on exact integer codes for GGUF block-quantized weights (matmul_amx_quant.cc; prefill):
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, both compute modes.

@@ -290,13 +290,30 @@ TEST(MatVecGgufQ8, ExtremeCodesDoNotSaturate) {
   EXPECT_NEAR(out, expected, 1e-6 * expected);
 }
 
-// MatMul in q8 mode for T tokens of x [T, K] with w: each output row is the bits the integer
-// matrix-vector kernel gives that token alone, with one thread and with two, and within f32
-// rounding of the double-precision product with x^.
-void ExpectGemmRowsAreTheMatVecBits(const MatView& w, const std::vector<float>& x, int64_t T) {
+// Runs check(kernel name) once for each integer matrix-matrix kernel of q8 mode this CPU has,
+// with the overrides that make MatMul choose it: amx-q8 (AMX-INT8), gguf-q8-gemm-avx2 (AVX2).
+template <class Check>
+void ForEachQ8Gemm(Check check) {
+  if (CpuFeatures::Host().amx_int8) {
+    SCOPED_TRACE("amx-q8");
+    check("amx-q8");
+  }
+  SetKernelOverridesForTesting({.amx_quant = false, .amx_q8 = false});
+  {
+    SCOPED_TRACE("gguf-q8-gemm-avx2");
+    check("gguf-q8-gemm-avx2");
+  }
+  SetKernelOverridesForTesting({});
+}
+
+// MatMul in q8 mode for T tokens of x [T, K] with w, run by `kernel`: each output row is the
+// bits the integer matrix-vector kernel gives that token alone, with one thread and with two,
+// and within f32 rounding of the double-precision product with x^.
+void ExpectGemmRowsAreTheMatVecBits(const MatView& w, const std::vector<float>& x, int64_t T,
+                                    const char* kernel) {
   const int64_t N = w.rows, K = w.cols;
   ThreadPool one(1), two(2);
-  ASSERT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, T), "gguf-q8-gemm-avx2");
+  ASSERT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, T), kernel);
   Tensor out1 = Tensor::F32(T, N), out2 = Tensor::F32(T, N);
   MatMul(RowView(x, T, K), w, out1.MutF32(), ComputeMode::kQ8, one);
   MatMul(RowView(x, T, K), w, out2.MutF32(), ComputeMode::kQ8, two);
@@ -320,21 +337,22 @@ constexpr DType kGemmTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType:
                                 DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
                                 DType::kQ5_K, DType::kQ6_K};
 
-// Shapes around the kernel's panel of 16 rows and tile of 4 tokens, odd block counts (the
-// matrix-vector kernel's Q4 pairs and their tail).
+// Shapes around the kernels' panels of 16 rows and tiles of 4 (AVX2) and 16 (AMX) tokens, odd
+// block counts (the matrix-vector kernel's Q4 pairs and their tail), K past one 256-value chunk.
 TEST(MatMulGgufQ8, EachTokenGetsTheBitsItGetsAlone) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   for (const DType type : kGemmTypes) {
-    for (const int64_t blocks_per_row : {1, 3, 8}) {
+    for (const int64_t blocks_per_row : {1, 3, 8, 9}) {
       const int64_t K = static_cast<int64_t>(Info(type).block_elems) * blocks_per_row;
       for (const int64_t N : {1, 15, 16, 17, 37}) {
-        for (const int64_t T : {2, 4, 5, 11}) {
+        for (const int64_t T : {2, 4, 5, 11, 17, 33}) {
           SCOPED_TRACE(fmt::format("{} K={} N={} T={}", Name(type), K, N, T));
           const auto raw = quant::testing::RandomBlocks(type, static_cast<int>(N * blocks_per_row),
                                                         static_cast<uint32_t>(K + 3 * N + T));
           const MatView w{type, N, K, BytesFor(type, static_cast<uint64_t>(K)), raw.data()};
-          ExpectGemmRowsAreTheMatVecBits(
-              w, quant::testing::RandomWeights(T * K, static_cast<uint32_t>(5 * N + K + T)), T);
+          const auto x = quant::testing::RandomWeights(T * K, static_cast<uint32_t>(5 * N + K + T));
+          ForEachQ8Gemm(
+              [&](const char* kernel) { ExpectGemmRowsAreTheMatVecBits(w, x, T, kernel); });
         }
       }
     }
@@ -357,14 +375,14 @@ TEST(MatMulGgufQ8, LargestPairSumsDoNotOverflow) {
     if (type == DType::kQ8_0) {
       for (int64_t i = 0; i < T * K; ++i) x[i] = i % 3 == 0 ? 2.0f : -2.0f;  // -128 x -127 ...
     }
-    ExpectGemmRowsAreTheMatVecBits(w, x, T);
+    ForEachQ8Gemm([&](const char* kernel) { ExpectGemmRowsAreTheMatVecBits(w, x, T, kernel); });
   }
 }
 
 // MatMul in q8 mode: T == 1 runs the integer kernel (one or two threads, the same bits) and
-// agrees with MatMulRef's q8 mode; T >= 2 is the integer matrix-matrix kernel for the types it
-// covers (above) and exactly f32 mode on x^ for the others, or with that kernel switched off;
-// float weights ignore the mode.
+// agrees with MatMulRef's q8 mode; T >= 2 is an integer matrix-matrix kernel for the types they
+// cover (above) and exactly f32 mode on x^ for the others, or with those kernels (and AMX's bf16
+// tiles) switched off; float weights ignore the mode.
 TEST(MatMulQ8, ContractForEveryRowCount) {
   if (!CpuFeatures::Host().avx2_fma) GTEST_SKIP() << "CPU lacks AVX2, FMA and F16C";
   ThreadPool two(2), one(1);
@@ -390,11 +408,11 @@ TEST(MatMulQ8, ContractForEveryRowCount) {
       EXPECT_NEAR(fast.RowF32(0)[n], ref.RowF32(0)[n], 8e-6 * magnitude) << "row " << n;
     }
     Tensor q8 = Tensor::F32(T, N), f32_on_x_hat = Tensor::F32(T, N);
-    if (internal::Q8GemmAvx2Covers(type)) SetKernelOverridesForTesting({.q8_gemm = false});
+    SetKernelOverridesForTesting({.amx_quant = false, .q8_gemm = false, .amx_q8 = false});
     EXPECT_STREQ(MatMulKernelName(w, ComputeMode::kQ8, T), "f32-blocked");
     MatMul(RowView(x, T, K), w, q8.MutF32(), ComputeMode::kQ8, two);
-    SetKernelOverridesForTesting({});
     MatMul(RowView(x_hat, T, K), w, f32_on_x_hat.MutF32(), ComputeMode::kF32, two);
+    SetKernelOverridesForTesting({});
     EXPECT_EQ(std::memcmp(q8.bytes(), f32_on_x_hat.bytes(), q8.size_bytes()), 0);
   }
   const auto dense = quant::testing::RandomWeights(N * K, 23);

@@ -1,0 +1,559 @@
+// AMX-INT8 MatMul for GGUF block weights on 8-bit activations (ComputeMode::kQ8, prefill T >= 2).
+// The weights' integer codes meet the tokens' activation codes (activations_q8.h) in AMX int8
+// tiles, which sum each product exactly in int32; the sums are then combined in each output's
+// chains exactly as the matrix-vector kernel (matvec_gguf_q8_avx2.cc) combines them, so a token's
+// outputs are the bits its decode gives:
+//  - 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): one tile product per block, then
+//    acc += isum_b (d_w d_x) and min_acc += m_b f_b (f_b = MinTermFactor of the block's sum of x^;
+//    m_b the block minimum, or d_w for Q4_0 / Q5_0), output acc + min_acc.
+//  - K-quants: one tile product per sub-block (Q4_K, Q5_K: 32 values) or group (Q2_K, Q3_K, Q6_K:
+//    16 values), S += scale_j isum_j in int32 over the super-block, S starting at
+//    -offset sum_g scale_g (code sum of g) for Q3_K / Q6_K, and M = sum_j m_j (code sum of j) for
+//    the types with minimums; then acc += S (d d_x), min_acc += M (dmin d_x), output
+//    acc - min_acc.
+// The stored codes enter unsigned (tdpbusd: weights unsigned, activations signed), Q8_0's signed
+// (tdpbssd), as the matrix-vector kernel sums them.
+//
+// Tiles (one configuration per call): C 0-3, 16 weights x 16 tokens (int32), C[2i + j] =
+// A[i] x B[j]; A 4-5, 16 weight rows x kStep codes (a decoded panel); B 6-7, kStep / 4 rows of
+// 16 tokens x 4 codes (InterleaveQ8Tiles with 16-token tiles). Weights are decoded 16 rows x one
+// chunk (8 blocks, or one super-block) at a time, never the whole matrix.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics start some results from _mm*_undefined_*() (self-initialised
+// variables), which -Wuninitialized reports once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "ops/activations_q8.h"
+#include "ops/amx_tiles.h"
+#include "ops/matmul_kernels.h"
+#include "ops/matvec_gguf_avx2_codes.h"
+#include "util/error.h"
+#include "util/half.h"
+
+#define PROCTOR_AMX_Q8_TARGET \
+  __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+namespace proctor::ops::internal {
+namespace {
+
+constexpr int64_t kTile = 16;
+constexpr int64_t kChunk = 256;      // values per decoded chunk: 8 blocks, or one super-block
+constexpr int64_t kPanelTiles = 16;  // weight tiles (of 16 rows) decoded and swept together
+
+// 16 weight rows x one chunk, ready as A tiles, with what the chains need per step and row.
+struct Panel {
+  alignas(64) uint8_t codes[16][kTile][32];   // [step][weight][k]: kStep codes per row
+  alignas(64) float d[8][kTile];              // 32-wide: d_w per block
+  alignas(64) float m[8][kTile];              // 32-wide: the min-chain factor's weight side
+  alignas(64) int32_t scale[16][kTile];       // K-quants: integer scale per step
+  alignas(64) int32_t pairs[8][kTile];        // K-quants: int16 pairs (term_2q, term_2q+1)
+  alignas(64) float sd[kTile], sdmin[kTile];  // K-quants: d, dmin
+};
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+
+inline int32_t Int16Pair(int first, int second) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(first)) |
+                              static_cast<uint32_t>(static_cast<uint16_t>(second)) << 16);
+}
+
+PROCTOR_AMX_Q8_TARGET inline void Store16(uint8_t* dst, __m128i v) {
+  _mm_store_si128(reinterpret_cast<__m128i*>(dst), v);
+}
+PROCTOR_AMX_Q8_TARGET inline void Store32(uint8_t* dst, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(dst), v);
+}
+
+// ---- the formats: each decodes one row's chunk into panel row r ------------------------------
+
+// 32-wide blocks. kStep 32, one step per block; `blocks` of the chunk (up to 8).
+template <class Block>
+struct Blocks32 {
+  static constexpr int kStep = 32;
+  static constexpr bool kSuper = false;
+  static constexpr bool kSigned = std::is_same_v<Block, Q8_0Block>;
+  static constexpr bool kMinTerm = kHasMinTerm<Block>;
+  PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* chunk, int blocks, Panel* p, int r) {
+    for (int b = 0; b < blocks; ++b) {
+      const uint8_t* blk = chunk + b * Block::kBytes;
+      p->d[b][r] = Half(blk);
+      if constexpr (Block::kHasMin) {
+        p->m[b][r] = Half(blk + Block::kMinAt);
+      } else {
+        p->m[b][r] = p->d[b][r];
+      }
+      __m128i lo, hi;
+      if constexpr (kSigned) {
+        Block::Codes(blk, &lo, &hi);
+      } else {
+        Block::StoredCodes(blk, &lo, &hi);
+      }
+      Store16(p->codes[b][r], lo);
+      Store16(p->codes[b][r] + 16, hi);
+    }
+  }
+};
+
+// Q4_K / Q5_K (kFifth): one super-block per chunk, step j = sub-block j (32 values).
+template <bool kFifth>
+struct Q45K {
+  static constexpr int kStep = 32;
+  static constexpr bool kSuper = true;
+  static constexpr bool kSigned = false;
+  static constexpr bool kHasMin = true;
+  static constexpr int kShift = 0;
+  static constexpr int kBytes = kFifth ? 176 : 144;
+  static constexpr int kSteps = 8;
+  static constexpr int kPairs = 4;  // M pairs over the 8 sub-blocks' code sums
+  PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
+    p->sd[r] = Half(blk);
+    p->sdmin[r] = Half(blk + 2);
+    __m128i sc, m;
+    UnpackK4(blk + 4, &sc, &m);
+    alignas(16) uint8_t scales[16], mins[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc);
+    _mm_store_si128(reinterpret_cast<__m128i*>(mins), m);
+    for (int j = 0; j < 8; ++j) p->scale[j][r] = scales[j];
+    for (int q = 0; q < 8; ++q)
+      p->pairs[q][r] = q < 4 ? Int16Pair(mins[2 * q], mins[2 * q + 1]) : 0;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const uint8_t* qs = blk + (kFifth ? 48 : 16);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+      __m256i lo = _mm256_and_si256(bytes, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+      if constexpr (kFifth) {
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+        lo = _mm256_or_si256(
+            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+        hi = _mm256_or_si256(
+            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+      }
+      Store32(p->codes[2 * c][r], lo);
+      Store32(p->codes[2 * c + 1][r], hi);
+    }
+  }
+};
+
+// Q2_K, Q3_K, Q6_K (the Groups formats): one super-block per chunk, step g = group g (16 values).
+template <class Format>
+struct Groups16 {
+  static constexpr int kStep = 16;
+  static constexpr bool kSuper = true;
+  static constexpr bool kSigned = false;
+  static constexpr bool kHasMin = Format::kHasMin;
+  static constexpr int kShift = kOffsetShift<Format>;
+  static constexpr int kBytes = Format::kBytes;
+  static constexpr int kSteps = 16;
+  static constexpr int kPairs = 8;  // minimums (Q2_K) or scales (the offset's term) per pair
+  PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
+    p->sd[r] = Half(blk + Format::kD);
+    p->sdmin[r] = Format::kHasMin ? Half(blk + Format::kDmin) : 0.0f;
+    alignas(16) int8_t scales[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(scales), Format::Scales(blk));
+    alignas(16) uint8_t mins[16] = {};
+    if constexpr (Format::kHasMin) {
+      _mm_store_si128(reinterpret_cast<__m128i*>(mins), Format::Mins(blk));
+    }
+    for (int g = 0; g < 16; ++g) p->scale[g][r] = scales[g];
+    for (int q = 0; q < 8; ++q) {
+      p->pairs[q][r] = Format::kHasMin ? Int16Pair(mins[2 * q], mins[2 * q + 1])
+                                       : Int16Pair(scales[2 * q], scales[2 * q + 1]);
+    }
+    for (int j = 0; j < 8; ++j) {
+      const __m256i slice = Format::Slice(blk, j);
+      Store16(p->codes[2 * j][r], _mm256_castsi256_si128(slice));
+      Store16(p->codes[2 * j + 1][r], _mm256_extracti128_si256(slice, 1));
+    }
+  }
+};
+
+// ---- the token side ---------------------------------------------------------------------------
+
+struct Tokens {
+  const int8_t* codes;   // [t_tiles][K / 4][16][4] (InterleaveQ8Tiles, 16-token tiles)
+  const float* dx;       // [t_tiles][K / 32][16]: each block's d
+  const float* factor;   // [t_tiles][K / 32][16]: MinTermFactor of each block's sum (32-wide)
+  const int32_t* pairs;  // [t_tiles][K / 256][8][16]: code sums as int16 pairs (K-quants)
+  int64_t K;
+};
+
+struct Args {
+  Tokens x;
+  int64_t T;
+  const MatView* w;
+  MutMatF32 out;
+};
+
+PROCTOR_AMX_Q8_TARGET void ConfigureTiles(int step) {
+  struct alignas(64) {
+    uint8_t palette_id;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+  } config{};
+  config.palette_id = 1;
+  for (int i = 0; i < 4; ++i) config.rows[i] = kTile, config.colsb[i] = 64;  // C
+  for (int i = 4; i < 6; ++i) {
+    config.rows[i] = kTile;
+    config.colsb[i] = static_cast<uint16_t>(step);  // A
+  }
+  for (int i = 6; i < 8; ++i) {
+    config.rows[i] = static_cast<uint8_t>(step / 4);
+    config.colsb[i] = 64;  // B
+  }
+  // ldtilecfg reads the struct, but GCC 12 may drop the stores above as dead: force them first.
+  asm volatile("" : : "r"(&config) : "memory");
+  _tile_loadconfig(&config);
+}
+
+// C tiles 0-3 = A tiles (p0, p1 at step s) x B tiles (token tiles b0, b1), stored to c[4][256].
+template <class Format>
+PROCTOR_AMX_Q8_TARGET inline void TileProducts(const Panel& p0, const Panel& p1, int s,
+                                               const int8_t* b0, const int8_t* b1, int32_t* c) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, p0.codes[s][0], 32);
+  _tile_loadd(5, p1.codes[s][0], 32);
+  _tile_loadd(6, b0, 64);
+  _tile_loadd(7, b1, 64);
+  if constexpr (Format::kSigned) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  } else {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  _tile_stored(0, c, 64);
+  _tile_stored(1, c + 256, 64);
+  _tile_stored(2, c + 512, 64);
+  _tile_stored(3, c + 768, 64);
+}
+
+// One output tile's chains for a 32-wide block s of panel p: acc += isum (d_w d_x), min_acc +=
+// m f. acc, min_acc: [16 weights][16 tokens].
+template <class Format>
+PROCTOR_AMX_Q8_TARGET inline void BlockStep(const Panel& p, int s, const int32_t* c,
+                                            const float* dx16, const float* f16, float* acc,
+                                            float* min_acc) {
+  const __m512 dx = _mm512_loadu_ps(dx16);
+  const __m512 f = Format::kMinTerm ? _mm512_loadu_ps(f16) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < kTile; ++i) {
+    const __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * i));
+    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.d[s][i]), dx);
+    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(isum, d, _mm512_load_ps(acc + 16 * i)));
+    if constexpr (Format::kMinTerm) {
+      _mm512_store_ps(min_acc + 16 * i, _mm512_fmadd_ps(_mm512_set1_ps(p.m[s][i]), f,
+                                                        _mm512_load_ps(min_acc + 16 * i)));
+    }
+  }
+}
+
+// S += scale_s isum for one output tile (S: [16 weights][16 tokens] int32).
+PROCTOR_AMX_Q8_TARGET inline void ScaledStep(const Panel& p, int s, const int32_t* c, int32_t* S) {
+#pragma GCC unroll 16
+  for (int i = 0; i < kTile; ++i) {
+    const __m512i prod =
+        _mm512_mullo_epi32(_mm512_load_si512(c + 16 * i), _mm512_set1_epi32(p.scale[s][i]));
+    _mm512_store_si512(S + 16 * i, _mm512_add_epi32(_mm512_load_si512(S + 16 * i), prod));
+  }
+}
+
+// Row i's integer term sum_q pair_q . code-sum pair_q (exact in int32) for 16 tokens.
+template <class Format>
+PROCTOR_AMX_Q8_TARGET inline __m512i PairTerm(const Panel& p, int i, const int32_t* cs) {
+  __m512i t = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int q = 0; q < Format::kPairs; ++q) {
+    t = _mm512_add_epi32(
+        t, _mm512_madd_epi16(_mm512_set1_epi32(p.pairs[q][i]), _mm512_loadu_si512(cs + 16 * q)));
+  }
+  return t;
+}
+
+// S's start: -offset sum_g scale_g (code sum of g) for Q3_K / Q6_K, else 0.
+template <class Format>
+PROCTOR_AMX_Q8_TARGET inline void StartSuperBlock(const Panel& p, const int32_t* cs, int32_t* S) {
+  for (int i = 0; i < kTile; ++i) {
+    __m512i start = _mm512_setzero_si512();
+    if constexpr (!Format::kHasMin) {
+      start =
+          _mm512_sub_epi32(start, _mm512_slli_epi32(PairTerm<Format>(p, i, cs), Format::kShift));
+    }
+    _mm512_store_si512(S + 16 * i, start);
+  }
+}
+
+// acc += S (d d_x), min_acc += M (dmin d_x) for one output tile at a super-block's end.
+template <class Format>
+PROCTOR_AMX_Q8_TARGET inline void EndSuperBlock(const Panel& p, const int32_t* S, const int32_t* cs,
+                                                const float* dx16, float* acc, float* min_acc) {
+  const __m512 dx = _mm512_loadu_ps(dx16);
+  for (int i = 0; i < kTile; ++i) {
+    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.sd[i]), dx);
+    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(S + 16 * i)),
+                                                  d, _mm512_load_ps(acc + 16 * i)));
+    if constexpr (Format::kHasMin) {
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(p.sdmin[i]), dx);
+      _mm512_store_ps(min_acc + 16 * i,
+                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(PairTerm<Format>(p, i, cs)), dmin,
+                                      _mm512_load_ps(min_acc + 16 * i)));
+    }
+  }
+}
+
+// Two weight tiles (panels p0, p1) x two token tiles (t0, t1) over chunk `chunk` (`steps` steps):
+// acc[w][t] and min_acc[w][t] continue their chains.
+template <class Format>
+PROCTOR_AMX_Q8_TARGET void Chunk2x2(const Args& a, const Panel& p0, const Panel& p1, int64_t t0,
+                                    int64_t t1, int64_t chunk, int steps, float* const acc[2][2],
+                                    float* const min_acc[2][2]) {
+  alignas(64) int32_t c[4 * 256];
+  const int64_t K = a.x.K;
+  const int64_t tile_bytes = K * kTile;  // one token tile's interleaved codes
+  const int8_t* x0 = a.x.codes + t0 * tile_bytes + chunk * kChunk * kTile;
+  const int8_t* x1 = a.x.codes + t1 * tile_bytes + chunk * kChunk * kTile;
+  const Panel* panels[2] = {&p0, &p1};
+  const int64_t t_of[2] = {t0, t1};
+  const int64_t blocks32 = K / 32;
+  if constexpr (!Format::kSuper) {
+    for (int s = 0; s < steps; ++s) {
+      TileProducts<Format>(p0, p1, s, x0 + s * 32 * kTile, x1 + s * 32 * kTile, c);
+      const int64_t b = chunk * 8 + s;
+      for (int wi = 0; wi < 2; ++wi) {
+        for (int ti = 0; ti < 2; ++ti) {
+          const int64_t at = (t_of[ti] * blocks32 + b) * kTile;
+          BlockStep<Format>(*panels[wi], s, c + (2 * wi + ti) * 256, a.x.dx + at, a.x.factor + at,
+                            acc[wi][ti], min_acc[wi][ti]);
+        }
+      }
+    }
+  } else {
+    alignas(64) int32_t S[4][256];
+    const int64_t super_blocks = K / 256;
+    const int32_t* cs[2] = {a.x.pairs + (t0 * super_blocks + chunk) * 8 * kTile,
+                            a.x.pairs + (t1 * super_blocks + chunk) * 8 * kTile};
+    for (int wi = 0; wi < 2; ++wi) {
+      for (int ti = 0; ti < 2; ++ti) StartSuperBlock<Format>(*panels[wi], cs[ti], S[2 * wi + ti]);
+    }
+    for (int s = 0; s < Format::kSteps; ++s) {
+      TileProducts<Format>(p0, p1, s, x0 + s * Format::kStep * kTile,
+                           x1 + s * Format::kStep * kTile, c);
+      for (int wi = 0; wi < 2; ++wi) {
+        for (int ti = 0; ti < 2; ++ti)
+          ScaledStep(*panels[wi], s, c + (2 * wi + ti) * 256, S[2 * wi + ti]);
+      }
+    }
+    for (int wi = 0; wi < 2; ++wi) {
+      for (int ti = 0; ti < 2; ++ti) {
+        const float* dx = a.x.dx + (t_of[ti] * blocks32 + 8 * chunk) * kTile;
+        EndSuperBlock<Format>(*panels[wi], S[2 * wi + ti], cs[ti], dx, acc[wi][ti],
+                              min_acc[wi][ti]);
+      }
+    }
+  }
+}
+
+template <class Format>
+PROCTOR_AMX_Q8_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end) {
+  thread_local std::unique_ptr<Panel[]> panels;  // [kPanelTiles]
+  if (!panels) panels = std::make_unique<Panel[]>(kPanelTiles);
+  const MatView& w = *a.w;
+  const int64_t K = a.x.K;
+  const int64_t t_tiles = (a.T + kTile - 1) / kTile;
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+  const int64_t chunk_bytes = static_cast<int64_t>(BytesFor(w.type, kChunk));
+  // Chains between chunks: [kPanelTiles][t_tiles][acc, min_acc][16 weights][16 tokens], plus a
+  // scratch pair for the missing partner of an odd tile count.
+  thread_local std::vector<float> chains;
+  const size_t tile_floats = static_cast<size_t>(2 * kTile * kTile);
+  float* const store =
+      AlignedAmxScratch(chains, (static_cast<size_t>(kPanelTiles * t_tiles) + 1) * tile_floats);
+  float* const scratch = store + static_cast<size_t>(kPanelTiles * t_tiles) * tile_floats;
+  ConfigureTiles(Format::kStep);
+  for (int64_t nb0 = n_begin; nb0 < n_end; nb0 += kPanelTiles * kTile) {
+    const int64_t tiles = std::min(kPanelTiles, (n_end - nb0 + kTile - 1) / kTile);
+    std::fill(store, store + static_cast<size_t>(tiles * t_tiles) * tile_floats, 0.0f);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int steps = static_cast<int>(std::min(kChunk, K - chunk * kChunk) / 32);
+      for (int64_t wt = 0; wt < tiles; ++wt) {
+        Panel& p = panels[wt];
+        const int64_t n0 = nb0 + wt * kTile;
+        for (int r = 0; r < kTile; ++r) {
+          if (n0 + r < n_end) {
+            Format::Decode(w.Row(n0 + r) + chunk * chunk_bytes, steps, &p, r);
+          } else {  // padding rows: zero codes and factors
+            for (auto& step : p.codes) std::memset(step[r], 0, 32);
+            for (int b = 0; b < 8; ++b) p.d[b][r] = p.m[b][r] = 0.0f;
+            for (auto& step : p.scale) step[r] = 0;
+            for (auto& pair : p.pairs) pair[r] = 0;
+            p.sd[r] = p.sdmin[r] = 0.0f;
+          }
+        }
+      }
+      for (int64_t tt = 0; tt < t_tiles; tt += 2) {
+        const bool t_pair = tt + 1 < t_tiles;
+        for (int64_t wt = 0; wt < tiles; wt += 2) {
+          const bool w_pair = wt + 1 < tiles;
+          auto chain = [&](int64_t wi, int64_t ti) {
+            return store + static_cast<size_t>(wi * t_tiles + ti) * tile_floats;
+          };
+          float* const c00 = chain(wt, tt);
+          float* const c01 = t_pair ? chain(wt, tt + 1) : scratch;
+          float* const c10 = w_pair ? chain(wt + 1, tt) : scratch;
+          float* const c11 = w_pair && t_pair ? chain(wt + 1, tt + 1) : scratch;
+          float* const acc[2][2] = {{c00, c01}, {c10, c11}};
+          float* const min_acc[2][2] = {{c00 + 256, c01 + 256}, {c10 + 256, c11 + 256}};
+          Chunk2x2<Format>(a, panels[wt], panels[w_pair ? wt + 1 : wt], tt, t_pair ? tt + 1 : tt,
+                           chunk, steps, acc, min_acc);
+        }
+      }
+    }
+    for (int64_t wt = 0; wt < tiles; ++wt) {  // [weight][token] -> out[token][weight]
+      const int64_t n0 = nb0 + wt * kTile, rows = std::min(kTile, n_end - n0);
+      for (int64_t t = 0; t < a.T; ++t) {
+        const float* c = store + static_cast<size_t>(wt * t_tiles + t / kTile) * tile_floats;
+        const float* acc = c + t % kTile;
+        const float* min_acc = c + 256 + t % kTile;
+        float* o = a.out.Row(t) + n0;
+        for (int64_t i = 0; i < rows; ++i) {
+          o[i] = Format::kSuper ? acc[16 * i] - min_acc[16 * i] : acc[16 * i] + min_acc[16 * i];
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+using KernelFn = void (*)(const Args&, int64_t, int64_t);
+
+KernelFn KernelFor(DType type) {
+  switch (type) {
+    case DType::kQ8_0:
+      return Kernel<Blocks32<Q8_0Block>>;
+    case DType::kQ4_0:
+      return Kernel<Blocks32<Q4Block<false>>>;
+    case DType::kQ4_1:
+      return Kernel<Blocks32<Q4Block<true>>>;
+    case DType::kQ5_0:
+      return Kernel<Blocks32<Q5Block<false>>>;
+    case DType::kQ5_1:
+      return Kernel<Blocks32<Q5Block<true>>>;
+    case DType::kQ2_K:
+      return Kernel<Groups16<Q2_KGroups>>;
+    case DType::kQ3_K:
+      return Kernel<Groups16<Q3_KGroups>>;
+    case DType::kQ4_K:
+      return Kernel<Q45K<false>>;
+    case DType::kQ5_K:
+      return Kernel<Q45K<true>>;
+    case DType::kQ6_K:
+      return Kernel<Groups16<Q6_KGroups>>;
+    default:
+      return nullptr;
+  }
+}
+
+// Token tiles [tile_begin, tile_end)'s per-block scales, min-chain factors and code-sum pairs.
+void GatherTokenSums(const ActivationsQ8* x, int64_t T, int64_t K, DType type, int64_t tile_begin,
+                     int64_t tile_end, float* dx, float* factor, int32_t* pairs) {
+  const int64_t blocks32 = K / 32;
+  const bool super = Q8BlocksFor(type) == Q8Blocks::kQ8_K;
+  const bool q45k = type == DType::kQ4_K || type == DType::kQ5_K;
+  float offset = 0.0f;  // MinTermFactor's: -kOffset for Q4_0 / Q5_0, else the sum itself
+  if (type == DType::kQ4_0) offset = static_cast<float>(-Q4Block<false>::kOffset);
+  if (type == DType::kQ5_0) offset = static_cast<float>(-Q5Block<false>::kOffset);
+  for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+    for (int64_t j = 0; j < kTile; ++j) {
+      const int64_t t = tile * kTile + j;
+      const ActivationsQ8* token = t < T ? &x[t] : nullptr;  // past T: zeros
+      for (int64_t b = 0; b < blocks32; ++b) {
+        const int64_t at = (tile * blocks32 + b) * kTile + j;
+        dx[at] = token != nullptr ? token->scale[b] : 0.0f;
+        const float sum = token != nullptr ? token->sum32[b] : 0.0f;
+        factor[at] = offset != 0.0f ? offset * sum : sum;
+      }
+      if (!super) continue;
+      for (int64_t sb = 0; sb < K / 256; ++sb) {
+        for (int q = 0; q < 8; ++q) {
+          int first = 0, second = 0;
+          if (token != nullptr && q45k && q < 4) {
+            first = token->code_sum32[8 * sb + 2 * q];
+            second = token->code_sum32[8 * sb + 2 * q + 1];
+          } else if (token != nullptr && !q45k) {
+            first = token->code_sum16[16 * sb + 2 * q];
+            second = token->code_sum16[16 * sb + 2 * q + 1];
+          }
+          pairs[((tile * (K / 256) + sb) * 8 + q) * kTile + j] = Int16Pair(first, second);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool AmxQ8Covers(DType type) { return KernelFor(type) != nullptr; }
+
+void MatMulAmxQ8(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& pool) {
+  const CpuFeatures& cpu = CpuFeatures::Host();
+  CHECK(AmxQ8Covers(w.type) && cpu.amx_int8);
+  const int64_t T = x.rows, K = x.cols, N = w.rows;
+  CHECK_MSG(K == w.cols && K % static_cast<int64_t>(Info(w.type).block_elems) == 0,
+            "x [{}, {}] w [{}, {}]", T, K, N, w.cols);
+  const int64_t t_tiles = (T + kTile - 1) / kTile;
+  const DType type = w.type;
+  // The caller's buffers (a worker naming them would get its own): workers use the pointers.
+  thread_local std::vector<ActivationsQ8> tokens_storage;
+  thread_local std::vector<int8_t> codes_storage;
+  thread_local std::vector<float> dx_storage, factor_storage;
+  thread_local std::vector<int32_t> pairs_storage;
+  if (tokens_storage.size() < static_cast<size_t>(T)) tokens_storage.resize(static_cast<size_t>(T));
+  codes_storage.resize(static_cast<size_t>(t_tiles * kTile * K));
+  dx_storage.resize(static_cast<size_t>(t_tiles * kTile * (K / 32)));
+  factor_storage.resize(dx_storage.size());
+  pairs_storage.resize(static_cast<size_t>(t_tiles * kTile * 8 * (K / 256)));
+  ActivationsQ8* const tokens = tokens_storage.data();
+  int8_t* const codes = codes_storage.data();
+  float* const dx = dx_storage.data();
+  float* const factor = factor_storage.data();
+  int32_t* const pairs = pairs_storage.data();
+  pool.ParallelFor(static_cast<size_t>(t_tiles), [&](size_t begin, size_t end, int) {
+    const auto tile_begin = static_cast<int64_t>(begin), tile_end = static_cast<int64_t>(end);
+    for (int64_t t = tile_begin * kTile; t < std::min(T, tile_end * kTile); ++t) {
+      tokens[t].Quantize(x.RowAs<float>(t), K, Q8BlocksFor(type));
+    }
+    InterleaveQ8Tiles(tokens, T, K, kTile, tile_begin, tile_end, codes);
+    GatherTokenSums(tokens, T, K, type, tile_begin, tile_end, dx, factor, pairs);
+  });
+  const Args args{{codes, dx, factor, pairs, K}, T, &w, out};
+  const KernelFn kernel = KernelFor(type);
+  pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(kTile),
+                        [&](size_t begin, size_t end, int) {
+                          kernel(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                        });
+}
+
+}  // namespace proctor::ops::internal
