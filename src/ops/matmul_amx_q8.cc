@@ -6,18 +6,22 @@
 //  - 32-wide types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1): one tile product per block, then
 //    acc += isum_b (d_w d_x) and min_acc += m_b f_b (f_b = MinTermFactor of the block's sum of x^;
 //    m_b the block minimum, or d_w for Q4_0 / Q5_0), output acc + min_acc.
-//  - K-quants: one tile product per sub-block (Q4_K, Q5_K: 32 values) or group (Q2_K, Q3_K, Q6_K:
-//    16 values), S += scale_j isum_j in int32 over the super-block, S starting at
-//    -offset sum_g scale_g (code sum of g) for Q3_K / Q6_K, and M = sum_j m_j (code sum of j) for
-//    the types with minimums; then acc += S (d d_x), min_acc += M (dmin d_x), output
-//    acc - min_acc.
-// The stored codes enter unsigned (tdpbusd: weights unsigned, activations signed), Q8_0's signed
-// (tdpbssd), as the matrix-vector kernel sums them.
-//
-// Tiles (one configuration per call): C 0-3, 16 weights x 16 tokens (int32), C[2i + j] =
-// A[i] x B[j]; A 4-5, 16 weight rows x kStep codes (a decoded panel); B 6-7, kStep / 4 rows of
-// 16 tokens x 4 codes (InterleaveQ8Tiles with 16-token tiles). Weights are decoded 16 rows x one
-// chunk (8 blocks, or one super-block) at a time, never the whole matrix.
+//    The stored codes enter unsigned (tdpbusd: weights unsigned, activations signed), Q8_0's
+//    signed (tdpbssd), as the matrix-vector kernel sums them. Tiles: C 0-3, 16 weights x 16
+//    tokens, C[2i + j] = A[i] x B[j]; A 4-5, 16 weight rows x 32 codes; B 6-7, 8 rows of 16
+//    tokens x 4 codes.
+//  - K-quants: each value's code times its sub-block (Q4_K, Q5_K) or group (Q2_K, Q3_K, Q6_K)
+//    scale, P (at most 63 x 128 in magnitude, as int16), is split into its low byte (0..255) and
+//    the signed rest, P = 256 hi + lo; the tiles sum lo . x (tdpbusd) and hi . x (tdpbssd) over a
+//    whole super-block, so S = sum_j scale_j isum_j = C_lo + 256 C_hi exactly in int32, with no
+//    step between sub-blocks. S less -offset sum_g scale_g (code sum of g) for Q3_K / Q6_K, and
+//    M = sum_j m_j (code sum of j) for the types with minimums, then acc += S (d d_x),
+//    min_acc += M (dmin d_x), output acc - min_acc. Tiles: C 0-1 the low bytes' sums for two
+//    token tiles, C 2-3 the high bytes'; A 4 (lo), 5 (hi): 16 weight rows x 64 values; B 6-7,
+//    16 rows of 16 tokens x 4 codes. (Q2_K's P fits the low byte: no high tiles.)
+// The tokens' codes are interleaved once per call in tiles of 16 (InterleaveQ8Tiles: one B tile
+// is 64 contiguous bytes per row). Weights are decoded 16 rows x one chunk (8 blocks, or one
+// super-block) at a time, never the whole matrix.
 #include <immintrin.h>
 
 // GCC 12's AVX-512 intrinsics start some results from _mm*_undefined_*() (self-initialised
@@ -50,14 +54,20 @@ constexpr int64_t kTile = 16;
 constexpr int64_t kChunk = 256;      // values per decoded chunk: 8 blocks, or one super-block
 constexpr int64_t kPanelTiles = 16;  // weight tiles (of 16 rows) decoded and swept together
 
-// 16 weight rows x one chunk, ready as A tiles, with what the chains need per step and row.
+// 16 weight rows x one chunk, ready as A tiles, with what the chains need per row.
 struct Panel {
-  alignas(64) uint8_t codes[16][kTile][32];   // [step][weight][k]: kStep codes per row
-  alignas(64) float d[8][kTile];              // 32-wide: d_w per block
-  alignas(64) float m[8][kTile];              // 32-wide: the min-chain factor's weight side
-  alignas(64) int32_t scale[16][kTile];       // K-quants: integer scale per step
-  alignas(64) int32_t pairs[8][kTile];        // K-quants: int16 pairs (term_2q, term_2q+1)
-  alignas(64) float sd[kTile], sdmin[kTile];  // K-quants: d, dmin
+  // 32-wide types: [block][weight][k] codes, d_w and the min-chain factor's weight side.
+  alignas(64) uint8_t codes[8][kTile][32];
+  alignas(64) float d[8][kTile];
+  alignas(64) float m[8][kTile];
+  // K-quants: each value's code times its sub-block or group scale, P = 256 hi + lo with lo in
+  // 0..255 and hi signed, [64-value step][weight][k]; the minimums or scales as int16 pairs for
+  // the term against the tokens' code sums; d, dmin.
+  alignas(64) uint8_t lo[4][kTile][64];
+  alignas(64) int8_t hi[4][kTile][64];
+  alignas(64) int32_t pairs[8][kTile];
+  alignas(64) float sd[kTile];
+  alignas(64) float sdmin[kTile];
 };
 
 inline float Half(const uint8_t* p) {
@@ -74,16 +84,23 @@ inline int32_t Int16Pair(int first, int second) {
 PROCTOR_AMX_Q8_TARGET inline void Store16(uint8_t* dst, __m128i v) {
   _mm_store_si128(reinterpret_cast<__m128i*>(dst), v);
 }
-PROCTOR_AMX_Q8_TARGET inline void Store32(uint8_t* dst, __m256i v) {
-  _mm256_store_si256(reinterpret_cast<__m256i*>(dst), v);
+
+// Values [32 j, 32 j + 32) of panel row r: the unsigned codes times `scales` (16-bit lanes, one
+// per value), split into the low byte and the signed rest.
+PROCTOR_AMX_Q8_TARGET inline void StoreScaled(__m256i codes, __m512i scales, int j, Panel* p,
+                                              int r) {
+  const __m512i product = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(codes), scales);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p->lo[j / 2][r] + 32 * (j % 2)),
+                     _mm512_cvtepi16_epi8(product));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p->hi[j / 2][r] + 32 * (j % 2)),
+                     _mm512_cvtepi16_epi8(_mm512_srai_epi16(product, 8)));
 }
 
 // ---- the formats: each decodes one row's chunk into panel row r ------------------------------
 
-// 32-wide blocks. kStep 32, one step per block; `blocks` of the chunk (up to 8).
+// 32-wide blocks: one tile product (32 codes) per block; `blocks` of the chunk (up to 8).
 template <class Block>
 struct Blocks32 {
-  static constexpr int kStep = 32;
   static constexpr bool kSuper = false;
   static constexpr bool kSigned = std::is_same_v<Block, Q8_0Block>;
   static constexpr bool kMinTerm = kHasMinTerm<Block>;
@@ -106,18 +123,30 @@ struct Blocks32 {
       Store16(p->codes[b][r] + 16, hi);
     }
   }
+  static void Clear(Panel* p, int r) {
+    for (auto& block : p->codes) std::memset(block[r], 0, sizeof(block[r]));
+    for (int b = 0; b < 8; ++b) p->d[b][r] = p->m[b][r] = 0.0f;
+  }
 };
 
-// Q4_K / Q5_K (kFifth): one super-block per chunk, step j = sub-block j (32 values).
-template <bool kFifth>
-struct Q45K {
-  static constexpr int kStep = 32;
+// What the K-quant formats share: a panel row with nothing in it.
+struct SuperBlocks {
   static constexpr bool kSuper = true;
-  static constexpr bool kSigned = false;
+  static void Clear(Panel* p, int r) {
+    for (auto& step : p->lo) std::memset(step[r], 0, sizeof(step[r]));
+    for (auto& step : p->hi) std::memset(step[r], 0, sizeof(step[r]));
+    for (auto& pair : p->pairs) pair[r] = 0;
+    p->sd[r] = p->sdmin[r] = 0.0f;
+  }
+};
+
+// Q4_K / Q5_K (kFifth): one super-block per chunk; sub-block j (values 32j..32j+31) has scale
+// sc_j (P <= 31 x 63: hi 0..7) and minimum m_j.
+template <bool kFifth>
+struct Q45K : SuperBlocks {
   static constexpr bool kHasMin = true;
+  static constexpr bool kHi = true;  // P needs its high byte
   static constexpr int kShift = 0;
-  static constexpr int kBytes = kFifth ? 176 : 144;
-  static constexpr int kSteps = 8;
   static constexpr int kPairs = 4;  // M pairs over the 8 sub-blocks' code sums
   PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
     p->sd[r] = Half(blk);
@@ -127,7 +156,6 @@ struct Q45K {
     alignas(16) uint8_t scales[16], mins[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc);
     _mm_store_si128(reinterpret_cast<__m128i*>(mins), m);
-    for (int j = 0; j < 8; ++j) p->scale[j][r] = scales[j];
     for (int q = 0; q < 8; ++q)
       p->pairs[q][r] = q < 4 ? Int16Pair(mins[2 * q], mins[2 * q + 1]) : 0;
     const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -143,22 +171,20 @@ struct Q45K {
         hi = _mm256_or_si256(
             hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
       }
-      Store32(p->codes[2 * c][r], lo);
-      Store32(p->codes[2 * c + 1][r], hi);
+      StoreScaled(lo, _mm512_set1_epi16(scales[2 * c]), 2 * c, p, r);
+      StoreScaled(hi, _mm512_set1_epi16(scales[2 * c + 1]), 2 * c + 1, p, r);
     }
   }
 };
 
-// Q2_K, Q3_K, Q6_K (the Groups formats): one super-block per chunk, step g = group g (16 values).
+// Q2_K, Q3_K, Q6_K (the Groups formats): one super-block per chunk; group g (values
+// 16g..16g+15) has scale sc_g. P: Q2_K's 3 x 15 fits the low byte; Q3_K's 7 x [-32, 31] and
+// Q6_K's 63 x [-128, 127] need the high one.
 template <class Format>
-struct Groups16 {
-  static constexpr int kStep = 16;
-  static constexpr bool kSuper = true;
-  static constexpr bool kSigned = false;
+struct Groups16 : SuperBlocks {
   static constexpr bool kHasMin = Format::kHasMin;
+  static constexpr bool kHi = Format::kBits > 2;
   static constexpr int kShift = kOffsetShift<Format>;
-  static constexpr int kBytes = Format::kBytes;
-  static constexpr int kSteps = 16;
   static constexpr int kPairs = 8;  // minimums (Q2_K) or scales (the offset's term) per pair
   PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
     p->sd[r] = Half(blk + Format::kD);
@@ -169,15 +195,14 @@ struct Groups16 {
     if constexpr (Format::kHasMin) {
       _mm_store_si128(reinterpret_cast<__m128i*>(mins), Format::Mins(blk));
     }
-    for (int g = 0; g < 16; ++g) p->scale[g][r] = scales[g];
     for (int q = 0; q < 8; ++q) {
       p->pairs[q][r] = Format::kHasMin ? Int16Pair(mins[2 * q], mins[2 * q + 1])
                                        : Int16Pair(scales[2 * q], scales[2 * q + 1]);
     }
     for (int j = 0; j < 8; ++j) {
-      const __m256i slice = Format::Slice(blk, j);
-      Store16(p->codes[2 * j][r], _mm256_castsi256_si128(slice));
-      Store16(p->codes[2 * j + 1][r], _mm256_extracti128_si256(slice, 1));
+      const __m512i group_scales = _mm512_inserti64x4(_mm512_set1_epi16(scales[2 * j]),
+                                                      _mm256_set1_epi16(scales[2 * j + 1]), 1);
+      StoreScaled(Format::Slice(blk, j), group_scales, j, p, r);
     }
   }
 };
@@ -199,7 +224,9 @@ struct Args {
   MutMatF32 out;
 };
 
-PROCTOR_AMX_Q8_TARGET void ConfigureTiles(int step) {
+// C tiles 0-3: 16 x 16 int32; A tiles 4-5: 16 rows x `k` codes; B tiles 6-7: k / 4 rows of 16
+// tokens x 4 codes.
+PROCTOR_AMX_Q8_TARGET void ConfigureTiles(int k) {
   struct alignas(64) {
     uint8_t palette_id;
     uint8_t start_row;
@@ -208,30 +235,27 @@ PROCTOR_AMX_Q8_TARGET void ConfigureTiles(int step) {
     uint8_t rows[16];
   } config{};
   config.palette_id = 1;
-  for (int i = 0; i < 4; ++i) config.rows[i] = kTile, config.colsb[i] = 64;  // C
-  for (int i = 4; i < 6; ++i) {
-    config.rows[i] = kTile;
-    config.colsb[i] = static_cast<uint16_t>(step);  // A
-  }
-  for (int i = 6; i < 8; ++i) {
-    config.rows[i] = static_cast<uint8_t>(step / 4);
-    config.colsb[i] = 64;  // B
-  }
+  for (int i = 0; i < 4; ++i) config.rows[i] = kTile, config.colsb[i] = 64;
+  for (int i = 4; i < 6; ++i) config.rows[i] = kTile, config.colsb[i] = static_cast<uint16_t>(k);
+  for (int i = 6; i < 8; ++i) config.rows[i] = static_cast<uint8_t>(k / 4), config.colsb[i] = 64;
   // ldtilecfg reads the struct, but GCC 12 may drop the stores above as dead: force them first.
   asm volatile("" : : "r"(&config) : "memory");
   _tile_loadconfig(&config);
 }
 
-// C tiles 0-3 = A tiles (p0, p1 at step s) x B tiles (token tiles b0, b1), stored to c[4][256].
+// ---- 32-wide blocks: one tile product per block, the chains after each ----------------------
+
+// C tiles 0-3 = A tiles (p0, p1 at block b) x B tiles (token tiles b0, b1), stored to
+// c[4][256].
 template <class Format>
-PROCTOR_AMX_Q8_TARGET inline void TileProducts(const Panel& p0, const Panel& p1, int s,
-                                               const int8_t* b0, const int8_t* b1, int32_t* c) {
+PROCTOR_AMX_Q8_TARGET inline void BlockProducts(const Panel& p0, const Panel& p1, int b,
+                                                const int8_t* b0, const int8_t* b1, int32_t* c) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, p0.codes[s][0], 32);
-  _tile_loadd(5, p1.codes[s][0], 32);
+  _tile_loadd(4, p0.codes[b][0], 32);
+  _tile_loadd(5, p1.codes[b][0], 32);
   _tile_loadd(6, b0, 64);
   _tile_loadd(7, b1, 64);
   if constexpr (Format::kSigned) {
@@ -251,10 +275,10 @@ PROCTOR_AMX_Q8_TARGET inline void TileProducts(const Panel& p0, const Panel& p1,
   _tile_stored(3, c + 768, 64);
 }
 
-// One output tile's chains for a 32-wide block s of panel p: acc += isum (d_w d_x), min_acc +=
-// m f. acc, min_acc: [16 weights][16 tokens].
+// One output tile's chains for block b of panel p: acc += isum (d_w d_x), min_acc += m f.
+// acc, min_acc: [16 weights][16 tokens].
 template <class Format>
-PROCTOR_AMX_Q8_TARGET inline void BlockStep(const Panel& p, int s, const int32_t* c,
+PROCTOR_AMX_Q8_TARGET inline void BlockStep(const Panel& p, int b, const int32_t* c,
                                             const float* dx16, const float* f16, float* acc,
                                             float* min_acc) {
   const __m512 dx = _mm512_loadu_ps(dx16);
@@ -262,24 +286,40 @@ PROCTOR_AMX_Q8_TARGET inline void BlockStep(const Panel& p, int s, const int32_t
 #pragma GCC unroll 16
   for (int i = 0; i < kTile; ++i) {
     const __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * i));
-    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.d[s][i]), dx);
+    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.d[b][i]), dx);
     _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(isum, d, _mm512_load_ps(acc + 16 * i)));
     if constexpr (Format::kMinTerm) {
-      _mm512_store_ps(min_acc + 16 * i, _mm512_fmadd_ps(_mm512_set1_ps(p.m[s][i]), f,
+      _mm512_store_ps(min_acc + 16 * i, _mm512_fmadd_ps(_mm512_set1_ps(p.m[b][i]), f,
                                                         _mm512_load_ps(min_acc + 16 * i)));
     }
   }
 }
 
-// S += scale_s isum for one output tile (S: [16 weights][16 tokens] int32).
-PROCTOR_AMX_Q8_TARGET inline void ScaledStep(const Panel& p, int s, const int32_t* c, int32_t* S) {
-#pragma GCC unroll 16
-  for (int i = 0; i < kTile; ++i) {
-    const __m512i prod =
-        _mm512_mullo_epi32(_mm512_load_si512(c + 16 * i), _mm512_set1_epi32(p.scale[s][i]));
-    _mm512_store_si512(S + 16 * i, _mm512_add_epi32(_mm512_load_si512(S + 16 * i), prod));
+// Two weight tiles (panels p0, p1) x two token tiles (t0, t1) over the chunk's `blocks` blocks:
+// acc[w][t] and min_acc[w][t] continue their chains.
+template <class Format>
+PROCTOR_AMX_Q8_TARGET void Blocks2x2(const Args& a, const Panel& p0, const Panel& p1, int64_t t0,
+                                     int64_t t1, int64_t chunk, int blocks, float* const acc[2][2],
+                                     float* const min_acc[2][2]) {
+  alignas(64) int32_t c[4 * 256];
+  const int64_t K = a.x.K, blocks32 = K / 32;
+  const int8_t* x0 = a.x.codes + (t0 * K + chunk * kChunk) * kTile;
+  const int8_t* x1 = a.x.codes + (t1 * K + chunk * kChunk) * kTile;
+  const Panel* panels[2] = {&p0, &p1};
+  const int64_t t_of[2] = {t0, t1};
+  for (int b = 0; b < blocks; ++b) {
+    BlockProducts<Format>(p0, p1, b, x0 + b * 32 * kTile, x1 + b * 32 * kTile, c);
+    for (int wi = 0; wi < 2; ++wi) {
+      for (int ti = 0; ti < 2; ++ti) {
+        const int64_t at = (t_of[ti] * blocks32 + chunk * 8 + b) * kTile;
+        BlockStep<Format>(*panels[wi], b, c + (2 * wi + ti) * 256, a.x.dx + at, a.x.factor + at,
+                          acc[wi][ti], min_acc[wi][ti]);
+      }
+    }
   }
 }
+
+// ---- K-quants: the super-block's scaled sums accumulate in the tiles --------------------------
 
 // Row i's integer term sum_q pair_q . code-sum pair_q (exact in int32) for 16 tokens.
 template <class Format>
@@ -293,84 +333,59 @@ PROCTOR_AMX_Q8_TARGET inline __m512i PairTerm(const Panel& p, int i, const int32
   return t;
 }
 
-// S's start: -offset sum_g scale_g (code sum of g) for Q3_K / Q6_K, else 0.
+// One weight tile (panel p) x two token tiles (t0, t1) over super-block sb: the tiles sum
+// S = sum_k P_k x_k = sum_j scale_j isum_j exactly (C 0-1 the low bytes' products, C 2-3 the high
+// bytes', which count 256 times), four 64-value steps each; then S (less Q3_K's / Q6_K's offset
+// term) and M continue the chains acc[t], min_acc[t].
 template <class Format>
-PROCTOR_AMX_Q8_TARGET inline void StartSuperBlock(const Panel& p, const int32_t* cs, int32_t* S) {
-  for (int i = 0; i < kTile; ++i) {
-    __m512i start = _mm512_setzero_si512();
-    if constexpr (!Format::kHasMin) {
-      start =
-          _mm512_sub_epi32(start, _mm512_slli_epi32(PairTerm<Format>(p, i, cs), Format::kShift));
-    }
-    _mm512_store_si512(S + 16 * i, start);
-  }
-}
-
-// acc += S (d d_x), min_acc += M (dmin d_x) for one output tile at a super-block's end.
-template <class Format>
-PROCTOR_AMX_Q8_TARGET inline void EndSuperBlock(const Panel& p, const int32_t* S, const int32_t* cs,
-                                                const float* dx16, float* acc, float* min_acc) {
-  const __m512 dx = _mm512_loadu_ps(dx16);
-  for (int i = 0; i < kTile; ++i) {
-    const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.sd[i]), dx);
-    _mm512_store_ps(acc + 16 * i, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(S + 16 * i)),
-                                                  d, _mm512_load_ps(acc + 16 * i)));
-    if constexpr (Format::kHasMin) {
-      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(p.sdmin[i]), dx);
-      _mm512_store_ps(min_acc + 16 * i,
-                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(PairTerm<Format>(p, i, cs)), dmin,
-                                      _mm512_load_ps(min_acc + 16 * i)));
+PROCTOR_AMX_Q8_TARGET void SuperBlock1x2(const Args& a, const Panel& p, int64_t t0, int64_t t1,
+                                         int64_t sb, float* const acc[2], float* const min_acc[2]) {
+  alignas(64) int32_t c[4][256];
+  const int64_t K = a.x.K, blocks32 = K / 32, super_blocks = K / 256;
+  const int8_t* x0 = a.x.codes + (t0 * K + sb * 256) * kTile;
+  const int8_t* x1 = a.x.codes + (t1 * K + sb * 256) * kTile;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int s = 0; s < 4; ++s) {
+    _tile_loadd(4, p.lo[s][0], 64);
+    _tile_loadd(6, x0 + s * 64 * kTile, 64);
+    _tile_loadd(7, x1 + s * 64 * kTile, 64);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    if constexpr (Format::kHi) {
+      _tile_loadd(5, p.hi[s][0], 64);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
     }
   }
-}
-
-// Two weight tiles (panels p0, p1) x two token tiles (t0, t1) over chunk `chunk` (`steps` steps):
-// acc[w][t] and min_acc[w][t] continue their chains.
-template <class Format>
-PROCTOR_AMX_Q8_TARGET void Chunk2x2(const Args& a, const Panel& p0, const Panel& p1, int64_t t0,
-                                    int64_t t1, int64_t chunk, int steps, float* const acc[2][2],
-                                    float* const min_acc[2][2]) {
-  alignas(64) int32_t c[4 * 256];
-  const int64_t K = a.x.K;
-  const int64_t tile_bytes = K * kTile;  // one token tile's interleaved codes
-  const int8_t* x0 = a.x.codes + t0 * tile_bytes + chunk * kChunk * kTile;
-  const int8_t* x1 = a.x.codes + t1 * tile_bytes + chunk * kChunk * kTile;
-  const Panel* panels[2] = {&p0, &p1};
+  _tile_stored(0, c[0], 64);
+  _tile_stored(1, c[1], 64);
+  if constexpr (Format::kHi) {
+    _tile_stored(2, c[2], 64);
+    _tile_stored(3, c[3], 64);
+  }
   const int64_t t_of[2] = {t0, t1};
-  const int64_t blocks32 = K / 32;
-  if constexpr (!Format::kSuper) {
-    for (int s = 0; s < steps; ++s) {
-      TileProducts<Format>(p0, p1, s, x0 + s * 32 * kTile, x1 + s * 32 * kTile, c);
-      const int64_t b = chunk * 8 + s;
-      for (int wi = 0; wi < 2; ++wi) {
-        for (int ti = 0; ti < 2; ++ti) {
-          const int64_t at = (t_of[ti] * blocks32 + b) * kTile;
-          BlockStep<Format>(*panels[wi], s, c + (2 * wi + ti) * 256, a.x.dx + at, a.x.factor + at,
-                            acc[wi][ti], min_acc[wi][ti]);
-        }
+  for (int ti = 0; ti < 2; ++ti) {
+    const int32_t* cs = a.x.pairs + (t_of[ti] * super_blocks + sb) * 8 * kTile;
+    const __m512 dx = _mm512_loadu_ps(a.x.dx + (t_of[ti] * blocks32 + 8 * sb) * kTile);
+    for (int i = 0; i < kTile; ++i) {
+      __m512i S = _mm512_load_si512(c[ti] + 16 * i);
+      if constexpr (Format::kHi) {
+        S = _mm512_add_epi32(S, _mm512_slli_epi32(_mm512_load_si512(c[2 + ti] + 16 * i), 8));
       }
-    }
-  } else {
-    alignas(64) int32_t S[4][256];
-    const int64_t super_blocks = K / 256;
-    const int32_t* cs[2] = {a.x.pairs + (t0 * super_blocks + chunk) * 8 * kTile,
-                            a.x.pairs + (t1 * super_blocks + chunk) * 8 * kTile};
-    for (int wi = 0; wi < 2; ++wi) {
-      for (int ti = 0; ti < 2; ++ti) StartSuperBlock<Format>(*panels[wi], cs[ti], S[2 * wi + ti]);
-    }
-    for (int s = 0; s < Format::kSteps; ++s) {
-      TileProducts<Format>(p0, p1, s, x0 + s * Format::kStep * kTile,
-                           x1 + s * Format::kStep * kTile, c);
-      for (int wi = 0; wi < 2; ++wi) {
-        for (int ti = 0; ti < 2; ++ti)
-          ScaledStep(*panels[wi], s, c + (2 * wi + ti) * 256, S[2 * wi + ti]);
+      if constexpr (!Format::kHasMin) {
+        S = _mm512_sub_epi32(S, _mm512_slli_epi32(PairTerm<Format>(p, i, cs), Format::kShift));
       }
-    }
-    for (int wi = 0; wi < 2; ++wi) {
-      for (int ti = 0; ti < 2; ++ti) {
-        const float* dx = a.x.dx + (t_of[ti] * blocks32 + 8 * chunk) * kTile;
-        EndSuperBlock<Format>(*panels[wi], S[2 * wi + ti], cs[ti], dx, acc[wi][ti],
-                              min_acc[wi][ti]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(p.sd[i]), dx);
+      float* a_row = acc[ti] + 16 * i;
+      _mm512_store_ps(a_row, _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), d, _mm512_load_ps(a_row)));
+      if constexpr (Format::kHasMin) {
+        const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(p.sdmin[i]), dx);
+        float* m_row = min_acc[ti] + 16 * i;
+        _mm512_store_ps(m_row, _mm512_fmadd_ps(_mm512_cvtepi32_ps(PairTerm<Format>(p, i, cs)), dmin,
+                                               _mm512_load_ps(m_row)));
       }
     }
   }
@@ -392,51 +407,56 @@ PROCTOR_AMX_Q8_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end)
   float* const store =
       AlignedAmxScratch(chains, (static_cast<size_t>(kPanelTiles * t_tiles) + 1) * tile_floats);
   float* const scratch = store + static_cast<size_t>(kPanelTiles * t_tiles) * tile_floats;
-  ConfigureTiles(Format::kStep);
+  auto chain = [&](int64_t wt, int64_t tt) {
+    return store + static_cast<size_t>(wt * t_tiles + tt) * tile_floats;
+  };
+  ConfigureTiles(Format::kSuper ? 64 : 32);
   for (int64_t nb0 = n_begin; nb0 < n_end; nb0 += kPanelTiles * kTile) {
     const int64_t tiles = std::min(kPanelTiles, (n_end - nb0 + kTile - 1) / kTile);
     std::fill(store, store + static_cast<size_t>(tiles * t_tiles) * tile_floats, 0.0f);
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const int steps = static_cast<int>(std::min(kChunk, K - chunk * kChunk) / 32);
+      const int blocks = static_cast<int>(std::min(kChunk, K - chunk * kChunk) / 32);
       for (int64_t wt = 0; wt < tiles; ++wt) {
-        Panel& p = panels[wt];
         const int64_t n0 = nb0 + wt * kTile;
         for (int r = 0; r < kTile; ++r) {
           if (n0 + r < n_end) {
-            Format::Decode(w.Row(n0 + r) + chunk * chunk_bytes, steps, &p, r);
-          } else {  // padding rows: zero codes and factors
-            for (auto& step : p.codes) std::memset(step[r], 0, 32);
-            for (int b = 0; b < 8; ++b) p.d[b][r] = p.m[b][r] = 0.0f;
-            for (auto& step : p.scale) step[r] = 0;
-            for (auto& pair : p.pairs) pair[r] = 0;
-            p.sd[r] = p.sdmin[r] = 0.0f;
+            Format::Decode(w.Row(n0 + r) + chunk * chunk_bytes, blocks, &panels[wt], r);
+          } else {
+            Format::Clear(&panels[wt], r);  // padding rows: zero codes and factors
           }
         }
       }
       for (int64_t tt = 0; tt < t_tiles; tt += 2) {
         const bool t_pair = tt + 1 < t_tiles;
-        for (int64_t wt = 0; wt < tiles; wt += 2) {
-          const bool w_pair = wt + 1 < tiles;
-          auto chain = [&](int64_t wi, int64_t ti) {
-            return store + static_cast<size_t>(wi * t_tiles + ti) * tile_floats;
-          };
-          float* const c00 = chain(wt, tt);
-          float* const c01 = t_pair ? chain(wt, tt + 1) : scratch;
-          float* const c10 = w_pair ? chain(wt + 1, tt) : scratch;
-          float* const c11 = w_pair && t_pair ? chain(wt + 1, tt + 1) : scratch;
-          float* const acc[2][2] = {{c00, c01}, {c10, c11}};
-          float* const min_acc[2][2] = {{c00 + 256, c01 + 256}, {c10 + 256, c11 + 256}};
-          Chunk2x2<Format>(a, panels[wt], panels[w_pair ? wt + 1 : wt], tt, t_pair ? tt + 1 : tt,
-                           chunk, steps, acc, min_acc);
+        const int64_t t1 = t_pair ? tt + 1 : tt;
+        if constexpr (Format::kSuper) {
+          for (int64_t wt = 0; wt < tiles; ++wt) {
+            float* const c0 = chain(wt, tt);
+            float* const c1 = t_pair ? chain(wt, tt + 1) : scratch;
+            float* const acc[2] = {c0, c1};
+            float* const min_acc[2] = {c0 + 256, c1 + 256};
+            SuperBlock1x2<Format>(a, panels[wt], tt, t1, chunk, acc, min_acc);
+          }
+        } else {
+          for (int64_t wt = 0; wt < tiles; wt += 2) {
+            const bool w_pair = wt + 1 < tiles;
+            float* const c00 = chain(wt, tt);
+            float* const c01 = t_pair ? chain(wt, tt + 1) : scratch;
+            float* const c10 = w_pair ? chain(wt + 1, tt) : scratch;
+            float* const c11 = w_pair && t_pair ? chain(wt + 1, tt + 1) : scratch;
+            float* const acc[2][2] = {{c00, c01}, {c10, c11}};
+            float* const min_acc[2][2] = {{c00 + 256, c01 + 256}, {c10 + 256, c11 + 256}};
+            Blocks2x2<Format>(a, panels[wt], panels[w_pair ? wt + 1 : wt], tt, t1, chunk, blocks,
+                              acc, min_acc);
+          }
         }
       }
     }
     for (int64_t wt = 0; wt < tiles; ++wt) {  // [weight][token] -> out[token][weight]
       const int64_t n0 = nb0 + wt * kTile, rows = std::min(kTile, n_end - n0);
       for (int64_t t = 0; t < a.T; ++t) {
-        const float* c = store + static_cast<size_t>(wt * t_tiles + t / kTile) * tile_floats;
-        const float* acc = c + t % kTile;
-        const float* min_acc = c + 256 + t % kTile;
+        const float* acc = chain(wt, t / kTile) + t % kTile;
+        const float* min_acc = acc + 256;
         float* o = a.out.Row(t) + n0;
         for (int64_t i = 0; i < rows; ++i) {
           o[i] = Format::kSuper ? acc[16 * i] - min_acc[16 * i] : acc[16 * i] + min_acc[16 * i];
