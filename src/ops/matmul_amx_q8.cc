@@ -158,19 +158,9 @@ struct Q45K : SuperBlocks {
     _mm_store_si128(reinterpret_cast<__m128i*>(mins), m);
     for (int q = 0; q < 8; ++q)
       p->pairs[q][r] = q < 4 ? Int16Pair(mins[2 * q], mins[2 * q + 1]) : 0;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    const uint8_t* qs = blk + (kFifth ? 48 : 16);
     for (int c = 0; c < 4; ++c) {
-      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
-      __m256i lo = _mm256_and_si256(bytes, low4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
-      if constexpr (kFifth) {
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
-        lo = _mm256_or_si256(
-            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-        hi = _mm256_or_si256(
-            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
-      }
+      __m256i lo, hi;
+      Q45_KCodes<kFifth>(blk, c, &lo, &hi);
       StoreScaled(lo, _mm512_set1_epi16(scales[2 * c]), 2 * c, p, r);
       StoreScaled(hi, _mm512_set1_epi16(scales[2 * c + 1]), 2 * c + 1, p, r);
     }

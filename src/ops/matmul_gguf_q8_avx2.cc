@@ -313,14 +313,12 @@ struct KQuantKernel {
   PROCTOR_AVX2_TARGET static void Repack(const MatView& w, int64_t n0, int rows, int64_t n_super,
                                          Panel* panel) {
     constexpr int kBytes = kFifthBit ? 176 : 144;
-    constexpr int kQs = kFifthBit ? 48 : 16;
     const float* f16 = F16ToF32Table();
     panel->codes.resize(static_cast<size_t>(n_super * 8 * kSliceBytes));
     panel->d.resize(static_cast<size_t>(n_super * kPanelRows));
     panel->m.resize(static_cast<size_t>(n_super * kPanelRows));
     panel->scales.resize(static_cast<size_t>(n_super * 8 * kPanelRows));
     panel->mins.resize(static_cast<size_t>(n_super * 4 * kPanelRows));
-    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     for (int64_t sb = 0; sb < n_super; ++sb) {
       for (int h = 0; h < kHalves; ++h) {
         __m256i codes[8][8];  // [sub-block][row of the half]
@@ -338,20 +336,7 @@ struct KQuantKernel {
             _mm_storel_epi64(reinterpret_cast<__m128i*>(sc), sc_v);
             _mm_storel_epi64(reinterpret_cast<__m128i*>(mn), mn_v);
             for (int c = 0; c < 4; ++c) {
-              const __m256i qs =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * c));
-              __m256i lo = _mm256_and_si256(qs, low4);
-              __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
-              if constexpr (kFifthBit) {
-                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16));
-                lo = _mm256_or_si256(
-                    lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-                hi = _mm256_or_si256(
-                    hi,
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
-              }
-              codes[2 * c][i] = lo;
-              codes[2 * c + 1][i] = hi;
+              Q45_KCodes<kFifthBit>(block, c, &codes[2 * c][i], &codes[2 * c + 1][i]);
             }
           }
           panel->d[sb * kPanelRows + r] = d;

@@ -117,6 +117,28 @@ inline float MinTermFactor(float sum32) {
   return Block::kHasMin ? sum32 : static_cast<float>(-Block::kOffset) * sum32;
 }
 
+// ---- Q4_K / Q5_K codes ------------------------------------------------------------------------
+
+// Q4_K (144-byte blocks: d, dmin, 12 scale bytes, qs[128]) and Q5_K (kFifthBit; 176 bytes: qh[32]
+// before qs): the unsigned codes of sub-block 2c in *lo (the low nibbles of qs[32c..32c+32), plus
+// bit 2c of qh[l] as 16) and of sub-block 2c + 1 in *hi (the high nibbles, bit 2c + 1).
+template <bool kFifthBit>
+PROCTOR_AVX2_TARGET inline void Q45_KCodes(const uint8_t* block, int c, __m256i* lo, __m256i* hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i qs =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (kFifthBit ? 48 : 16) + 32 * c));
+  *lo = _mm256_and_si256(qs, low4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
+  if constexpr (kFifthBit) {
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16));
+    *lo = _mm256_or_si256(
+        *lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
+    *hi = _mm256_or_si256(
+        *hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+  }
+}
+
 // ---- K-quants: super-blocks decoded to int8 codes + per-16 scales/offsets -------------------
 
 struct alignas(32) Decoded {

@@ -297,9 +297,7 @@ PROCTOR_AVX2_TARGET inline __m256i Mask(const uint8_t* bytes) {
 template <bool kFifthBit, int R>
 PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows, float* out) {
   constexpr int kBytes = kFifthBit ? 176 : 144;
-  constexpr int kQs = kFifthBit ? 48 : 16;
   __m128 acc = _mm_setzero_ps(), min_acc = _mm_setzero_ps();  // lane r: row r
-  const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   const uint8_t* blocks[4] = {};
   for (int64_t sb = 0; sb < in.n_blocks; ++sb) {
     in.prefetch.Advance(sb + 1);
@@ -317,16 +315,8 @@ PROCTOR_AVX2_TARGET void RowsQ45_K(const Inputs& in, const uint8_t* const* rows,
       const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc));
       __m256i sum = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
-        const __m256i qs = Load32(block + kQs + 32 * c);
-        __m256i lo = _mm256_and_si256(qs, low4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);
-        if constexpr (kFifthBit) {
-          const __m256i qh = Load32(block + 16);
-          const __m256i bit_lo = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-          const __m256i bit_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
-          lo = _mm256_or_si256(lo, _mm256_slli_epi16(bit_lo, 4));
-          hi = _mm256_or_si256(hi, _mm256_slli_epi16(bit_hi, 4));
-        }
+        __m256i lo, hi;
+        Q45_KCodes<kFifthBit>(block, c, &lo, &hi);
         const __m256i s_lo = _mm256_shuffle_epi8(scales16, Mask(kPickWord.bytes[2 * c]));
         const __m256i s_hi = _mm256_shuffle_epi8(scales16, Mask(kPickWord.bytes[2 * c + 1]));
         sum = _mm256_add_epi32(sum, _mm256_add_epi32(DotScaled(lo, Load32(x + 64 * c), s_lo),
