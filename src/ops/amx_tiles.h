@@ -1,6 +1,7 @@
 // AMX tile steps shared by the AMX MatMul kernels (matmul_amx.cc, matmul_amx_mlx.cc,
-// matmul_amx_quant.cc). All use the configuration ConfigureAmxTiles() loads (matmul_kernels.h:
-// tiles 0-7 of 16 rows x 64 bytes) and one 2x2 register plan:
+// matmul_amx_quant.cc; matmul_amx_q8.cc takes only the tile configuration and the scratch, with
+// its own int8 plan). The bf16 kernels use the configuration ConfigureAmxTiles() loads
+// (matmul_kernels.h: tiles 0-7 of 16 rows x 64 bytes) and one 2x2 register plan:
 //   tiles 0-3: C, 16 weights x 16 tokens (f32), C[2 * i + j] = A[i] x B[j];
 //   tiles 4-5: A, 16 weight rows x 32 k (bf16);
 //   tiles 6-7: B, 16 k-pairs x 16 tokens (VNNI-packed bf16 pairs).
@@ -18,6 +19,25 @@
 namespace proctor::ops::internal {
 
 inline constexpr int64_t kAmxTileFloats = 16 * 16;  // f32 elements of one C tile
+
+// ldtilecfg's 64-byte operand (palette 1): each tile's rows and bytes per row.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Loads `config` into the tile registers' configuration (AMX-TILE only, so the int8 kernels can
+// inline it too).
+inline __attribute__((always_inline, target("amx-tile"))) void LoadAmxTileConfig(
+    const AmxTileConfig& config) {
+  // ldtilecfg reads the struct, but GCC 12 may drop the stores that filled it as dead (seen when
+  // the caller is compiled on its own): force them to memory first.
+  asm volatile("" : : "r"(&config) : "memory");
+  _tile_loadconfig(&config);
+}
 
 // `store` resized to hold `floats` from a 64-byte boundary; returns that boundary (tile loads
 // and stores of whole cache lines).

@@ -31,27 +31,15 @@ constexpr int64_t kTile = 16;         // rows per tile; 32 bf16 (64 bytes) per t
 constexpr int64_t kTokenSuper = 256;  // tokens whose C tiles are kept while k chunks advance
 constexpr int64_t kPairChunk = 128;   // k pairs per chunk (32 rows x 256 bf16 = 16 KiB of w)
 
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
 }  // namespace
 
 PROCTOR_AMX_TARGET void ConfigureAmxTiles() {
-  TileConfig config{};
-  config.palette_id = 1;
+  AmxTileConfig config;
   for (int i = 0; i < 8; ++i) {
     config.rows[i] = kTile;
     config.colsb[i] = 64;
   }
-  // ldtilecfg reads the struct, but GCC 12 may drop the stores above as dead (seen when this
-  // function is compiled on its own): force them to memory first.
-  asm volatile("" : : "r"(&config) : "memory");
-  _tile_loadconfig(&config);
+  LoadAmxTileConfig(config);
 }
 
 namespace {

@@ -70,17 +70,6 @@ struct Panel {
   alignas(64) float sdmin[kTile];
 };
 
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
-inline int32_t Int16Pair(int first, int second) {
-  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(first)) |
-                              static_cast<uint32_t>(static_cast<uint16_t>(second)) << 16);
-}
-
 PROCTOR_AMX_Q8_TARGET inline void Store16(uint8_t* dst, __m128i v) {
   _mm_store_si128(reinterpret_cast<__m128i*>(dst), v);
 }
@@ -104,12 +93,14 @@ struct Blocks32 {
   static constexpr bool kSuper = false;
   static constexpr bool kSigned = std::is_same_v<Block, Q8_0Block>;
   static constexpr bool kMinTerm = kHasMinTerm<Block>;
+  // The token side of the min chain for a block whose x^ sums to `sum`.
+  static float Factor(float sum) { return kMinTerm ? MinTermFactor<Block>(sum) : 0.0f; }
   PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* chunk, int blocks, Panel* p, int r) {
     for (int b = 0; b < blocks; ++b) {
       const uint8_t* blk = chunk + b * Block::kBytes;
-      p->d[b][r] = Half(blk);
+      p->d[b][r] = F16At(blk);
       if constexpr (Block::kHasMin) {
-        p->m[b][r] = Half(blk + Block::kMinAt);
+        p->m[b][r] = F16At(blk + Block::kMinAt);
       } else {
         p->m[b][r] = p->d[b][r];
       }
@@ -147,10 +138,11 @@ struct Q45K : SuperBlocks {
   static constexpr bool kHasMin = true;
   static constexpr bool kHi = true;  // P needs its high byte
   static constexpr int kShift = 0;
-  static constexpr int kPairs = 4;  // M pairs over the 8 sub-blocks' code sums
+  static constexpr int kPairs = 4;        // M pairs over the 8 sub-blocks' code sums
+  static constexpr int kPairValues = 32;  // values per code sum
   PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
-    p->sd[r] = Half(blk);
-    p->sdmin[r] = Half(blk + 2);
+    p->sd[r] = F16At(blk);
+    p->sdmin[r] = F16At(blk + 2);
     __m128i sc, m;
     UnpackK4(blk + 4, &sc, &m);
     alignas(16) uint8_t scales[16], mins[16];
@@ -175,10 +167,11 @@ struct Groups16 : SuperBlocks {
   static constexpr bool kHasMin = Format::kHasMin;
   static constexpr bool kHi = Format::kBits > 2;
   static constexpr int kShift = kOffsetShift<Format>;
-  static constexpr int kPairs = 8;  // minimums (Q2_K) or scales (the offset's term) per pair
+  static constexpr int kPairs = 8;        // minimums (Q2_K) or scales (the offset's term) per pair
+  static constexpr int kPairValues = 16;  // values per code sum
   PROCTOR_AMX_Q8_TARGET static void Decode(const uint8_t* blk, int /*blocks*/, Panel* p, int r) {
-    p->sd[r] = Half(blk + Format::kD);
-    p->sdmin[r] = Format::kHasMin ? Half(blk + Format::kDmin) : 0.0f;
+    p->sd[r] = F16At(blk + Format::kD);
+    p->sdmin[r] = Format::kHasMin ? F16At(blk + Format::kDmin) : 0.0f;
     alignas(16) int8_t scales[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(scales), Format::Scales(blk));
     alignas(16) uint8_t mins[16] = {};
@@ -217,20 +210,11 @@ struct Args {
 // C tiles 0-3: 16 x 16 int32; A tiles 4-5: 16 rows x `k` codes; B tiles 6-7: k / 4 rows of 16
 // tokens x 4 codes.
 PROCTOR_AMX_Q8_TARGET void ConfigureTiles(int k) {
-  struct alignas(64) {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-  } config{};
-  config.palette_id = 1;
+  AmxTileConfig config;
   for (int i = 0; i < 4; ++i) config.rows[i] = kTile, config.colsb[i] = 64;
   for (int i = 4; i < 6; ++i) config.rows[i] = kTile, config.colsb[i] = static_cast<uint16_t>(k);
   for (int i = 6; i < 8; ++i) config.rows[i] = static_cast<uint8_t>(k / 4), config.colsb[i] = 64;
-  // ldtilecfg reads the struct, but GCC 12 may drop the stores above as dead: force them first.
-  asm volatile("" : : "r"(&config) : "memory");
-  _tile_loadconfig(&config);
+  LoadAmxTileConfig(config);
 }
 
 // ---- 32-wide blocks: one tile product per block, the chains after each ----------------------
@@ -457,75 +441,84 @@ PROCTOR_AMX_Q8_TARGET void Kernel(const Args& a, int64_t n_begin, int64_t n_end)
   _tile_release();
 }
 
-using KernelFn = void (*)(const Args&, int64_t, int64_t);
-
-KernelFn KernelFor(DType type) {
-  switch (type) {
-    case DType::kQ8_0:
-      return Kernel<Blocks32<Q8_0Block>>;
-    case DType::kQ4_0:
-      return Kernel<Blocks32<Q4Block<false>>>;
-    case DType::kQ4_1:
-      return Kernel<Blocks32<Q4Block<true>>>;
-    case DType::kQ5_0:
-      return Kernel<Blocks32<Q5Block<false>>>;
-    case DType::kQ5_1:
-      return Kernel<Blocks32<Q5Block<true>>>;
-    case DType::kQ2_K:
-      return Kernel<Groups16<Q2_KGroups>>;
-    case DType::kQ3_K:
-      return Kernel<Groups16<Q3_KGroups>>;
-    case DType::kQ4_K:
-      return Kernel<Q45K<false>>;
-    case DType::kQ5_K:
-      return Kernel<Q45K<true>>;
-    case DType::kQ6_K:
-      return Kernel<Groups16<Q6_KGroups>>;
-    default:
-      return nullptr;
-  }
-}
-
-// Token tiles [tile_begin, tile_end)'s per-block scales, min-chain factors and code-sum pairs.
-void GatherTokenSums(const ActivationsQ8* x, int64_t T, int64_t K, DType type, int64_t tile_begin,
+// Token tiles [tile_begin, tile_end)'s per-block scales, and the 32-wide types' min-chain
+// factors or the K-quants' code sums as int16 pairs (tokens past T: zeros).
+template <class Format>
+void GatherTokenSums(const ActivationsQ8* x, int64_t T, int64_t K, int64_t tile_begin,
                      int64_t tile_end, float* dx, float* factor, int32_t* pairs) {
   const int64_t blocks32 = K / 32;
-  const bool super = Q8BlocksFor(type) == Q8Blocks::kQ8_K;
-  const bool q45k = type == DType::kQ4_K || type == DType::kQ5_K;
-  float offset = 0.0f;  // MinTermFactor's: -kOffset for Q4_0 / Q5_0, else the sum itself
-  if (type == DType::kQ4_0) offset = static_cast<float>(-Q4Block<false>::kOffset);
-  if (type == DType::kQ5_0) offset = static_cast<float>(-Q5Block<false>::kOffset);
   for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
     for (int64_t j = 0; j < kTile; ++j) {
       const int64_t t = tile * kTile + j;
-      const ActivationsQ8* token = t < T ? &x[t] : nullptr;  // past T: zeros
+      const ActivationsQ8* token = t < T ? &x[t] : nullptr;
       for (int64_t b = 0; b < blocks32; ++b) {
         const int64_t at = (tile * blocks32 + b) * kTile + j;
         dx[at] = token != nullptr ? token->scale[b] : 0.0f;
-        const float sum = token != nullptr ? token->sum32[b] : 0.0f;
-        factor[at] = offset != 0.0f ? offset * sum : sum;
+        if constexpr (!Format::kSuper) {
+          factor[at] = Format::Factor(token != nullptr ? token->sum32[b] : 0.0f);
+        }
       }
-      if (!super) continue;
-      for (int64_t sb = 0; sb < K / 256; ++sb) {
-        for (int q = 0; q < 8; ++q) {
-          int first = 0, second = 0;
-          if (token != nullptr && q45k && q < 4) {
-            first = token->code_sum32[8 * sb + 2 * q];
-            second = token->code_sum32[8 * sb + 2 * q + 1];
-          } else if (token != nullptr && !q45k) {
-            first = token->code_sum16[16 * sb + 2 * q];
-            second = token->code_sum16[16 * sb + 2 * q + 1];
+      if constexpr (Format::kSuper) {
+        for (int64_t sb = 0; sb < K / 256; ++sb) {
+          for (int q = 0; q < 8; ++q) {
+            int first = 0, second = 0;
+            if (token != nullptr && q < Format::kPairs) {
+              const int16_t* sums =
+                  Format::kPairValues == 32 ? token->code_sum32.data() : token->code_sum16.data();
+              const int64_t at = 256 / Format::kPairValues * sb + 2 * q;
+              first = sums[at];
+              second = sums[at + 1];
+            }
+            pairs[((tile * (K / 256) + sb) * 8 + q) * kTile + j] = Int16Pair(first, second);
           }
-          pairs[((tile * (K / 256) + sb) * 8 + q) * kTile + j] = Int16Pair(first, second);
         }
       }
     }
   }
 }
 
+// A type's token-side preparation and kernel.
+struct Kernels {
+  void (*gather)(const ActivationsQ8*, int64_t, int64_t, int64_t, int64_t, float*, float*,
+                 int32_t*) = nullptr;
+  void (*run)(const Args&, int64_t, int64_t) = nullptr;
+};
+
+template <class Format>
+constexpr Kernels KernelsOf() {
+  return {GatherTokenSums<Format>, Kernel<Format>};
+}
+
+Kernels KernelsFor(DType type) {
+  switch (type) {
+    case DType::kQ8_0:
+      return KernelsOf<Blocks32<Q8_0Block>>();
+    case DType::kQ4_0:
+      return KernelsOf<Blocks32<Q4Block<false>>>();
+    case DType::kQ4_1:
+      return KernelsOf<Blocks32<Q4Block<true>>>();
+    case DType::kQ5_0:
+      return KernelsOf<Blocks32<Q5Block<false>>>();
+    case DType::kQ5_1:
+      return KernelsOf<Blocks32<Q5Block<true>>>();
+    case DType::kQ2_K:
+      return KernelsOf<Groups16<Q2_KGroups>>();
+    case DType::kQ3_K:
+      return KernelsOf<Groups16<Q3_KGroups>>();
+    case DType::kQ4_K:
+      return KernelsOf<Q45K<false>>();
+    case DType::kQ5_K:
+      return KernelsOf<Q45K<true>>();
+    case DType::kQ6_K:
+      return KernelsOf<Groups16<Q6_KGroups>>();
+    default:
+      return {};
+  }
+}
+
 }  // namespace
 
-bool AmxQ8Covers(DType type) { return KernelFor(type) != nullptr; }
+bool AmxQ8Covers(DType type) { return KernelsFor(type).run != nullptr; }
 
 void MatMulAmxQ8(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& pool) {
   const CpuFeatures& cpu = CpuFeatures::Host();
@@ -535,6 +528,7 @@ void MatMulAmxQ8(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& 
             "x [{}, {}] w [{}, {}]", T, K, N, w.cols);
   const int64_t t_tiles = (T + kTile - 1) / kTile;
   const DType type = w.type;
+  const Kernels kernels = KernelsFor(type);
   // The caller's buffers (a worker naming them would get its own): workers use the pointers.
   thread_local std::vector<ActivationsQ8> tokens_storage;
   thread_local std::vector<int8_t> codes_storage;
@@ -556,13 +550,12 @@ void MatMulAmxQ8(const MatView& x, const MatView& w, MutMatF32 out, ThreadPool& 
       tokens[t].Quantize(x.RowAs<float>(t), K, Q8BlocksFor(type));
     }
     InterleaveQ8Tiles(tokens, T, K, kTile, tile_begin, tile_end, codes);
-    GatherTokenSums(tokens, T, K, type, tile_begin, tile_end, dx, factor, pairs);
+    kernels.gather(tokens, T, K, tile_begin, tile_end, dx, factor, pairs);
   });
   const Args args{{codes, dx, factor, pairs, K}, T, &w, out};
-  const KernelFn kernel = KernelFor(type);
   pool.ParallelForGrain(static_cast<size_t>(N), static_cast<size_t>(kTile),
                         [&](size_t begin, size_t end, int) {
-                          kernel(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
+                          kernels.run(args, static_cast<int64_t>(begin), static_cast<int64_t>(end));
                         });
 }
 

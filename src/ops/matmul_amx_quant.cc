@@ -68,12 +68,6 @@ struct QuantLayout {
   int weight_parts;  // 2: codes need two bf16 parts (codes + codes_lo), else 1
 };
 
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
 // bf16 bits of first, first + 1, ..., first + 31 (a vpermw lookup table of small integers).
 PROCTOR_AMXQ_TARGET inline __m512i IntTable(float first) {
   const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -110,7 +104,7 @@ PROCTOR_AMXQ_TARGET void DecodeQ8_0(const MatView& w, int64_t row, int64_t b0, i
   const uint8_t* blocks = w.Row(row) + b0 * 34;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = blocks + b * 34;
-    p->scale[b][r] = Half(blk);
+    p->scale[b][r] = F16At(blk);
     const __m512i q =
         _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
     Store32(p->codes[b][r], Int16ToBf16(q));
@@ -126,8 +120,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ4(const MatView& w, int64_t row, int64_t b0, int
   const uint8_t* blocks = w.Row(row) + b0 * kBytes;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = blocks + b * kBytes;
-    p->scale[b][r] = Half(blk);
-    if (kMin) p->offset[b][r] = -Half(blk + 2);
+    p->scale[b][r] = F16At(blk);
+    if (kMin) p->offset[b][r] = -F16At(blk + 2);
     Store32(p->codes[b][r], _mm512_permutexvar_epi16(NibbleIndices(blk + (kMin ? 4 : 2)), table));
   }
 }
@@ -144,8 +138,8 @@ PROCTOR_AMXQ_TARGET void DecodeQ5(const MatView& w, int64_t row, int64_t b0, int
     const uint8_t* blk = blocks + b * kBytes;
     uint32_t qh;
     std::memcpy(&qh, blk + kQh, 4);
-    p->scale[b][r] = Half(blk);
-    if (kMin) p->offset[b][r] = -Half(blk + 2);
+    p->scale[b][r] = F16At(blk);
+    if (kMin) p->offset[b][r] = -F16At(blk + 2);
     __m512i idx = NibbleIndices(blk + kQh + 4);
     idx = _mm512_mask_add_epi16(idx, static_cast<__mmask32>(qh), idx, _mm512_set1_epi16(16));
     Store32(p->codes[b][r], _mm512_permutexvar_epi16(idx, table));
@@ -175,7 +169,7 @@ PROCTOR_AMXQ_TARGET void DecodeQ45_K(const MatView& w, int64_t row, int64_t b0, 
   const uint8_t* sbs = w.Row(row) + (b0 / 8) * kBytes;
   for (int64_t s = 0; s < nb / 8; ++s) {
     const uint8_t* blk = sbs + s * kBytes;
-    const float d = Half(blk), dmin = Half(blk + 2);
+    const float d = F16At(blk), dmin = F16At(blk + 2);
     uint8_t sc[8], m[8];
     UnpackK4(blk + 4, sc, m);
     for (int j = 0; j < 8; ++j) {
@@ -214,7 +208,7 @@ PROCTOR_AMXQ_TARGET void DecodeQ3_K(const MatView& w, int64_t row, int64_t b0, i
   for (int64_t s = 0; s < nb / 8; ++s) {
     const uint8_t* blk = sbs + s * 110;
     quant::UnpackQ3_KScales(blk + 96, sub);
-    p->scale[s][r] = Half(blk + 108);
+    p->scale[s][r] = F16At(blk + 108);
     const __m512i hmask =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     for (int h = 0; h < 2; ++h) {
@@ -244,7 +238,7 @@ PROCTOR_AMXQ_TARGET void DecodeQ6_K(const MatView& w, int64_t row, int64_t b0, i
   const __m512i bias = _mm512_set1_epi16(32);
   for (int64_t s = 0; s < nb / 8; ++s) {
     const uint8_t* blk = sbs + s * 210;
-    p->scale[s][r] = Half(blk + 208);
+    p->scale[s][r] = F16At(blk + 208);
     for (int h = 0; h < 2; ++h) {
       const __m512i qh = _mm512_cvtepu8_epi16(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));

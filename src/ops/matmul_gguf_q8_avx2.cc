@@ -171,12 +171,6 @@ PROCTOR_AVX2_TARGET inline void StoreOutputs(const __m256* v, float* const* out,
   }
 }
 
-// The pair of int16 (a, b) as one int32 lane for vpmaddwd.
-inline int32_t Int16Pair(int a, int b) {
-  return static_cast<int32_t>(static_cast<uint16_t>(a) |
-                              static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16);
-}
-
 // dots[kHalves * tt + h] += the rows' int16 pairs (rows[16], lane r of half h: row 8h + r) times
 // token tt's two int16 values pair[tt][0..1], summed by vpmaddwd; exact.
 template <int TT>

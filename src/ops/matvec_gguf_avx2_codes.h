@@ -39,6 +39,12 @@ PROCTOR_AVX2_TARGET inline __m128i BitsToBytes(uint32_t bits, int8_t bit) {
   return _mm_and_si128(set, _mm_set1_epi8(bit));
 }
 
+// The pair of int16 (a, b) as one int32 lane for vpmaddwd.
+inline int32_t Int16Pair(int a, int b) {
+  return static_cast<int32_t>(static_cast<uint16_t>(a) |
+                              static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16);
+}
+
 // ---- 32-wide block types -------------------------------------------------------------------
 
 // One block's codes as two xmm of 16 int8 (values 0..15, 16..31); the types with a block minimum

@@ -24,7 +24,7 @@ void DequantizeQ2_KImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
     const uint8_t* block = blocks + b * sizeof(BlockQ2_K);
     const uint8_t* scales = block;
     const uint8_t* qs = block + 16;
-    const float d = HalfAt(block + 80), dmin = HalfAt(block + 82);
+    const float d = F16At(block + 80), dmin = F16At(block + 82);
     float* o = out + b * kQK_K;
     for (int h = 0; h < 2; ++h) {
       for (int shift_index = 0; shift_index < 4; ++shift_index) {
@@ -55,7 +55,7 @@ void DequantizeQ3_KImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
     const uint8_t* hmask = block;
     const uint8_t* qs = block + 32;
     UnpackQ3_KScales(block + 96, scales);
-    const float d = HalfAt(block + 108);
+    const float d = F16At(block + 108);
     float* o = out + b * kQK_K;
     for (int h = 0; h < 2; ++h) {
       for (int shift_index = 0; shift_index < 4; ++shift_index) {
@@ -89,7 +89,7 @@ void DequantizeQ45_KImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   constexpr size_t kQsAt = kFiveBits ? 48 : 16;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * kBytes;
-    const float d = HalfAt(block), dmin = HalfAt(block + 2);
+    const float d = F16At(block), dmin = F16At(block + 2);
     const uint8_t* packed_scales = block + 4;
     const uint8_t* qh = block + 16;
     float* o = out + b * kQK_K;
@@ -129,7 +129,7 @@ void DequantizeQ6_KImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   const auto mask = hn::Set(di, 0x0F), three = hn::Set(di, 3), bias = hn::Set(di, 32);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ6_K);
-    const float d = HalfAt(block + 208);
+    const float d = F16At(block + 208);
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = block + 64 * h;
       const uint8_t* qh = block + 128 + 32 * h;

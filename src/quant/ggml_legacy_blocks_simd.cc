@@ -25,7 +25,7 @@ void DequantizeQ8_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ8_0);
     const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-    const auto d = hn::Set(df, HalfAt(block));
+    const auto d = hn::Set(df, F16At(block));
     for (size_t i = 0; i < kQ8_0BlockElems; i += N) {
       const auto v = hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + i)));
       hn::StoreU(hn::Mul(d, v), df, out + b * kQ8_0BlockElems + i);
@@ -43,7 +43,7 @@ void DequantizeQ4_0Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   const auto eight = hn::Set(di32, 8);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ4_0);
-    const auto d = hn::Set(df, HalfAt(block));
+    const auto d = hn::Set(df, F16At(block));
     float* o = out + b * kQ4_0BlockElems;
     for (size_t i = 0; i < kHalf; i += N) {
       const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, block + 2 + i));
@@ -70,7 +70,7 @@ float DotQ8_0Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {
       const auto v = hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + i)));
       block_sum = hn::MulAdd(v, hn::LoadU(df, xb + i), block_sum);
     }
-    acc = hn::MulAdd(hn::Set(df, HalfAt(block)), block_sum, acc);
+    acc = hn::MulAdd(hn::Set(df, F16At(block)), block_sum, acc);
   }
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
@@ -95,7 +95,7 @@ float DotQ4_0Impl(const uint8_t* blocks, int64_t n_blocks, const float* x) {
       block_sum = hn::MulAdd(lo, hn::LoadU(df, xb + i), block_sum);
       block_sum = hn::MulAdd(hi, hn::LoadU(df, xb + kHalf + i), block_sum);
     }
-    acc = hn::MulAdd(hn::Set(df, HalfAt(block)), block_sum, acc);
+    acc = hn::MulAdd(hn::Set(df, F16At(block)), block_sum, acc);
   }
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
@@ -114,7 +114,7 @@ void DequantizeQ4_1Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   const auto mask = hn::Set(DI32(), 0x0F);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockQ4_1);
-    const auto d = hn::Set(df, HalfAt(block)), m = hn::Set(df, HalfAt(block + 2));
+    const auto d = hn::Set(df, F16At(block)), m = hn::Set(df, F16At(block + 2));
     float* o = out + b * kQK;
     for (size_t i = 0; i < kQK / 2; i += N) {
       const auto bytes = LoadBytes(block + 4 + i);
@@ -135,8 +135,8 @@ void DequantizeQ5Impl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   constexpr size_t kQhAt = kHasMin ? 4 : 2;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * kBytes;
-    const auto d = hn::Set(df, HalfAt(block));
-    const auto m = hn::Set(df, kHasMin ? HalfAt(block + 2) : 0.0f);
+    const auto d = hn::Set(df, F16At(block));
+    const auto m = hn::Set(df, kHasMin ? F16At(block + 2) : 0.0f);
     uint32_t qh;
     std::memcpy(&qh, block + kQhAt, 4);
     const uint8_t* qs = block + kQhAt + 4;
@@ -173,7 +173,7 @@ void DequantizeIQ4_NLImpl(const uint8_t* blocks, int64_t n_blocks, float* out) {
   static_assert(kLevels[0] == kIQ4_NLValues[0] && kLevels[15] == kIQ4_NLValues[15]);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = blocks + b * sizeof(BlockIQ4_NL);
-    const auto d = hn::Set(df, HalfAt(block));
+    const auto d = hn::Set(df, F16At(block));
     float* o = out + b * kQK;
     for (size_t i = 0; i < kQK / 2; i += N) {
       const auto bytes = LoadBytes(block + 2 + i);

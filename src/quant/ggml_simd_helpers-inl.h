@@ -52,13 +52,6 @@ using DF = hn::ScalableTag<float>;
 using DI32 = hn::Rebind<int32_t, DF>;
 using DU8 = hn::Rebind<uint8_t, DF>;
 
-// The fp16 scale stored at p.
-HWY_INLINE float HalfAt(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
 // N consecutive bytes widened to int32 lanes.
 HWY_INLINE hn::Vec<DI32> LoadBytes(const uint8_t* p) {
   return hn::PromoteTo(DI32(), hn::LoadU(DU8(), p));

@@ -33,6 +33,13 @@ inline float F16ToF32(uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
+// The fp16 value stored (little-endian, unaligned) at p, as float.
+inline float F16At(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+
 inline uint16_t F32ToF16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
